@@ -1,0 +1,310 @@
+"""Base classes that plugins subclass, one per plugin kind, and the context the core hands them.
+
+A plugin class declares `name`, a nested pydantic `Params` model (use `vpeval.api.Params` as the base:
+extra fields are forbidden) and the methods of its kind. Heavy imports and model loading belong in
+methods (`prepare`, `train`, ...) or lazily cached properties, never at module import or class creation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from vpeval.types import Corpus, FrontendOutput, MetricResult, Scores, TrainingData, Utterance
+
+T = TypeVar("T")
+
+
+class Params(BaseModel):
+    """Base for plugin parameters: unknown fields are errors, values are validated on assignment."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=True)
+
+
+def stable_int(*parts: object) -> int:
+    """A 63-bit integer that depends only on the parts' text (Python's hash() changes per process)."""
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+@dataclass
+class PluginContext:
+    """What the core gives every plugin instance: seed, folders, threads, logging, helpers by kind."""
+
+    seed: int = 0
+    work_dir: Path = field(default_factory=lambda: Path(".vpeval-work"))
+    threads: int = 1
+    log: logging.Logger = field(default_factory=lambda: logging.getLogger("vpeval.plugin"))
+    # Set by the runner; plugins call the methods below instead of these.
+    plugin_factory: Callable[[str, str, dict | None], Plugin] | None = None
+    progress_factory: Callable[..., Iterable] | None = None
+
+    def rng(self, *keys: object) -> np.random.Generator:
+        """A generator fixed by the experiment seed and the keys (for example a speaker id)."""
+        return np.random.default_rng([self.seed & 0xFFFFFFFF, stable_int(*keys)])
+
+    def torch_seed(self, *keys: object) -> int:
+        return stable_int(self.seed, *keys) & 0x7FFFFFFF
+
+    def folder(self, *parts: str) -> Path:
+        """A folder under this plugin's work directory, created on demand."""
+        path = self.work_dir.joinpath(*parts)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def get(self, kind: str, name: str, params: dict | None = None) -> Plugin:
+        """Another plugin by kind and name, for helpers such as a speaker `encoder` or an `asr`."""
+        if self.plugin_factory is None:
+            from vpeval.plugins import get_plugin_manager
+
+            cls = get_plugin_manager().get(kind, name)
+            return cls(cls.Params(**(params or {})), self.child(f"{kind}-{name}"))
+        return self.plugin_factory(kind, name, params)
+
+    def progress(self, items: Iterable[T], total: int | None = None, description: str = "") -> Iterable[T]:
+        """Wrap a long loop so the run shows a bar with an ETA."""
+        if self.progress_factory is None:
+            return items
+        return self.progress_factory(items, total=total, description=description)
+
+    def child(self, name: str) -> PluginContext:
+        return PluginContext(
+            seed=self.seed,
+            work_dir=self.work_dir / name,
+            threads=self.threads,
+            log=self.log.getChild(name),
+            plugin_factory=self.plugin_factory,
+            progress_factory=self.progress_factory,
+        )
+
+    def apply_threads(self) -> None:
+        """Make torch (if loaded) use the thread count the run asks for."""
+        import sys
+
+        if "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(max(1, self.threads))
+
+
+class Plugin:
+    """Common base. Subclasses set `kind` (through their kind's base), `name` and `Params`."""
+
+    kind: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    Params: ClassVar[type[Params]] = Params
+
+    # Filled in by the plugin manager at registration.
+    distribution: ClassVar[str] = ""
+    version: ClassVar[str] = ""
+
+    def __init__(self, params: Params | None = None, context: PluginContext | None = None):
+        self.params = params if params is not None else self.Params()
+        self.context = context if context is not None else PluginContext()
+
+    @classmethod
+    def summary(cls) -> str:
+        doc = (cls.__doc__ or "").strip()
+        return doc.splitlines()[0] if doc else ""
+
+
+@dataclass
+class Voice:
+    """Which pseudo-speaker an anonymizer should produce for one utterance.
+
+    `key` is the utterance id at level "utterance" and the speaker id at level "speaker", and `rng`
+    is seeded from it: an anonymizer draws its pseudo-speaker from `rng` first, so every utterance
+    of a speaker gets the same pseudo-speaker at speaker level and a new one at utterance level.
+    """
+
+    key: str
+    level: str
+    rng: np.random.Generator
+    utterance: Utterance | None = None
+
+
+class Anonymizer(Plugin):
+    """Waveform in, anonymized waveform out (and, for embedding anonymizers, vectors in and out)."""
+
+    kind: ClassVar[str] = "anonymizer"
+    # None: accepts audio at any rate. Otherwise the core resamples input to this rate first.
+    sample_rate: ClassVar[int | None] = None
+    # What it transforms: "waveform", "embedding" or both.
+    works_on: ClassVar[tuple[str, ...]] = ("waveform",)
+
+    def prepare(self) -> None:
+        """Load models or fit on pool data (through self.context). Called once before use."""
+
+    def anonymize(self, audio: np.ndarray, sample_rate: int, voice: Voice) -> np.ndarray:
+        """Anonymize one mono float32 waveform; return float32 audio at the same sample rate."""
+        raise NotImplementedError(f"anonymizer {self.name} does not work on waveforms")
+
+    def anonymize_embeddings(self, embeddings: np.ndarray, voices: Sequence[Voice]) -> np.ndarray:
+        """Map original speaker vectors [B, D] to pseudo-speaker vectors [B, D], one voice per row."""
+        raise NotImplementedError(f"anonymizer {self.name} does not work on embeddings")
+
+
+class Frontend(Plugin):
+    """The speech interface of a speech language model: waveform to tokens and/or features."""
+
+    kind: ClassVar[str] = "frontend"
+    sample_rate: ClassVar[int] = 16000
+    frame_rate: ClassVar[float] = 12.5
+
+    def fit(self, corpus: Corpus) -> None:
+        """Learn what the frontend learns from data (codebooks); frozen pretrained ones do nothing."""
+
+    def encode(self, audio: np.ndarray) -> FrontendOutput:
+        """Encode mono float32 audio at `sample_rate`."""
+        raise NotImplementedError
+
+    def save(self, folder: Path) -> None:
+        """Store what `fit` learned."""
+
+    def load(self, folder: Path) -> None:
+        """Restore what `save` stored."""
+
+
+class Attacker(Plugin):
+    """A speaker verification attack model: trains on (anonymized) speech, represents sets of
+    utterances, scores trials.
+
+    The core calls `train` once (unless `needs_training` is False), `save`/`load` around the cache,
+    then `represent` for each distinct trial side and `score` on batches of side pairs.
+    """
+
+    kind: ClassVar[str] = "attacker"
+    sample_rate: ClassVar[int] = 16000
+    needs_training: ClassVar[bool] = True
+    uses_frontend: ClassVar[bool] = False
+
+    frontend: Frontend | None = None  # set by the core when the experiment names one
+
+    def train(self, data: TrainingData) -> None:
+        """Learn from the training stages (original and/or anonymized speech)."""
+
+    def save(self, folder: Path) -> None:
+        """Store the trained state (torch: torch.save of a state dict)."""
+
+    def load(self, folder: Path) -> None:
+        """Restore what `save` stored (torch: torch.load(..., weights_only=True))."""
+
+    def represent(self, utterances: Sequence[Utterance]) -> np.ndarray:
+        """One vector for a set of N utterances of one side of a trial."""
+        raise NotImplementedError
+
+    def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:
+        """Vectors [S, D] for many sides; override to batch."""
+        items = self.context.progress(sides, total=len(sides), description=f"{self.name}: represent")
+        return np.stack([self.represent(side) for side in items])
+
+    def score(self, enroll: np.ndarray, test: np.ndarray) -> np.ndarray:
+        """Scores [T] for row-wise pairs of representations; cosine similarity by default."""
+        return cosine_rows(enroll, test)
+
+
+class Metric(Plugin):
+    """Turns scores, speech or embeddings into numbers.
+
+    `needs` says which fields of `MetricInputs` it reads: "scores" (once per attacker, protocol and
+    N), "speech" (once per anonymizer: original and anonymized evaluation speech), "similarity"
+    (utterance-by-utterance score matrices of an attacker) or "embeddings".
+    """
+
+    kind: ClassVar[str] = "metric"
+    needs: ClassVar[str] = "scores"
+
+    def compute(self, inputs: MetricInputs) -> list[MetricResult]:
+        raise NotImplementedError
+
+
+@dataclass
+class MetricInputs:
+    scores: Scores | None = None
+    original: Corpus | None = None  # evaluation speech, original
+    anonymized: Corpus | None = None  # the same utterance ids, anonymized
+    similarity: dict[str, SimilarityMatrix] = field(default_factory=dict)  # "O-O", "O-A", "A-A"
+    recovered: np.ndarray | None = None  # embeddings an inversion attack recovered [B, D]
+    target: np.ndarray | None = None  # the true embeddings [B, D]
+    speakers: np.ndarray | None = None  # speaker per row of recovered/target
+    attributes: dict[str, Any] = field(default_factory=dict)  # coordinates: protocol, n, ...
+
+
+@dataclass
+class SimilarityMatrix:
+    """Scores of every enrollment-side utterance (rows) against every test-side utterance (columns)."""
+
+    scores: np.ndarray  # [R, C]
+    row_speakers: np.ndarray
+    col_speakers: np.ndarray
+
+
+class SpeakerEncoder(Plugin):
+    """A speaker embedding model shared by attackers, anonymizers and metrics."""
+
+    kind: ClassVar[str] = "encoder"
+    sample_rate: ClassVar[int] = 16000
+    dim: ClassVar[int] = 0
+
+    def embed(self, audio: np.ndarray) -> np.ndarray:
+        """One embedding [D] for mono float32 audio at `sample_rate`."""
+        raise NotImplementedError
+
+    def embed_corpus(self, corpus: Corpus) -> np.ndarray:
+        """Embeddings [U, D] for every utterance of a corpus, in its order."""
+        items = self.context.progress(corpus.utterances, total=len(corpus), description=f"{self.name}: embed")
+        return np.stack([self.embed(u.load(self.sample_rate)) for u in items])
+
+
+@dataclass
+class Transcript:
+    text: str
+    words: list[tuple[str, float, float]] = field(default_factory=list)  # (word, start s, end s)
+
+
+class ASR(Plugin):
+    """Speech recognition, for WER and for attackers that read transcripts."""
+
+    kind: ClassVar[str] = "asr"
+    sample_rate: ClassVar[int] = 16000
+
+    def transcribe(self, audio: np.ndarray) -> Transcript:
+        raise NotImplementedError
+
+
+class CorpusSource(Plugin):
+    """A source of speech with speaker labels: a generated corpus, a manifest, a Kaldi data folder."""
+
+    kind: ClassVar[str] = "corpus"
+
+    def load(self) -> Corpus:
+        """The whole corpus. Generated corpora build and cache themselves under context.work_dir."""
+        raise NotImplementedError
+
+    def evaluation_plan(self, corpus: Corpus, settings: Any) -> Any:
+        """A predefined split and trial lists (a `vpeval.data.plan.EvaluationPlan`), or None.
+
+        Sources whose data comes with its own protocol (VoicePrivacy trial files) return it; the
+        default None lets the core split speakers and make trials from the experiment's settings.
+        """
+        return None
+
+
+def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine similarity of matching rows of a and b."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    num = np.einsum("ij,ij->i", a, b)
+    den = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    return num / np.maximum(den, 1e-12)
+
+
+KINDS: dict[str, type[Plugin]] = {
+    cls.kind: cls
+    for cls in (Anonymizer, Attacker, Frontend, Metric, SpeakerEncoder, ASR, CorpusSource)
+}

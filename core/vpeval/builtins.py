@@ -1,0 +1,16 @@
+"""Plugins that ship with the core: data sources for the formats users already have.
+
+They are registered like any other plugin (distribution `vpeval`), so the core itself names no method.
+"""
+
+from __future__ import annotations
+
+from vpeval.hookspecs import hookimpl
+
+
+@hookimpl
+def register_corpora(register):
+    from vpeval.data.sources import KaldiCorpus, ManifestCorpus
+
+    register(ManifestCorpus)
+    register(KaldiCorpus)

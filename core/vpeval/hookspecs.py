@@ -1,0 +1,101 @@
+"""The hooks a vpeval plugin implements, one per plugin kind.
+
+Each hook receives a `register` callback; the plugin calls `register(SomeClass)` once per class it
+provides. The core owns names, duplicates and validation, so a plugin only says what it provides.
+Every hook here is documented in docs/plugin-hooks.md and exercised by a test (tests/test_hooks_meta.py
+checks both).
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("vpeval")
+hookimpl = pluggy.HookimplMarker("vpeval")
+
+
+@hookspec
+def register_anonymizers(register):
+    """Register anonymizer classes (subclasses of `vpeval.api.Anonymizer`).
+
+    An anonymizer turns a waveform into an anonymized waveform (`anonymize`) and, if it works in
+    speaker-embedding space, original vectors into pseudo-speaker vectors (`anonymize_embeddings`).
+
+    :param register: call `register(cls)` for each class.
+    """
+
+
+@hookspec
+def register_attackers(register):
+    """Register attacker classes (subclasses of `vpeval.api.Attacker`).
+
+    An attacker trains on staged training data, represents a set of utterances as one vector and
+    scores pairs of representations.
+
+    :param register: call `register(cls)` for each class.
+    """
+
+
+@hookspec
+def register_frontends(register):
+    """Register speech-token frontend classes (subclasses of `vpeval.api.Frontend`).
+
+    A frontend encodes a waveform into discrete tokens [frames, codebooks] and/or continuous
+    features [frames, dim], as a speech language model's input interface does.
+
+    :param register: call `register(cls)` for each class.
+    """
+
+
+@hookspec
+def register_metrics(register):
+    """Register metric classes (subclasses of `vpeval.api.Metric`).
+
+    A metric turns scores, speech or embeddings into `MetricResult` numbers with confidence
+    intervals where they apply.
+
+    :param register: call `register(cls)` for each class.
+    """
+
+
+@hookspec
+def register_encoders(register):
+    """Register speaker encoder classes (subclasses of `vpeval.api.SpeakerEncoder`).
+
+    Speaker encoders are shared: anonymizers choose pseudo-speakers with them, metrics compare
+    speakers with them, attackers may wrap them.
+
+    :param register: call `register(cls)` for each class.
+    """
+
+
+@hookspec
+def register_asr(register):
+    """Register speech recognizer classes (subclasses of `vpeval.api.ASR`).
+
+    Used by the WER metric and by attackers that read transcripts or word timings.
+
+    :param register: call `register(cls)` for each class.
+    """
+
+
+@hookspec
+def register_corpora(register):
+    """Register corpus source classes (subclasses of `vpeval.api.CorpusSource`).
+
+    A corpus source yields a `Corpus`: utterances with speaker, gender, transcript and emotion.
+
+    :param register: call `register(cls)` for each class.
+    """
+
+
+# Which kind each hook registers; the plugin manager checks registered classes against it.
+HOOK_KINDS = {
+    "register_anonymizers": "anonymizer",
+    "register_attackers": "attacker",
+    "register_frontends": "frontend",
+    "register_metrics": "metric",
+    "register_encoders": "encoder",
+    "register_asr": "asr",
+    "register_corpora": "corpus",
+}
