@@ -45,6 +45,8 @@ class PluginContext:
     # Set by the runner; plugins call the methods below instead of these.
     plugin_factory: Callable[[str, str, dict | None], Plugin] | None = None
     progress_factory: Callable[..., Iterable] | None = None
+    # Run-wide switches from the experiment that some plugins honour (for example allow_pipes).
+    options: dict[str, Any] = field(default_factory=dict)
 
     def rng(self, *keys: object) -> np.random.Generator:
         """A generator fixed by the experiment seed and the keys (for example a speaker id)."""
@@ -82,6 +84,7 @@ class PluginContext:
             log=self.log.getChild(name),
             plugin_factory=self.plugin_factory,
             progress_factory=self.progress_factory,
+            options=self.options,
         )
 
     def apply_threads(self) -> None:

@@ -1,0 +1,162 @@
+"""The `vpeval` command line. Commands parse arguments and call library functions; no logic lives here."""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import wraps
+from pathlib import Path
+
+import click
+
+from vpeval.errors import UserError
+from vpeval.run.cache import STAGES
+
+
+def user_errors(func):
+    """Turn a UserError into its sentence on stderr and exit code 2, never a traceback."""
+
+    @wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except UserError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+
+    return wrapper
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--experiment", "-e", type=click.Path(dir_okay=False), help="Run this experiment file.")
+@click.option("--force", multiple=True, type=click.Choice(STAGES), help="Recompute this stage even if cached (repeatable).")
+@click.option("--no-cache", is_flag=True, help="Compute everything in a throwaway cache.")
+@click.option("--cache", "cache_dir", type=click.Path(file_okay=False), help="Cache folder (default $VPEVAL_CACHE or .vpeval-cache).")
+@click.option("--output", type=click.Path(file_okay=False), help="Run folder (overrides the experiment's `output`).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bars or log lines on the terminal.")
+@click.version_option(package_name="vpeval")
+@click.pass_context
+@user_errors
+def main(ctx, experiment, force, no_cache, cache_dir, output, quiet):
+    """vpeval: evaluate speaker anonymization against attackers.
+
+    `vpeval --experiment exp.yaml` runs an experiment; the commands below inspect plugins and results.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if experiment is None:
+        click.echo(ctx.get_help())
+        return
+    from vpeval.config import load_experiment
+    from vpeval.run.runner import Runner
+
+    resolved = load_experiment(experiment)
+    if output:
+        resolved.experiment.output = output
+    result = Runner(resolved, cache_root=cache_dir, force=force, no_cache=no_cache, quiet=quiet).run()
+    click.echo(f"Results in {result.folder}/results.json and {result.folder}/report.md")
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@user_errors
+def validate(file):
+    """Check an experiment file (schema and every plugin's parameters) without running it."""
+    from vpeval.config import load_experiment
+
+    resolved = load_experiment(file)
+    grid = max(1, len(resolved.anonymizers)) * max(1, len(resolved.attackers))
+    click.echo(f"{file} is valid: {len(resolved.anonymizers)} anonymizers x {len(resolved.attackers)} attackers "
+               f"({grid} systems), protocols {', '.join(resolved.experiment.protocols)}, "
+               f"N in {resolved.experiment.enroll_utterances}, {len(resolved.metrics)} metrics.")
+
+
+@main.command()
+@click.option("--kind", help="Only this kind (anonymizer, attacker, frontend, metric, encoder, asr, corpus).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@user_errors
+def plugins(kind, as_json):
+    """List installed plugins with kind, distribution and version, and broken ones with their error."""
+    from vpeval.plugins import get_plugin_manager
+
+    manager = get_plugin_manager()
+    entries = [
+        {"kind": k, "name": reg.cls.name, "distribution": reg.distribution, "version": reg.version, "summary": reg.cls.summary()}
+        for k, reg in manager.all()
+        if kind is None or k == kind
+    ]
+    broken = [b.__dict__ for b in manager.broken]
+    if as_json:
+        click.echo(json.dumps({"plugins": entries, "broken": broken}, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("kind", "name", "distribution", "version", "summary")
+    for e in entries:
+        table.add_row(e["kind"], e["name"], e["distribution"], e["version"], e["summary"])
+    console = Console(width=max(120, Console().width))
+    console.print(table)
+    for b in broken:
+        console.print(f"[red]broken[/red] {b['distribution']} {b['version']} (entry point {b['entry_point']}): {b['error']}")
+
+
+@main.command()
+@click.argument("kind")
+@click.argument("name")
+@user_errors
+def describe(kind, name):
+    """Show a plugin's documentation and its parameters with defaults."""
+    from vpeval.describe import describe_plugin
+
+    click.echo(describe_plugin(kind, name))
+
+
+@main.command("new-plugin")
+@click.argument("kind", type=click.Choice(["anonymizer", "attacker", "frontend", "metric"]))
+@click.argument("name")
+@click.option("--dir", "directory", type=click.Path(file_okay=False), default=".", help="Where to create the package folder.")
+@user_errors
+def new_plugin(kind, name, directory):
+    """Create a complete installable plugin package (pyproject, class, README, a passing test)."""
+    from vpeval.scaffold import create_plugin
+
+    folder = create_plugin(kind, name, Path(directory))
+    click.echo(f"Created {folder}; install it with `pip install -e {folder}` and run its tests with `pytest {folder}`.")
+
+
+@main.command()
+@click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False))
+@click.option("--output", type=click.Path(dir_okay=False), help="Write the markdown here instead of printing it.")
+@user_errors
+def report(runs, output):
+    """One table across several run folders."""
+    from vpeval.errors import DataError
+    from vpeval.report.writer import combined_report
+
+    for run in runs:
+        if not (Path(run) / "results.json").exists():
+            raise DataError(f"{run} has no results.json; pass run folders written by `vpeval --experiment`.")
+    text = combined_report([Path(r) for r in runs])
+    if output:
+        Path(output).write_text(text)
+        click.echo(f"Wrote {output}")
+    else:
+        click.echo(text)
+
+
+@main.command()
+@click.option("--scores", "score_file", required=True, type=click.Path(dir_okay=False), help="Kaldi-style score file: enroll test score target|nontarget [f|m].")
+@click.option("--metric", "metric_names", multiple=True, help="Metric name (repeatable); default: the EER, minDCF and Cllr family.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--bootstrap", default=0, show_default=True, help="Speaker-level bootstrap replicates for confidence intervals.")
+@user_errors
+def metrics(score_file, metric_names, as_json, bootstrap):
+    """Compute metrics on a score file made by any toolkit."""
+    from vpeval.metrics_cli import run_metrics_on_scores
+
+    click.echo(run_metrics_on_scores(score_file, list(metric_names) or None, as_json, bootstrap))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,370 @@
+"""The experiment file: schema, aliases, validation with file-and-line errors, the resolved form.
+
+Validation runs completely before anything loads: first the core schema below, then each named
+plugin's `Params`. Nothing here imports a plugin's heavy dependencies.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from vpeval.errors import ConfigError, PluginError
+from vpeval.yamlsource import Loc, YamlDocument, format_loc, load_yaml, parse_yaml
+
+SCENARIO_ALIASES = {
+    "original": "original",
+    "ignorant": "original",
+    "lazy-informed": "original",
+    "anonymized": "anonymized",
+    "semi-informed": "anonymized",
+}
+
+
+def _scenario(value: Any) -> Any:
+    if isinstance(value, str) and value.lower() in SCENARIO_ALIASES:
+        return SCENARIO_ALIASES[value.lower()]
+    return value
+
+
+def _plugin_shorthand(value: Any) -> Any:
+    """`eer` is short for `{use: eer}`."""
+    return {"use": value} if isinstance(value, str) else value
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PluginSpec(Strict):
+    use: str = Field(description="registered plugin name")
+    params: dict[str, Any] = Field(default_factory=dict, description="the plugin's parameters")
+    label: str | None = Field(default=None, description="name shown in results (default: derived from use and params)")
+
+
+Spec = Annotated[PluginSpec, BeforeValidator(_plugin_shorthand)]
+
+
+class AnonymizerSpec(Strict):
+    """One anonymizer, or a chain of them applied in order, named as one conversion system."""
+
+    use: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    chain: list[Spec] | None = None
+    level: Literal["utterance", "speaker"] = Field(
+        default="utterance", description="a new pseudo-speaker per utterance (VPC 2024) or one per speaker"
+    )
+    label: str | None = None
+
+    @model_validator(mode="after")
+    def _use_or_chain(self) -> AnonymizerSpec:
+        if (self.use is None) == (self.chain is None):
+            raise ValueError("give either `use` (one anonymizer) or `chain` (a list of anonymizers), not both")
+        if self.chain is not None and self.params:
+            raise ValueError("`params` belong inside each element of `chain`")
+        if self.chain is not None and not self.chain:
+            raise ValueError("`chain` needs at least one anonymizer")
+        return self
+
+    def steps(self) -> list[PluginSpec]:
+        return list(self.chain) if self.chain is not None else [PluginSpec(use=self.use or "", params=self.params)]
+
+
+AnonSpec = Annotated[AnonymizerSpec, BeforeValidator(_plugin_shorthand)]
+
+
+class AttackerSpec(Strict):
+    use: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    train_on: Annotated[Literal["original", "anonymized"], BeforeValidator(_scenario)] = Field(
+        default="original",
+        description="original (VoicePrivacy ignorant / lazy-informed) or anonymized (semi-informed)",
+    )
+    frontend: Spec | None = Field(default=None, description="speech-token frontend the attacker consumes")
+    label: str | None = None
+
+
+AttSpec = Annotated[AttackerSpec, BeforeValidator(_plugin_shorthand)]
+
+
+class DataSpec(Strict):
+    corpus: Spec
+    attacker_train_speakers: float | int = Field(
+        default=0.5, description="share (0-1) or number of speakers kept for attacker training"
+    )
+    validation_speakers: float = Field(default=0.1, ge=0, lt=1, description="share of attacker-train speakers for early stopping")
+    enroll_share: float = Field(default=0.5, gt=0, lt=1, description="share of an evaluation speaker's utterances used for enrollment")
+    target_trials_per_speaker: int = Field(default=10, ge=1)
+    nontarget_trials_per_speaker: int = Field(default=10, ge=1)
+    same_gender_nontargets: bool = True
+    on_bad_audio: Literal["fail", "skip"] = "fail"
+    allow_pipes: bool = Field(default=False, description="allow shell pipes in Kaldi wav.scp (runs commands)")
+
+
+class Experiment(Strict):
+    name: str
+    seed: int = 0
+    data: DataSpec
+    anonymizers: list[AnonSpec] = Field(default_factory=list)
+    attackers: list[AttSpec] = Field(default_factory=list)
+    protocols: list[Literal["O-O", "O-A", "A-A"]] = Field(default_factory=lambda: ["O-O", "O-A", "A-A"])
+    enroll_utterances: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1])
+    metrics: list[Spec] = Field(default_factory=lambda: [PluginSpec(use="eer")])
+    output: str | None = Field(default=None, description="run folder (default runs/<name>)")
+    threads: int = Field(default=1, ge=1, description="CPU threads for torch and numerical libraries")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Experiment:
+        if not self.attackers and not any(True for _ in self.metrics):
+            raise ValueError("name at least one attacker or metric")
+        needs_anon = {"O-A", "A-A"} & set(self.protocols) or any(a.train_on == "anonymized" for a in self.attackers)
+        if needs_anon and not self.anonymizers:
+            raise ValueError("protocols O-A / A-A and train_on: anonymized need at least one anonymizer")
+        if len(set(self.enroll_utterances)) != len(self.enroll_utterances):
+            raise ValueError("enroll_utterances has a value twice")
+        return self
+
+
+# -- resolution: plugin classes and validated params ---------------------------------------------
+
+
+class ResolvedPlugin(BaseModel):
+    """A plugin named by the experiment, with every parameter filled in."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    kind: str
+    use: str
+    params: dict[str, Any]
+    distribution: str
+    version: str
+    label: str
+
+    def identity(self) -> dict[str, Any]:
+        """What the cache key hashes: the code (distribution, version) and the validated params."""
+        return {"kind": self.kind, "use": self.use, "params": self.params, "dist": self.distribution, "version": self.version}
+
+
+class ResolvedAnonymizer(BaseModel):
+    label: str
+    level: str
+    steps: list[ResolvedPlugin]
+
+    def identity(self) -> dict[str, Any]:
+        return {"level": self.level, "steps": [s.identity() for s in self.steps]}
+
+
+class ResolvedAttacker(BaseModel):
+    label: str
+    plugin: ResolvedPlugin
+    train_on: str
+    frontend: ResolvedPlugin | None = None
+
+
+class ResolvedExperiment(BaseModel):
+    """The validated experiment, every default filled in; what resolved.yaml holds."""
+
+    source: str
+    experiment: Experiment
+    corpus: ResolvedPlugin
+    anonymizers: list[ResolvedAnonymizer]
+    attackers: list[ResolvedAttacker]
+    metrics: list[ResolvedPlugin]
+
+    @property
+    def output(self) -> Path:
+        return Path(self.experiment.output or f"runs/{self.experiment.name}")
+
+    def to_dict(self) -> dict[str, Any]:
+        exp = self.experiment.model_dump(mode="json")
+        exp["data"]["corpus"] = _plugin_dict(self.corpus)
+        exp["anonymizers"] = [
+            {"label": a.label, "level": a.level, "chain": [_plugin_dict(s) for s in a.steps]} for a in self.anonymizers
+        ]
+        exp["attackers"] = [
+            {
+                "label": a.label,
+                **_plugin_dict(a.plugin),
+                "train_on": a.train_on,
+                "frontend": _plugin_dict(a.frontend) if a.frontend else None,
+            }
+            for a in self.attackers
+        ]
+        exp["metrics"] = [_plugin_dict(m) for m in self.metrics]
+        exp["output"] = str(self.output)
+        return exp
+
+
+def _plugin_dict(p: ResolvedPlugin) -> dict[str, Any]:
+    return {"use": p.use, "params": p.params, "distribution": p.distribution, "version": p.version}
+
+
+def load_experiment(path: str | Path, manager=None) -> ResolvedExperiment:
+    """Read, validate and resolve an experiment file; raise ConfigError with file and line."""
+    return resolve(load_yaml(path), manager)
+
+
+def load_experiment_text(text: str, name: str = "<string>", manager=None) -> ResolvedExperiment:
+    return resolve(parse_yaml(text, name), manager)
+
+
+def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
+    if not isinstance(doc.data, dict):
+        raise ConfigError(f"{doc.path}, line 1: an experiment file is a mapping with keys such as name, data, attackers.")
+    try:
+        exp = Experiment.model_validate(doc.data)
+    except ValidationError as exc:
+        raise ConfigError(_schema_message(doc, exc)) from None
+
+    if manager is None:
+        from vpeval.plugins import get_plugin_manager
+
+        manager = get_plugin_manager()
+
+    errors: list[str] = []
+
+    def plugin(kind: str, spec: PluginSpec | AttackerSpec, loc: Loc, use: str | None = None, params=None) -> ResolvedPlugin | None:
+        use = use or spec.use
+        params = spec.params if params is None else params
+        try:
+            cls = manager.get(kind, use)
+        except PluginError as exc:
+            errors.append(f"{doc.where(loc + ('use',))}: {exc}")
+            return None
+        try:
+            validated = cls.Params.model_validate(params)
+        except ValidationError as exc:
+            for err in exc.errors():
+                sub = loc + ("params",) + tuple(err["loc"])
+                errors.append(f"{doc.where(sub)}: {_pydantic_sentence(err, f'{kind} {use}')}")
+            return None
+        label = getattr(spec, "label", None) or _label(use, params)
+        return ResolvedPlugin(
+            kind=kind,
+            use=use,
+            params=validated.model_dump(mode="json"),
+            distribution=cls.distribution,
+            version=cls.version,
+            label=label,
+        )
+
+    corpus = plugin("corpus", exp.data.corpus, ("data", "corpus"))
+    anonymizers: list[ResolvedAnonymizer] = []
+    for i, spec in enumerate(exp.anonymizers):
+        steps = []
+        if spec.chain is not None:
+            for j, step in enumerate(spec.chain):
+                steps.append(plugin("anonymizer", step, ("anonymizers", i, "chain", j)))
+        else:
+            steps.append(plugin("anonymizer", PluginSpec(use=spec.use or "", params=spec.params), ("anonymizers", i)))
+        if all(steps):
+            label = spec.label or "+".join(s.label for s in steps) + ("" if spec.level == "utterance" else "@speaker")
+            for s in steps:
+                cls = manager.get("anonymizer", s.use)
+                if "waveform" not in cls.works_on:
+                    errors.append(
+                        f"{doc.where(('anonymizers', i))}: anonymizer {s.use} works on speaker embeddings only; "
+                        "use it inside a waveform anonymizer that takes one (for example as its pseudo-speaker selection)."
+                    )
+            anonymizers.append(ResolvedAnonymizer(label=label, level=spec.level, steps=steps))
+    attackers: list[ResolvedAttacker] = []
+    for i, spec in enumerate(exp.attackers):
+        resolved = plugin("attacker", spec, ("attackers", i))
+        frontend = plugin("frontend", spec.frontend, ("attackers", i, "frontend")) if spec.frontend else None
+        if resolved is None:
+            continue
+        cls = manager.get("attacker", spec.use)
+        if cls.uses_frontend and spec.frontend is None:
+            errors.append(f"{doc.where(('attackers', i))}: attacker {spec.use} reads a speech-token frontend; add `frontend: {{use: NAME}}`.")
+        if not cls.uses_frontend and spec.frontend is not None:
+            errors.append(f"{doc.where(('attackers', i, 'frontend'))}: attacker {spec.use} does not use a frontend; remove `frontend`.")
+        if spec.train_on == "anonymized" and not cls.needs_training:
+            errors.append(f"{doc.where(('attackers', i, 'train_on'))}: attacker {spec.use} is pretrained and does not train; use train_on: original.")
+        label = spec.label or resolved.label + (f"[{frontend.label}]" if frontend else "")
+        label += "" if spec.train_on == "original" or not cls.needs_training else "/semi-informed"
+        attackers.append(ResolvedAttacker(label=label, plugin=resolved, train_on=spec.train_on, frontend=frontend))
+    metrics = [plugin("metric", m, ("metrics", i)) for i, m in enumerate(exp.metrics)]
+
+    labels = [a.label for a in anonymizers]
+    for kind, names in (("anonymizer", labels), ("attacker", [a.label for a in attackers])):
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            errors.append(f"{doc.path}: two {kind}s are both labelled '{sorted(dup)[0]}'; give one a `label:`.")
+    if errors:
+        raise ConfigError("\n".join(errors))
+    assert corpus is not None
+    return ResolvedExperiment(
+        source=doc.path,
+        experiment=exp,
+        corpus=corpus,
+        anonymizers=anonymizers,
+        attackers=attackers,
+        metrics=[m for m in metrics if m is not None],
+    )
+
+
+def _label(use: str, params: dict[str, Any]) -> str:
+    if not params:
+        return use
+    digest = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:6]
+    short = ",".join(f"{k}={v}" for k, v in params.items() if isinstance(v, (int, float, str, bool)))
+    return f"{use}({short})" if short and len(short) <= 40 else f"{use}#{digest}"
+
+
+def _schema_message(doc: YamlDocument, exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p.startswith("function-"))))
+        lines.append(f"{doc.where(loc)}: {_pydantic_sentence(err, 'experiment', schema=Experiment, loc=loc)}")
+    return "\n".join(dict.fromkeys(lines))
+
+
+def _pydantic_sentence(err: dict, owner: str, schema=None, loc: Loc = ()) -> str:
+    kind = err["type"]
+    field = format_loc(tuple(err["loc"])) or "value"
+    if kind == "extra_forbidden":
+        known = _known_fields(schema, loc[:-1]) if schema else []
+        close = difflib.get_close_matches(str(loc[-1] if loc else field), known, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else (f"; known fields: {', '.join(known)}." if known else ".")
+        return f"{owner} has no field '{field.split('.')[-1]}'{hint}"
+    if kind == "missing":
+        return f"the field '{field.split('.')[-1]}' is required for {owner}; add it."
+    if kind == "literal_error":
+        return f"{err['msg'].replace('Input should be', 'expected')}, got {err.get('input')!r}."
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    got = err.get("input")
+    shown = f", got {got!r}" if got is not None and not isinstance(got, (dict, list)) else ""
+    return f"{msg[0].lower() + msg[1:]}{shown} ({owner} field '{field}')." if field != "value" else f"{msg}{shown}."
+
+
+def _known_fields(model, loc: Loc) -> list[str]:
+    current = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        info = getattr(current, "model_fields", {}).get(part)
+        if info is None:
+            return []
+        current = _model_of(info.annotation)
+        if current is None:
+            return []
+    return sorted(getattr(current, "model_fields", {}))
+
+
+def _model_of(annotation) -> type[BaseModel] | None:
+    import typing
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None

@@ -1,0 +1,102 @@
+"""The run folder: results.json, results.csv, report.md, resolved.yaml, trial lists and score files."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from vpeval import __version__
+from vpeval.report.tables import attack_tables, speech_tables
+from vpeval.run.cache import write_json_atomic, write_text_atomic
+
+CSV_FIELDS = ["anonymizer", "attacker", "scenario", "protocol", "n", "metric", "metric_plugin", "gender", "value", "ci_low", "ci_high", "unit", "details"]
+
+
+def write_outputs(exp, result, plan, score_sets) -> None:
+    folder: Path = result.folder
+    resolved = exp.to_dict()
+    write_text_atomic(folder / "resolved.yaml", yaml.safe_dump(resolved, sort_keys=False))
+    for s in score_sets:
+        name = _file_name(f"{s.anonymizer}__{s.attacker}__{s.protocol}__N{s.n}") + ".scores"
+        write_text_atomic(folder / "scores" / name, kaldi_scores_text(s.scores))
+    payload = {
+        "experiment": exp.experiment.name,
+        "seed": exp.experiment.seed,
+        "vpeval_version": __version__,
+        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "corpus": {"fingerprint": plan.evaluation.fingerprint or None, "evaluation_speakers": len(plan.evaluation.speakers),
+                    "train_speakers": len(plan.train.speakers)},
+        "trials": {str(n): len(t) for n, t in sorted(plan.trial_lists.items())},
+        "skipped_audio": [{"utterance": u, "path": p, "reason": r} for u, p, r in result.skipped_audio],
+        "rows": result.rows,
+    }
+    write_json_atomic(folder / "results.json", payload)
+    write_json_atomic(folder / "timings.json", {"seconds": result.timings, "computed": result.executed})
+    write_text_atomic(folder / "results.csv", rows_csv(result.rows))
+    write_text_atomic(folder / "report.md", report_markdown(exp, result, payload))
+
+
+def kaldi_scores_text(scores) -> str:
+    genders = scores.genders if scores.genders is not None else [""] * len(scores)
+    lines = []
+    for e, t, v, target, g in zip(scores.enroll_ids, scores.test_ids, scores.scores, scores.targets, genders):
+        lines.append(f"{e} {t} {v:.6f} {'target' if target else 'nontarget'}" + (f" {g}" if g else ""))
+    return "\n".join(lines) + "\n"
+
+
+def rows_csv(rows: list[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, extrasaction="ignore")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({**r, "details": json.dumps(r.get("details") or {}, sort_keys=True, default=str)})
+    return buffer.getvalue()
+
+
+def report_markdown(exp, result, payload: dict[str, Any]) -> str:
+    e = exp.experiment
+    lines = [f"# {e.name}", ""]
+    lines.append(f"Seed {e.seed}; corpus `{exp.corpus.use}` ({exp.corpus.distribution} {exp.corpus.version}); "
+                 f"{payload['corpus']['evaluation_speakers']} evaluation speakers, {payload['corpus']['train_speakers']} attacker-train speakers; "
+                 f"trials per N: {payload['trials']}.")
+    lines.append("")
+    lines.append("Anonymizers: " + (", ".join(f"`{a.label}` (level {a.level})" for a in exp.anonymizers) or "none") + ".")
+    lines.append("Attackers: " + (", ".join(f"`{a.label}` trained on {a.train_on}" for a in exp.attackers) or "none") + ".")
+    lines.append("Protocols: O-O original enrollment and trials; O-A original enrollment, anonymized trials; A-A both anonymized.")
+    lines.append("Values with a bracket carry a 95 % speaker-level bootstrap confidence interval.")
+    if result.skipped_audio:
+        lines += ["", f"**{len(result.skipped_audio)} unreadable audio files were skipped** (on_bad_audio: skip):", ""]
+        lines += [f"- {u}: {p} ({r})" for u, p, r in result.skipped_audio]
+    attack = attack_tables(result.rows)
+    if attack:
+        lines += ["", "## Privacy (attacker) metrics", ""] + [t + "\n" for t in attack]
+    speech = speech_tables(result.rows)
+    if speech:
+        lines += ["", "## Utility and speech metrics", ""] + [t + "\n" for t in speech]
+    lines += ["", "## Stage timings (s)", "", "| stage | seconds |", "|---|---|"]
+    lines += [f"| {k} | {v:.1f} |" for k, v in result.timings.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _file_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._=+-]+", "_", text)[:180]
+
+
+def combined_report(run_folders: list[Path]) -> str:
+    """One markdown document with the tables of several runs side by side (a `run` column)."""
+    rows = []
+    for folder in run_folders:
+        data = json.loads((Path(folder) / "results.json").read_text())
+        for r in data["rows"]:
+            rows.append({**r, "run": data.get("experiment", Path(folder).name)})
+    parts = [f"# Results of {len(run_folders)} runs", ""]
+    parts += [t + "\n" for t in attack_tables(rows, extra_key="run")]
+    parts += [t + "\n" for t in speech_tables(rows, extra_key="run")]
+    return "\n".join(parts)

@@ -1,0 +1,90 @@
+"""A content-keyed stage cache: every stage output lives under a hash of what produced it.
+
+The key hashes the plugin's distribution, version and validated params, the keys of the stage's
+inputs and the data fingerprint. A folder is complete only once renamed into place, so a run killed
+at any point leaves either a finished entry or nothing (plus a partial folder that a resumed run
+continues from, for stages that produce many files).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+STAGES = ("data", "anonymize", "frontend", "train", "score", "metrics")
+
+
+def stable_key(payload: Any) -> str:
+    """sha256 of the canonical JSON of payload."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class StageCache:
+    def __init__(self, root: str | Path, force: set[str] | None = None):
+        self.root = Path(root)
+        self.force = set(force or ())
+        self._rebuilt: set[Path] = set()
+
+    def key(self, stage: str, payload: Any) -> str:
+        return stable_key({"stage": stage, **payload}) if isinstance(payload, dict) else stable_key([stage, payload])
+
+    def path(self, stage: str, key: str) -> Path:
+        return self.root / stage / key[:2] / key
+
+    def partial_path(self, stage: str, key: str) -> Path:
+        """A folder that survives interruption, for stages that write many files one by one."""
+        path = self.root / stage / key[:2] / f"{key}.partial"
+        if stage in self.force and path not in self._rebuilt and path.exists():
+            shutil.rmtree(path)
+        self._rebuilt.add(path)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def exists(self, stage: str, key: str) -> bool:
+        path = self.path(stage, key)
+        if stage in self.force and path not in self._rebuilt:
+            return False
+        return path.is_dir()
+
+    @contextmanager
+    def build(self, stage: str, key: str) -> Iterator[Path]:
+        """A temporary folder to fill; renamed to the final path when the block ends without error."""
+        final = self.path(stage, key)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{key[:12]}.", dir=final.parent))
+        try:
+            yield tmp
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        self._rebuilt.add(final)
+        partial = final.parent / f"{key}.partial"
+        if partial.exists():
+            shutil.rmtree(partial, ignore_errors=True)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(data, handle, indent=2, sort_keys=False, default=str)
+    os.replace(tmp, path)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(tmp, path)

@@ -1,0 +1,257 @@
+"""Contract suites: the behaviour every plugin of a kind promises, as pytest test classes to subclass.
+
+Each suite checks discovery through entry points, the Params contract (defaults validate, unknown
+fields are refused, values round-trip), and the kind's own promises (shapes, sample rates,
+determinism under the seed, save/load).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from vpeval.api import Anonymizer, Attacker, Frontend, Metric, MetricInputs, PluginContext, SpeakerEncoder, Voice
+from vpeval.errors import MetricInputError
+from vpeval.testing.dummies import make_corpus, speaker_voice, synthesize
+from vpeval.types import FrontendOutput, MetricResult, Scores, TrainingData, TrainingStage
+
+
+class _Contract:
+    kind: ClassVar[str] = ""
+    plugin_name: ClassVar[str] = ""
+    params: ClassVar[dict[str, Any]] = {}
+    seed: ClassVar[int] = 0
+
+    def plugin_class(self):
+        from vpeval.plugins import get_plugin_manager
+
+        return get_plugin_manager().get(self.kind, self.plugin_name)
+
+    def make(self, tmp_path: Path, seed: int | None = None, **overrides):
+        cls = self.plugin_class()
+        params = cls.Params.model_validate({**self.params, **overrides})
+        context = PluginContext(seed=self.seed if seed is None else seed, work_dir=Path(tmp_path) / "work")
+        return cls(params, context)
+
+    def test_discovered_through_entry_points(self):
+        from vpeval.plugins import get_plugin_manager
+
+        cls = self.plugin_class()
+        assert cls.name == self.plugin_name
+        assert cls.kind == self.kind
+        registered = get_plugin_manager().registry[self.kind][self.plugin_name]
+        assert registered.distribution, "a plugin must come from an installed distribution"
+
+    def test_params_validate_and_round_trip(self):
+        cls = self.plugin_class()
+        params = cls.Params.model_validate(self.params)
+        again = cls.Params.model_validate(params.model_dump(mode="json"))
+        assert again == params
+        with pytest.raises(ValidationError):
+            cls.Params.model_validate({**self.params, "no_such_parameter_xyz": 1})
+
+    def test_import_is_light(self):
+        """Heavy dependencies load on use: the class must exist without its models being loaded."""
+        cls = self.plugin_class()
+        assert cls.__doc__, f"{cls.__name__} needs a docstring: `vpeval describe` shows it"
+
+
+def _audio(sample_rate: int, seconds: float = 1.0, speaker: int = 0, seed: int = 0) -> np.ndarray:
+    return synthesize(speaker_voice(speaker), seconds, sample_rate, np.random.default_rng([seed, speaker]))
+
+
+class AnonymizerContract(_Contract):
+    kind = "anonymizer"
+    embedding_dim: ClassVar[int] = 16
+
+    def _rate(self) -> int:
+        return self.plugin_class().sample_rate or 16000
+
+    def _prepared(self, tmp_path, **kw) -> Anonymizer:
+        anonymizer = self.make(tmp_path, **kw)
+        anonymizer.prepare()
+        return anonymizer
+
+    def test_waveform_shape_rate_and_change(self, tmp_path):
+        cls = self.plugin_class()
+        if "waveform" not in cls.works_on:
+            pytest.skip("works on embeddings only")
+        rate = self._rate()
+        audio = _audio(rate)
+        out = self._prepared(tmp_path).anonymize(audio.copy(), rate, Voice("u1", "utterance", np.random.default_rng(1)))
+        assert out.dtype == np.float32 and out.ndim == 1
+        assert len(out) == len(audio), "anonymized audio keeps the input length"
+        assert np.isfinite(out).all()
+        assert not np.allclose(out, audio), "anonymized audio must differ from the input"
+
+    def test_waveform_deterministic_per_voice(self, tmp_path):
+        cls = self.plugin_class()
+        if "waveform" not in cls.works_on:
+            pytest.skip("works on embeddings only")
+        rate = self._rate()
+        audio = _audio(rate)
+        first = self._prepared(tmp_path / "a").anonymize(audio.copy(), rate, Voice("k", "speaker", np.random.default_rng(5)))
+        second = self._prepared(tmp_path / "b").anonymize(audio.copy(), rate, Voice("k", "speaker", np.random.default_rng(5)))
+        np.testing.assert_array_equal(first, second)
+
+    def test_embeddings_shape_and_determinism(self, tmp_path):
+        cls = self.plugin_class()
+        if "embedding" not in cls.works_on:
+            pytest.skip("works on waveforms only")
+        x = self.sample_embeddings()
+        voices = [Voice(f"s{i}", "speaker", np.random.default_rng(i)) for i in range(len(x))]
+        out = self._prepared(tmp_path / "a").anonymize_embeddings(x.copy(), voices)
+        assert out.shape == x.shape and np.isfinite(out).all()
+        voices = [Voice(f"s{i}", "speaker", np.random.default_rng(i)) for i in range(len(x))]
+        again = self._prepared(tmp_path / "b").anonymize_embeddings(x.copy(), voices)
+        np.testing.assert_allclose(out, again, rtol=1e-6, atol=1e-6)
+        assert not np.allclose(out, x)
+
+    def sample_embeddings(self) -> np.ndarray:
+        return np.random.default_rng(0).normal(size=(8, self.embedding_dim)).astype(np.float32)
+
+
+class AttackerContract(_Contract):
+    kind = "attacker"
+    frontend_name: ClassVar[str | None] = None
+    frontend_params: ClassVar[dict[str, Any]] = {}
+    corpus_kwargs: ClassVar[dict[str, Any]] = {"speakers": 6, "utterances": 4, "seconds": 1.0}
+
+    def _attacker(self, tmp_path: Path, train) -> Attacker:
+        attacker = self.make(tmp_path)
+        if self.frontend_name:
+            from vpeval.plugins import get_plugin_manager
+
+            fcls = get_plugin_manager().get("frontend", self.frontend_name)
+            frontend = fcls(fcls.Params.model_validate(self.frontend_params), PluginContext(seed=self.seed, work_dir=tmp_path / "fe"))
+            frontend.fit(train)
+            attacker.frontend = frontend
+        return attacker
+
+    def _data(self, tmp_path: Path):
+        corpus = make_corpus(tmp_path / "audio", sample_rate=self.plugin_class().sample_rate, **self.corpus_kwargs)
+        return corpus
+
+    def test_train_represent_score_save_load(self, tmp_path):
+        corpus = self._data(tmp_path)
+        attacker = self._attacker(tmp_path / "one", corpus)
+        if attacker.needs_training:
+            attacker.train(TrainingData([TrainingStage("original", corpus)], None, "original"))
+        by_speaker = list(corpus.by_speaker().values())
+        sides = [by_speaker[0][:2], by_speaker[0][2:4], by_speaker[1][:1]]
+        vectors = attacker.represent_many(sides)
+        assert vectors.ndim == 2 and vectors.shape[0] == 3 and np.isfinite(vectors).all()
+        scores = attacker.score(vectors[[0, 0]], vectors[[1, 2]])
+        assert np.asarray(scores).shape == (2,) and np.isfinite(scores).all()
+        attacker.save(tmp_path / "saved")
+        restored = self._attacker(tmp_path / "two", corpus)
+        restored.load(tmp_path / "saved")
+        np.testing.assert_allclose(restored.represent_many(sides), vectors, rtol=1e-5, atol=1e-6)
+
+    def test_training_is_deterministic(self, tmp_path):
+        corpus = self._data(tmp_path)
+        sides = [[u] for u in corpus.utterances[:3]]
+        outs = []
+        for name in ("a", "b"):
+            attacker = self._attacker(tmp_path / name, corpus)
+            if attacker.needs_training:
+                attacker.train(TrainingData([TrainingStage("original", corpus)], None, "original"))
+            outs.append(attacker.represent_many(sides))
+        np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6)
+
+
+class FrontendContract(_Contract):
+    kind = "frontend"
+    fits: ClassVar[bool] = False  # True when fit() learns codebooks from data
+    frame_tolerance: ClassVar[int] = 3
+
+    def _frontend(self, tmp_path: Path) -> Frontend:
+        frontend = self.make(tmp_path / "fe")
+        if self.fits:
+            frontend.fit(make_corpus(tmp_path / "audio", speakers=2, utterances=2, sample_rate=frontend.sample_rate))
+        return frontend
+
+    def test_encode_shapes_and_rate(self, tmp_path):
+        frontend = self._frontend(tmp_path)
+        seconds = 2.0
+        out = frontend.encode(_audio(frontend.sample_rate, seconds))
+        assert isinstance(out, FrontendOutput)
+        assert out.frame_rate == pytest.approx(frontend.frame_rate)
+        frames = out.tokens.shape[0] if out.tokens is not None else out.features.shape[0]
+        assert abs(frames - seconds * frontend.frame_rate) <= self.frame_tolerance
+        if out.tokens is not None:
+            assert out.tokens.dtype.kind == "i"
+            assert (out.tokens >= 0).all() and (out.tokens < np.array(out.codebook_sizes)).all()
+        if out.features is not None:
+            assert out.features.shape[0] == frames and np.isfinite(out.features).all()
+
+    def test_deterministic_and_save_load(self, tmp_path):
+        audio = _audio(self.plugin_class().sample_rate, 1.5)
+        first = self._frontend(tmp_path / "a")
+        second = self._frontend(tmp_path / "b")
+        a, b = first.encode(audio), second.encode(audio)
+        for x, y in ((a.tokens, b.tokens), (a.features, b.features)):
+            if x is not None:
+                np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-5)
+        first.save(tmp_path / "saved")
+        third = self.make(tmp_path / "c")
+        third.load(tmp_path / "saved")
+        c = third.encode(audio)
+        if a.tokens is not None:
+            np.testing.assert_array_equal(a.tokens, c.tokens)
+
+
+def random_scores(seed: int = 0, speakers: int = 20, trials_per_speaker: int = 40, separation: float = 1.5) -> Scores:
+    """Gaussian target/non-target scores with genders and speakers, for metric contracts."""
+    rng = np.random.default_rng(seed)
+    spk = np.repeat([f"s{i}" for i in range(speakers)], trials_per_speaker)
+    genders = np.repeat(["f" if i % 2 == 0 else "m" for i in range(speakers)], trials_per_speaker)
+    targets = rng.random(len(spk)) < 0.3
+    targets[::trials_per_speaker] = True
+    targets[1::trials_per_speaker] = False
+    scores = rng.normal(size=len(spk)) + separation * targets
+    return Scores(scores, targets, genders, spk, spk)
+
+
+class MetricContract(_Contract):
+    kind = "metric"
+
+    def inputs(self) -> MetricInputs:
+        """Override for metrics that need speech, similarity matrices or embeddings."""
+        return MetricInputs(scores=random_scores())
+
+    def test_results_are_finite_and_deterministic(self, tmp_path):
+        first = self.make(tmp_path / "a").compute(self.inputs())
+        second = self.make(tmp_path / "b").compute(self.inputs())
+        assert first and all(isinstance(r, MetricResult) for r in first)
+        assert all(np.isfinite(r.value) for r in first)
+        assert [(r.metric, r.gender, r.value, r.ci_low, r.ci_high) for r in first] == [
+            (r.metric, r.gender, r.value, r.ci_low, r.ci_high) for r in second
+        ]
+
+    def test_one_class_only_is_a_clear_error(self, tmp_path):
+        if self.plugin_class().needs != "scores":
+            pytest.skip("not a score metric")
+        s = random_scores()
+        with pytest.raises(MetricInputError):
+            self.make(tmp_path).compute(MetricInputs(scores=s.select(s.targets)))
+
+
+class EncoderContract(_Contract):
+    kind = "encoder"
+
+    def _encoder(self, tmp_path) -> SpeakerEncoder:
+        return self.make(tmp_path)
+
+    def test_embed_shape_and_determinism(self, tmp_path):
+        encoder = self._encoder(tmp_path / "a")
+        audio = _audio(encoder.sample_rate, 2.0)
+        x = encoder.embed(audio)
+        assert x.ndim == 1 and np.isfinite(x).all()
+        if encoder.dim:
+            assert x.shape[0] == encoder.dim
+        np.testing.assert_allclose(self._encoder(tmp_path / "b").embed(audio), x, rtol=1e-5, atol=1e-6)

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Install vpeval into .venv at the repository root: the pinned dependency lock, the core and every
+# plugin under plugins/ (editable). Idempotent: a second call with nothing changed takes seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "creating .venv with $($PYTHON --version)"
+  "$PYTHON" -m venv .venv
+fi
+plugins=$(find plugins -mindepth 3 -maxdepth 3 -name pyproject.toml -printf '%h\n' 2>/dev/null | sort)
+stamp=.venv/.vpeval-installed
+want=$(cat requirements.lock pyproject.toml $(printf '%s/pyproject.toml ' $plugins) | sha256sum | cut -c1-16)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+echo "installing pinned dependencies (first time: a few minutes)"
+.venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.lock
+# --no-deps: every dependency is already pinned in requirements.lock.
+args=(-e .)
+for p in $plugins; do args+=(-e "$p"); done
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation "${args[@]}"
+echo "$want" > "$stamp"
+echo "installed vpeval and $(echo "$plugins" | grep -c . || true) plugins into .venv"
