@@ -73,8 +73,16 @@ def parse_yaml(text: str, name: str = "<string>") -> YamlDocument:
     return doc
 
 
+SAFE_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("map", "seq", "str", "int", "float", "bool", "null", "timestamp")}
+
+
 def _build(node: yaml.Node, loc: Loc, doc: YamlDocument, name: str) -> Any:
     doc.lines.setdefault(loc, node.start_mark.line + 1)
+    if node.tag not in SAFE_TAGS:
+        raise ConfigError(
+            f"{name}, line {node.start_mark.line + 1}: the tag {node.tag} is not allowed; experiment files "
+            "hold plain values and name plugins with `use:`, never Python objects."
+        )
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:

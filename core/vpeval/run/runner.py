@@ -173,7 +173,7 @@ class Runner:
     def _data(self):
         from vpeval.data.fingerprint import corpus_fingerprint
         from vpeval.data.plan import PlanSettings, make_plan, write_sides, write_trials
-        from vpeval.data.sources import scan_corpus
+        from vpeval.data.scan import scan_corpus
 
         started = time.perf_counter()
         data = self.settings.data

@@ -147,6 +147,7 @@ class AttackerContract(_Contract):
         assert vectors.ndim == 2 and vectors.shape[0] == 3 and np.isfinite(vectors).all()
         scores = attacker.score(vectors[[0, 0]], vectors[[1, 2]])
         assert np.asarray(scores).shape == (2,) and np.isfinite(scores).all()
+        (tmp_path / "saved").mkdir()
         attacker.save(tmp_path / "saved")
         restored = self._attacker(tmp_path / "two", corpus)
         restored.load(tmp_path / "saved")
@@ -197,6 +198,7 @@ class FrontendContract(_Contract):
         for x, y in ((a.tokens, b.tokens), (a.features, b.features)):
             if x is not None:
                 np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-5)
+        (tmp_path / "saved").mkdir()
         first.save(tmp_path / "saved")
         third = self.make(tmp_path / "c")
         third.load(tmp_path / "saved")

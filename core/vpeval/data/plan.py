@@ -1,0 +1,471 @@
+"""Who trains the attacker, who is evaluated, and which trials are scored.
+
+Speakers are split into attacker-train speakers (minus a validation share) and evaluation speakers,
+gender-stratified. Each evaluation speaker's utterances are split into an enrollment pool and a trial
+pool (by session where the corpus has sessions). Trials for each enrollment size N:
+
+* N = 1, VoicePrivacy style: the enrollment side is the speaker's whole enrollment pool (the attacker
+  averages it, as the VPC toolkit does; its id is the speaker id) and the test side one utterance of the
+  trial pool. Non-targets are same-gender; each trial carries the enrollment speaker's gender.
+* N > 1, seed 000 (section IV-A): both sides are sets of N utterances, drawn from the enrollment pool
+  and from the trial pool. For each side one random order of the pool is drawn once, from a generator
+  keyed by the seed, the speaker and the side's index but not by N, and the side for N is its first N
+  items, so U5 within U10 within U15 and changing the list of N changes nothing else.
+
+Every random choice comes from numpy.default_rng keyed by (seed, purpose, speaker, index): no global
+state, and adding a speaker or an N leaves everything else as it was.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from vpeval.api import stable_int
+from vpeval.data.kaldi import read_trials
+from vpeval.errors import DataError
+from vpeval.types import Corpus, Trial, TrialList, Utterance
+
+
+class PlanSettings(BaseModel):
+    """How the core splits a corpus and makes trials (the experiment's data section)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seed: int = Field(0, description="Seed of every split and trial draw.")
+    attacker_train_speakers: int | float = Field(
+        0.5,
+        description="Speakers for attacker training: a fraction in (0, 1) of all speakers, or a count; "
+        "the rest are evaluation speakers.",
+    )
+    validation_speakers: float = Field(
+        0.1, ge=0.0, lt=1.0, description="Fraction of the attacker-train speakers held out for early stopping."
+    )
+    enroll_utterances: list[int] = Field(
+        default_factory=lambda: [1],
+        description="Utterances per trial side, N; 1 is VoicePrivacy's single-utterance trials, larger N "
+        "draws nested sets from the pools (seed 000).",
+    )
+    enroll_share: float = Field(
+        0.5, gt=0.0, lt=1.0, description="Fraction of an evaluation speaker's utterances in its enrollment pool."
+    )
+    target_trials_per_speaker: int = Field(10, ge=0, description="Target trials per evaluation speaker and N.")
+    nontarget_trials_per_speaker: int = Field(10, ge=0, description="Non-target trials per evaluation speaker and N.")
+    same_gender_nontargets: bool = Field(True, description="Draw non-target trials from speakers of the same gender.")
+    gender_balanced_split: bool = Field(
+        True, description="Split each gender in the same proportion between attacker training and evaluation."
+    )
+
+    @field_validator("attacker_train_speakers")
+    @classmethod
+    def _share_or_count(cls, value: int | float) -> int | float:
+        if isinstance(value, bool):
+            raise ValueError("give a fraction in (0, 1) or a number of speakers")
+        if isinstance(value, float) and not 0.0 < value < 1.0:
+            raise ValueError("a fraction must be in (0, 1); give a whole number for a count of speakers")
+        if isinstance(value, int) and value < 0:
+            raise ValueError("a count of speakers cannot be negative")
+        return value
+
+    @field_validator("enroll_utterances")
+    @classmethod
+    def _positive_unique(cls, value: list[int]) -> list[int]:
+        if not value:
+            raise ValueError("give at least one N, for example [1]")
+        if any(n < 1 for n in value):
+            raise ValueError("every N must be at least 1")
+        if len(set(value)) != len(value):
+            raise ValueError("an N appears twice")
+        return value
+
+
+@dataclass
+class EvaluationPlan:
+    """The split and the trials of one experiment.
+
+    `evaluation` holds every evaluation utterance (enrollment pool + trial pool); `enroll_ids` and
+    `test_ids` are the two pools, disjoint. `notes` lists what the plan had to compromise on.
+    """
+
+    train: Corpus
+    validation: Corpus | None
+    evaluation: Corpus
+    enroll_ids: list[str]
+    test_ids: list[str]
+    trial_lists: dict[int, TrialList]
+    settings: PlanSettings
+    notes: list[str] = field(default_factory=list)
+
+
+def make_plan(corpus: Corpus, settings: PlanSettings) -> EvaluationPlan:
+    """Split `corpus` and draw the trials `settings` ask for (deterministic from settings.seed)."""
+    speakers = sorted(corpus.speakers)
+    notes: list[str] = []
+    train_speakers, eval_speakers = _split_speakers(corpus, speakers, settings)
+    validation_speakers = _validation_speakers(corpus, train_speakers, settings)
+    by_speaker = corpus.by_speaker()
+    pools = {}
+    for spk in eval_speakers:
+        utts = sorted(by_speaker[spk], key=lambda u: u.id)  # the plan must not depend on listing order
+        if len(utts) < 2:
+            notes.append(f"speaker {spk} has one utterance, too few to enroll and test; left out of evaluation")
+            continue
+        pools[spk] = _split_pools(utts, settings, spk)
+    if len(pools) < 2:
+        raise DataError(
+            f"Corpus {corpus.name} leaves {len(pools)} evaluation speaker(s) with two or more utterances after "
+            f"{len(train_speakers)} attacker-train speakers; lower attacker_train_speakers or add speakers."
+        )
+    genders = {spk: corpus.gender_of(spk) for spk in pools}
+    impostors = _impostors(genders, settings.same_gender_nontargets, notes)
+    trial_lists = {}
+    for n in settings.enroll_utterances:
+        if n == 1:
+            trials = _single_trials(pools, genders, impostors, settings)
+        else:
+            _check_pool_sizes(pools, n, settings)
+            trials = _multi_trials(pools, genders, impostors, settings, n)
+        trial_lists[n] = TrialList(n=n, trials=trials, name=f"n{n}")
+    enroll_ids = [u.id for spk in pools for u in pools[spk][0]]
+    test_ids = [u.id for spk in pools for u in pools[spk][1]]
+    in_eval = set(enroll_ids) | set(test_ids)
+    fit = [s for s in train_speakers if s not in validation_speakers]
+    return EvaluationPlan(
+        train=corpus.with_speakers(fit, name=f"{corpus.name}-train"),
+        validation=corpus.with_speakers(validation_speakers, name=f"{corpus.name}-validation")
+        if validation_speakers
+        else None,
+        evaluation=corpus.subset([u.id for u in corpus.utterances if u.id in in_eval], name=f"{corpus.name}-evaluation"),
+        enroll_ids=enroll_ids,
+        test_ids=test_ids,
+        trial_lists=trial_lists,
+        settings=settings,
+        notes=notes,
+    )
+
+
+# -- speakers ----------------------------------------------------------------------------------
+
+
+def _rng(seed: int, *keys: object) -> np.random.Generator:
+    return np.random.default_rng([seed & 0xFFFFFFFF, stable_int(*keys)])
+
+
+def _split_speakers(corpus: Corpus, speakers: list[str], settings: PlanSettings) -> tuple[list[str], list[str]]:
+    total = len(speakers)
+    share = settings.attacker_train_speakers
+    count = share if isinstance(share, int) else max(1, round(share * total))
+    if count > total - 2:
+        raise DataError(
+            f"attacker_train_speakers ({share}) leaves {total - count} of the {total} speakers of corpus "
+            f"{corpus.name} for evaluation; at least 2 are needed, so lower it."
+        )
+    groups: dict[str, list[str]] = {}
+    for spk in speakers:
+        key = (corpus.gender_of(spk) or "?") if settings.gender_balanced_split else "all"
+        groups.setdefault(key, []).append(spk)
+    # Largest remainder: each gender gives the same share of its speakers to training.
+    exact = {g: count * len(members) / total for g, members in groups.items()}
+    quota = {g: int(np.floor(x)) for g, x in exact.items()}
+    for g in sorted(groups, key=lambda g: (quota[g] - exact[g], g))[: count - sum(quota.values())]:
+        quota[g] += 1
+    train: list[str] = []
+    for g, members in sorted(groups.items()):
+        order = _rng(settings.seed, "split", g).permutation(len(members))
+        train += [members[i] for i in order[: quota[g]]]
+    train_set = set(train)
+    return sorted(train), [s for s in speakers if s not in train_set]
+
+
+def _validation_speakers(corpus: Corpus, train: list[str], settings: PlanSettings) -> list[str]:
+    count = round(settings.validation_speakers * len(train))
+    if count == 0 or count >= len(train):
+        return []
+    order = _rng(settings.seed, "validation").permutation(len(train))
+    return sorted(train[i] for i in order[:count])
+
+
+def _impostors(genders: dict[str, str | None], same_gender: bool, notes: list[str]) -> dict[str, list[str]]:
+    """Speakers whose trial utterances serve as non-targets for each enrollment speaker."""
+    out = {}
+    for spk, g in genders.items():
+        others = [o for o in genders if o != spk]
+        same = [o for o in others if genders[o] == g]
+        if same_gender and g is not None and not same:
+            notes.append(f"speaker {spk} has no other {g} evaluation speaker; its non-targets use other genders")
+        out[spk] = same if same_gender and same else others
+    return out
+
+
+# -- pools -------------------------------------------------------------------------------------
+
+
+def _split_pools(utts: list[Utterance], settings: PlanSettings, spk: str) -> tuple[list[Utterance], list[Utterance]]:
+    """(enrollment pool, trial pool) of one speaker, disjoint, each in id order.
+
+    With two or more sessions whole sessions go to one pool, so enrollment and trials come from
+    different sessions (VoicePrivacy and seed 000 use a different call for the trial side).
+    """
+    rng = _rng(settings.seed, "pools", spk)
+    sessions = [u.session for u in utts]
+    if all(s is not None for s in sessions) and len(set(sessions)) >= 2:
+        names = sorted(set(sessions))
+        names = [names[i] for i in rng.permutation(len(names))]
+        want = settings.enroll_share * len(utts)
+        enroll_sessions: set[str] = set()
+        size = 0
+        for name in names[:-1]:  # the last session always stays on the trial side
+            n = sessions.count(name)
+            if size and abs(size + n - want) > abs(size - want):
+                break
+            enroll_sessions.add(name)
+            size += n
+        chosen = {i for i, u in enumerate(utts) if u.session in enroll_sessions}
+    else:
+        size = min(len(utts) - 1, max(1, round(settings.enroll_share * len(utts))))
+        chosen = set(rng.permutation(len(utts))[:size].tolist())
+    return [u for i, u in enumerate(utts) if i in chosen], [u for i, u in enumerate(utts) if i not in chosen]
+
+
+def _check_pool_sizes(pools: dict[str, tuple[list[Utterance], list[Utterance]]], n: int, settings: PlanSettings) -> None:
+    for side, k in (("enrollment", 0), ("trial", 1)):
+        spk = min(pools, key=lambda s: (len(pools[s][k]), s))
+        have = len(pools[spk][k])
+        if have < n:
+            raise DataError(
+                f"enroll_utterances asks for N={n}, but speaker {spk} has only {have} utterances in its {side} "
+                f"pool (enroll_share {settings.enroll_share}); lower N, change enroll_share or use speakers with "
+                f"at least {2 * n} utterances."
+            )
+
+
+# -- trials ------------------------------------------------------------------------------------
+
+
+def _single_trials(pools, genders, impostors, settings: PlanSettings) -> list[Trial]:
+    """VoicePrivacy trials: speaker enrollment pool vs one trial utterance."""
+    trials = []
+    for spk, (enroll, _) in pools.items():
+        side = tuple(u.id for u in enroll)
+        tests = pools[spk][1]
+        order = _rng(settings.seed, "n1-target", spk).permutation(len(tests))
+        for i in order[: settings.target_trials_per_speaker]:
+            u = tests[i]
+            trials.append(Trial(side, (u.id,), True, genders[spk], spk, spk, spk, u.id))
+        candidates = [u for other in impostors[spk] for u in pools[other][1]]
+        order = _rng(settings.seed, "n1-nontarget", spk).permutation(len(candidates))
+        for i in order[: settings.nontarget_trials_per_speaker]:
+            u = candidates[i]
+            trials.append(Trial(side, (u.id,), False, genders[spk], spk, u.speaker, spk, u.id))
+    return trials
+
+
+def _multi_trials(pools, genders, impostors, settings: PlanSettings, n: int) -> list[Trial]:
+    """Seed 000 trials: N enrollment-pool utterances vs N trial-pool utterances, nested in N.
+
+    Speaker s has sides E(s, j) and T(s, j), j < J; target trial j pairs E(s, j) with T(s, j), and
+    non-target trials pair E(s, j) with T(impostor, k) for distinct (impostor, k) drawn per speaker.
+    """
+    sides = max(settings.target_trials_per_speaker, settings.nontarget_trials_per_speaker)
+
+    def side(spk: str, pool: int, j: int) -> tuple[str, ...]:
+        utts = pools[spk][pool]
+        order = _rng(settings.seed, "side", "enroll" if pool == 0 else "test", spk, j).permutation(len(utts))
+        return tuple(utts[i].id for i in order[:n])
+
+    def enroll_id(spk: str, j: int) -> str:
+        return f"{spk}-n{n}-e{j}"
+
+    def test_id(spk: str, j: int) -> str:
+        return f"{spk}-n{n}-t{j}"
+
+    trials = []
+    for spk in pools:
+        for j in range(settings.target_trials_per_speaker):
+            trials.append(Trial(side(spk, 0, j), side(spk, 1, j), True, genders[spk], spk, spk, enroll_id(spk, j), test_id(spk, j)))
+        pairs = [(other, k) for other in impostors[spk] for k in range(sides)]
+        order = _rng(settings.seed, "nontarget", spk).permutation(len(pairs))
+        for j, p in enumerate(order[: settings.nontarget_trials_per_speaker]):
+            other, k = pairs[p]
+            e = j  # j < sides, so every non-target reuses an enrollment side of a target trial
+            trials.append(Trial(side(spk, 0, e), side(other, 1, k), False, genders[spk], spk, other, enroll_id(spk, e), test_id(other, k)))
+    return trials
+
+
+# -- files -------------------------------------------------------------------------------------
+
+
+def write_trials(trial_list: TrialList, path: str | os.PathLike) -> Path:
+    """Kaldi trials: `enroll-id test-id target|nontarget` per trial."""
+    lines = [f"{t.enroll_id} {t.test_id} {'target' if t.target else 'nontarget'}" for t in trial_list.trials]
+    return _write(Path(path), lines)
+
+
+def write_sides(trial_list: TrialList, path: str | os.PathLike) -> Path:
+    """`side-id utt-id utt-id ...` for every enroll and test side id (which utterances make each side)."""
+    sides: dict[str, tuple[str, ...]] = {}
+    for t in trial_list.trials:
+        for sid, utts in ((t.enroll_id, t.enroll), (t.test_id, t.test)):
+            if sides.setdefault(sid, utts) != utts:
+                raise ValueError(f"side id {sid} stands for two different utterance sets")
+    return _write(Path(path), [f"{sid} {' '.join(utts)}" for sid, utts in sorted(sides.items())])
+
+
+def read_sides(path: str | os.PathLike) -> dict[str, tuple[str, ...]]:
+    path = Path(path)
+    sides = {}
+    with open(path, encoding="utf-8") as handle:
+        for line, text in enumerate(handle, start=1):
+            fields = text.split()
+            if not fields:
+                continue
+            if len(fields) < 2:
+                raise DataError(f"{path} line {line} reads '{text.strip()}'; a side line is 'side-id utt-id utt-id ...'.")
+            sides[fields[0]] = tuple(fields[1:])
+    return sides
+
+
+def read_trial_list(trials_path: str | os.PathLike, sides_path: str | os.PathLike, corpus: Corpus, n: int) -> TrialList:
+    """The TrialList written by write_trials and write_sides, with speakers and genders from `corpus`."""
+    sides = read_sides(sides_path)
+    trials = []
+    for enroll_id, test_id, target in read_trials(trials_path):
+        for sid in (enroll_id, test_id):
+            if sid not in sides:
+                raise DataError(f"{trials_path} names the side {sid}, which {sides_path} does not list.")
+        enroll, test = sides[enroll_id], sides[test_id]
+        for uid in enroll + test:
+            if uid not in corpus:
+                raise DataError(f"{sides_path} names the utterance {uid}, which corpus {corpus.name} does not have.")
+        spk, tspk = corpus[enroll[0]].speaker, corpus[test[0]].speaker
+        trials.append(Trial(enroll, test, target, corpus.gender_of(spk), spk, tspk, enroll_id, test_id))
+    return TrialList(n=n, trials=trials, name=f"n{n}")
+
+
+def _write(path: Path, lines: Sequence[str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+# -- predefined (VoicePrivacy) trials ---------------------------------------------------------
+
+
+@dataclass
+class TrialFolder:
+    """One `<set>_trials_f|m` folder: its trials file and its utterances.
+
+    `renamed` maps ids as written in the folder's files to corpus ids, where loading several folders
+    had to prefix colliding ids.
+    """
+
+    name: str
+    trials_file: Path
+    corpus: Corpus
+    renamed: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class PredefinedSet:
+    """One VoicePrivacy evaluation set: an enrollment folder and its trial folders."""
+
+    enrolls: Corpus
+    trials: list[TrialFolder]
+    # Listed in the folders but skipped as bad audio: utterance ids, and enrollment speakers left with none.
+    dropped: set[str] = field(default_factory=set)
+    dropped_speakers: set[str] = field(default_factory=set)
+
+
+def predefined_plan(
+    sets: Sequence[PredefinedSet], train: Corpus | None, settings: PlanSettings, name: str = "kaldi"
+) -> EvaluationPlan:
+    """An EvaluationPlan from VoicePrivacy trial files (N = 1 only).
+
+    The enrollment side of `enroll-spk` is all of that speaker's utterances in the set's enrolls
+    folder; the trial gender comes from the folder's _f/_m suffix, else from spk2gender.
+    """
+    bigger = [n for n in settings.enroll_utterances if n != 1]
+    if bigger:
+        raise DataError(
+            f"enroll_utterances asks for N={bigger[0]}, but the kaldi corpus's `evaluation` trial files are "
+            "single-utterance (VoicePrivacy); use enroll_utterances [1] or drop `evaluation` so vpeval draws trials."
+        )
+    trials: list[Trial] = []
+    enroll_ids: list[str] = []
+    test_ids: list[str] = []
+    utterances: dict[str, Utterance] = {}
+    genders: dict[str, str] = {}
+    notes: list[str] = []
+    for s in sets:
+        enroll_by_speaker = s.enrolls.by_speaker()
+        prefix = f"{s.enrolls.name}-" if len(sets) > 1 else ""
+        enroll_ids += [u.id for u in s.enrolls.utterances]
+        utterances.update((u.id, u) for u in s.enrolls.utterances)
+        genders.update(s.enrolls.speaker_gender)
+        for folder in s.trials:
+            test_ids += [u.id for u in folder.corpus.utterances]
+            utterances.update((u.id, u) for u in folder.corpus.utterances)
+            genders.update(folder.corpus.speaker_gender)
+            folder_gender = {"_f": "f", "_m": "m"}.get(folder.name[-2:])
+            for line, (spk, utt, target) in enumerate(read_trials(folder.trials_file), start=1):
+                uid = folder.renamed.get(utt, utt)
+                if uid in s.dropped or (spk not in enroll_by_speaker and spk in s.dropped_speakers):
+                    notes.append(f"{folder.name} line {line} dropped: its audio was skipped as bad")
+                    continue
+                if spk not in enroll_by_speaker:
+                    raise DataError(
+                        f"{folder.trials_file} line {line} enrolls speaker {spk}, who has no utterance in {s.enrolls.name}."
+                    )
+                if uid not in folder.corpus:
+                    raise DataError(
+                        f"{folder.trials_file} line {line} tests utterance {utt}, which {folder.name}/wav.scp does not list."
+                    )
+                side = tuple(u.id for u in enroll_by_speaker[spk])
+                gender = folder_gender or s.enrolls.gender_of(spk)
+                test_speaker = folder.corpus[uid].speaker
+                trials.append(Trial(side, (uid,), target, gender, spk, test_speaker, prefix + spk, uid))
+    overlap = set(enroll_ids) & set(test_ids)
+    if overlap:
+        raise DataError(f"utterance {sorted(overlap)[0]} is both an enrollment and a trial utterance; the evaluation folders must not share utterances.")
+    eval_speakers = {u.speaker for u in utterances.values()}
+    train = train or Corpus(f"{name}-train", [])
+    shared = sorted(eval_speakers & set(train.speakers))
+    if shared:
+        raise DataError(
+            f"speaker {shared[0]} is in the attacker-train folder {train.name} and in the evaluation folders; "
+            "attacker training must not see evaluation speakers."
+        )
+    validation = _validation_speakers(train, sorted(train.speakers), settings)
+    evaluation = Corpus(f"{name}-evaluation", [utterances[i] for i in dict.fromkeys(enroll_ids + test_ids)], dict(genders))
+    return EvaluationPlan(
+        train=train.with_speakers([s for s in train.speakers if s not in validation], name=f"{name}-train"),
+        validation=train.with_speakers(validation, name=f"{name}-validation") if validation else None,
+        evaluation=evaluation,
+        enroll_ids=list(dict.fromkeys(enroll_ids)),
+        test_ids=list(dict.fromkeys(test_ids)),
+        trial_lists={1: TrialList(n=1, trials=trials, name="n1")},
+        settings=settings,
+        notes=notes,
+    )
+
+
+def plan_summary(plan: EvaluationPlan) -> dict[str, Any]:
+    """Counts for the run report."""
+    return {
+        "train_speakers": len(plan.train.speakers),
+        "validation_speakers": len(plan.validation.speakers) if plan.validation else 0,
+        "evaluation_speakers": len(plan.evaluation.speakers),
+        "enroll_utterances": len(plan.enroll_ids),
+        "trial_utterances": len(plan.test_ids),
+        "trials": {n: {"target": sum(t.target for t in tl.trials), "nontarget": sum(not t.target for t in tl.trials)}
+                   for n, tl in plan.trial_lists.items()},
+        "notes": list(plan.notes),
+    }

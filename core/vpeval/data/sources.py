@@ -1,0 +1,156 @@
+"""The built-in corpus sources: a CSV/JSONL manifest, and Kaldi / VoicePrivacy data folders."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from vpeval.api import CorpusSource, Params, PluginContext
+from vpeval.data.fingerprint import corpus_fingerprint
+from vpeval.data.kaldi import read_data_dir
+from vpeval.data.manifest import read_manifest
+from vpeval.data.plan import EvaluationPlan, PlanSettings, PredefinedSet, TrialFolder, predefined_plan
+from vpeval.errors import DataError
+from vpeval.types import Corpus
+
+
+class ManifestCorpus(CorpusSource):
+    """Utterances listed in a CSV or JSONL manifest (path, speaker, gender, transcript, emotion, session)."""
+
+    name = "manifest"
+
+    class Params(Params):
+        path: str = Field(description="The manifest file (.csv, .tsv or .jsonl).")
+        root: str | None = Field(None, description="Folder that relative audio paths start from (default: the manifest's folder).")
+
+    def load(self) -> Corpus:
+        corpus = read_manifest(self.params.path, root=self.params.root)
+        corpus.fingerprint = corpus_fingerprint(corpus, _fingerprint_cache(self.context))
+        return corpus
+
+
+class EvaluationSet(Params):
+    """A VoicePrivacy evaluation set: its enrollment folder and its trial folders."""
+
+    enrolls: str = Field(description="Enrollment folder under root, for example libri_dev_enrolls.")
+    trials: list[str] = Field(
+        description="Trial folders under root, each with a `trials` file, for example "
+        "[libri_dev_trials_f, libri_dev_trials_m]; an _f/_m suffix gives the trials' gender."
+    )
+
+
+class KaldiCorpus(CorpusSource):
+    """Kaldi / VoicePrivacy data folders (wav.scp, utt2spk, spk2gender, text, utt2emo, trials)."""
+
+    name = "kaldi"
+
+    class Params(Params):
+        root: str = Field(description="Folder that holds the data folders (a recipe's data/).")
+        sets: list[str] | None = Field(
+            None, description="Data folders under root to load (default: every folder with a wav.scp)."
+        )
+        attacker_train: str | None = Field(
+            None, description="Data folder of attacker-train speech (VoicePrivacy: train-clean-360)."
+        )
+        evaluation: list[EvaluationSet] | None = Field(
+            None,
+            description="Use these folders' trial files instead of drawing trials; without it vpeval splits "
+            "speakers and draws trials from the experiment's settings.",
+        )
+        allow_pipes: bool = Field(
+            False,
+            description="Run wav.scp lines that are shell pipes (cmd |); their output is cached. The "
+            "experiment's `data: allow_pipes: true` allows them too.",
+        )
+
+    def _folders(self) -> list[str]:
+        root = Path(self.params.root)
+        if not root.is_dir():
+            raise DataError(f"Kaldi root {root} is not a folder; set the kaldi corpus's `root` to the folder of data folders.")
+        names = list(self.params.sets) if self.params.sets is not None else sorted(
+            p.name for p in root.iterdir() if (p / "wav.scp").is_file()
+        )
+        if self.params.attacker_train:
+            names.append(self.params.attacker_train)
+        for entry in self.params.evaluation or []:
+            names += [entry.enrolls, *entry.trials]
+        names = list(dict.fromkeys(names))
+        if not names:
+            raise DataError(f"Kaldi root {root} holds no folder with a wav.scp; point `root` at a recipe's data folder.")
+        for name in names:
+            if not (root / name).is_dir():
+                raise DataError(f"Kaldi root {root} has no data folder {name}; fix the name in the kaldi corpus params.")
+        return names
+
+    def load(self) -> Corpus:
+        root = Path(self.params.root)
+        allow_pipes = self.params.allow_pipes or bool(self.context.options.get("allow_pipes"))
+        folders = {
+            name: read_data_dir(root / name, allow_pipes=allow_pipes, pipe_cache=self.context.folder("pipes"))
+            for name in self._folders()
+        }
+        counts = Counter(u.id for c in folders.values() for u in c.utterances)
+        # Speakers recur across folders (enrolls and trials); an utterance id in two folders is a copy
+        # (an anonymized set, say), so both copies get their folder name as prefix.
+        renamed = {name: {u.id: f"{name}-{u.id}" for u in c.utterances if counts[u.id] > 1} for name, c in folders.items()}
+        utterances, genders = [], {}
+        for name, c in folders.items():
+            utterances += [u.replace(id=renamed[name][u.id]) if u.id in renamed[name] else u for u in c.utterances]
+            genders.update(c.speaker_gender)
+        info: dict[str, Any] = {
+            "source": str(root),
+            "kaldi_sets": {name: [renamed[name].get(u.id, u.id) for u in c.utterances] for name, c in folders.items()},
+            "kaldi_renamed": {name: m for name, m in renamed.items() if m},
+        }
+        corpus = Corpus(root.resolve().name, utterances, genders, info=info)
+        corpus.fingerprint = corpus_fingerprint(corpus, _fingerprint_cache(self.context))
+        return corpus
+
+    def evaluation_plan(self, corpus: Corpus, settings: Any) -> EvaluationPlan | None:
+        if not self.params.evaluation:
+            return None
+        settings = settings if isinstance(settings, PlanSettings) else PlanSettings(**dict(settings or {}))
+        sets_ids: dict[str, list[str]] = corpus.info.get("kaldi_sets", {})
+        renamed: dict[str, dict[str, str]] = corpus.info.get("kaldi_renamed", {})
+        root = Path(self.params.root)
+
+        def folder(name: str) -> tuple[Corpus, set[str]]:
+            if name not in sets_ids:
+                raise DataError(f"Corpus {corpus.name} was not loaded with the data folder {name}; load it with this kaldi source.")
+            present = [i for i in sets_ids[name] if i in corpus]  # on_bad_audio: skip may have dropped some
+            return corpus.subset(present, name=name), set(sets_ids[name]) - set(present)
+
+        sets = []
+        for entry in self.params.evaluation:
+            enrolls, dropped = folder(entry.enrolls)
+            all_enroll_speakers = {corpus[i].speaker for i in sets_ids[entry.enrolls] if i in corpus}
+            trial_folders = []
+            for name in entry.trials:
+                trials_corpus, gone = folder(name)
+                dropped |= gone
+                trial_folders.append(TrialFolder(name, root / name / "trials", trials_corpus, renamed.get(name, {})))
+            lost_speakers = set()
+            if dropped:
+                lost_speakers = _speakers_of(root / entry.enrolls) - all_enroll_speakers
+            sets.append(PredefinedSet(enrolls, trial_folders, dropped, lost_speakers))
+        train = None
+        if self.params.attacker_train:
+            train, _ = folder(self.params.attacker_train)
+        return predefined_plan(sets, train, settings, name=corpus.name)
+
+
+def _fingerprint_cache(context: PluginContext) -> Path:
+    """The run cache's file-hash index when the runner names one (shared with the core), else our own."""
+    cache_root = context.options.get("cache_root")
+    return Path(cache_root) / "fingerprints" if cache_root else context.folder("fingerprints")
+
+
+def _speakers_of(folder: Path) -> set[str]:
+    """Speakers a data folder lists (utt2spk), to tell a skipped speaker from an unknown one."""
+    utt2spk = folder / "utt2spk"
+    if not utt2spk.is_file():
+        return set()
+    return {line.split()[1] for line in utt2spk.read_text(encoding="utf-8").splitlines() if len(line.split()) >= 2}

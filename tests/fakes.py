@@ -1,0 +1,138 @@
+"""Small but real plugins for core tests: they do honest work on the dummy corpus, quickly.
+
+- `fake-shift`: anonymizer that shifts pitch and formants by resampling (factor drawn per voice).
+- `fake-spectrum`: attacker on mean log band energies with a global mean removed.
+- `fake-eer`: a sort-based EER metric.
+- `fake-corpus`: corpus source that writes the dummy corpus.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from pydantic import Field
+
+from vpeval import hookimpl
+from vpeval.api import Anonymizer, Attacker, CorpusSource, Metric, MetricInputs, Params, Voice
+from vpeval.errors import MetricInputError
+from vpeval.testing.dummies import make_corpus
+from vpeval.types import Corpus, MetricResult, TrainingData, Utterance
+
+CALLS = {"anonymize": 0, "train": 0}
+
+
+class FakeShift(Anonymizer):
+    """Moves pitch and formants together by a factor drawn per voice (resampling)."""
+
+    name = "fake-shift"
+
+    class Params(Params):
+        low: float = Field(default=1.3, gt=0)
+        high: float = Field(default=1.6, gt=0)
+
+    def anonymize(self, audio: np.ndarray, sample_rate: int, voice: Voice) -> np.ndarray:
+        CALLS["anonymize"] += 1
+        factor = voice.rng.uniform(self.params.low, self.params.high)
+        positions = np.arange(len(audio)) * factor
+        shifted = np.interp(positions % len(audio), np.arange(len(audio)), audio)
+        return shifted.astype(np.float32)
+
+
+class FakeSpectrum(Attacker):
+    """Histogram of frame pitch estimates (log-F0 bins), minus the training mean, cosine scoring."""
+
+    name = "fake-spectrum"
+
+    class Params(Params):
+        bands: int = Field(default=32, ge=2, description="log-F0 histogram bins between 70 and 400 Hz")
+
+    def train(self, data: TrainingData) -> None:
+        CALLS["train"] += 1
+        self._mean = np.mean([self._vector(u) for u in data.corpus], axis=0)
+
+    def save(self, folder: Path) -> None:
+        np.save(Path(folder) / "mean.npy", self._mean)
+
+    def load(self, folder: Path) -> None:
+        self._mean = np.load(Path(folder) / "mean.npy", allow_pickle=False)
+
+    def represent(self, utterances: Sequence[Utterance]) -> np.ndarray:
+        return np.mean([self._vector(u) for u in utterances], axis=0) - self._mean
+
+    def _vector(self, utterance: Utterance) -> np.ndarray:
+        rate = self.sample_rate
+        audio = utterance.load(rate)
+        frames = np.lib.stride_tricks.sliding_window_view(audio, 640)[::320]
+        spec = np.fft.rfft(frames * np.hanning(640), n=1280, axis=1)
+        ac = np.fft.irfft(np.abs(spec) ** 2, axis=1)[:, : rate // 70]
+        lo = rate // 400
+        lag = lo + np.argmax(ac[:, lo:], axis=1)
+        f0 = rate / lag
+        edges = np.geomspace(70, 400, self.params.bands + 1)
+        hist = np.histogram(f0, bins=edges)[0].astype(float)
+        hist = np.convolve(hist, [0.25, 0.5, 0.25], mode="same")
+        return hist / max(hist.sum(), 1.0)
+
+
+def simple_eer(scores: np.ndarray, targets: np.ndarray) -> float:
+    order = np.argsort(scores)
+    t = targets[order]
+    frr = np.concatenate([[0], np.cumsum(t)]) / t.sum()
+    far = 1 - np.concatenate([[0], np.cumsum(~t)]) / (~t).sum()
+    i = np.argmin(np.abs(frr - far))
+    return float((frr[i] + far[i]) / 2 * 100)
+
+
+class FakeEER(Metric):
+    """EER in % from a sort (pooled and per gender)."""
+
+    name = "fake-eer"
+    needs = "scores"
+
+    def compute(self, inputs: MetricInputs) -> list[MetricResult]:
+        s = inputs.scores
+        if s is None or s.targets.all() or not s.targets.any():
+            raise MetricInputError("fake-eer needs target and non-target trials.")
+        out = [MetricResult("fake-eer", simple_eer(s.scores, s.targets), "all", unit="%")]
+        if s.genders is not None:
+            for g in ("f", "m"):
+                m = s.genders == g
+                if s.targets[m].any() and (~s.targets[m]).any():
+                    out.append(MetricResult("fake-eer", simple_eer(s.scores[m], s.targets[m]), g, unit="%"))
+        return out
+
+
+class FakeCorpus(CorpusSource):
+    """The dummy harmonic corpus, written under the plugin's work folder."""
+
+    name = "fake-corpus"
+
+    class Params(Params):
+        speakers: int = 12
+        utterances: int = 6
+
+    def load(self) -> Corpus:
+        folder = self.context.folder("audio", f"{self.params.speakers}x{self.params.utterances}")
+        return make_corpus(folder, self.params.speakers, self.params.utterances, seconds=0.6, seed=3, name="fake")
+
+
+@hookimpl
+def register_anonymizers(register):
+    register(FakeShift)
+
+
+@hookimpl
+def register_attackers(register):
+    register(FakeSpectrum)
+
+
+@hookimpl
+def register_metrics(register):
+    register(FakeEER)
+
+
+@hookimpl
+def register_corpora(register):
+    register(FakeCorpus)

@@ -1,0 +1,121 @@
+"""The staged runner end to end on fake plugins: outputs, caching, resuming, determinism."""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from vpeval.config import load_experiment_text
+from vpeval.run.runner import Runner
+
+EXPERIMENT = """\
+name: runner-test
+seed: 7
+data:
+  corpus: {use: fake-corpus, params: {speakers: 12, utterances: 6}}
+  attacker_train_speakers: 0.5
+  target_trials_per_speaker: 3
+  nontarget_trials_per_speaker: 3
+anonymizers:
+  - {use: fake-shift}
+attackers:
+  - {use: fake-spectrum, train_on: original}
+  - {use: fake-spectrum, train_on: semi-informed, params: {bands: 24}}
+protocols: [O-O, O-A, A-A]
+enroll_utterances: [1, 2]
+metrics: [fake-eer]
+output: OUT
+"""
+
+
+def run(tmp_path: Path, text: str = EXPERIMENT, **kwargs):
+    exp = load_experiment_text(text.replace("OUT", str(tmp_path / "run")), "exp.yaml")
+    return Runner(exp, cache_root=tmp_path / "cache", quiet=True, **kwargs).run()
+
+
+def values(result):
+    return {(r["anonymizer"], r["attacker"], r["protocol"], r["n"], r["gender"]): r["value"] for r in result.rows}
+
+
+def test_outputs_and_anonymization_hides_the_fake_speakers(tmp_path, fake_plugins):
+    result = run(tmp_path)
+    folder = tmp_path / "run"
+    for name in ("results.json", "results.csv", "report.md", "resolved.yaml", "run.log", "trials/N1.trials", "trials/N2.trials"):
+        assert (folder / name).exists(), name
+    data = json.loads((folder / "results.json").read_text())
+    coords = {(r["protocol"], r["n"], r["scenario"]) for r in data["rows"]}
+    assert ("A-A", 2, "anonymized") in coords and ("O-O", 1, "original") in coords
+    resolved = yaml.safe_load((folder / "resolved.yaml").read_text())
+    assert resolved["attackers"][1]["params"] == {"bands": 24} and resolved["attackers"][1]["distribution"] == "vpeval-fakes"
+    scores = list((folder / "scores").glob("*.scores"))
+    assert scores and all(line.split()[3] in ("target", "nontarget") for line in scores[0].read_text().splitlines())
+    v = values(result)
+    oo = v[("fake-shift", "fake-spectrum", "O-O", 1, "all")]
+    oa = v[("fake-shift", "fake-spectrum", "O-A", 1, "all")]
+    assert oo < 40, "the fake attacker identifies the dummy speakers better than chance"
+    assert oa > oo + 15, "the fake anonymizer hides them from an attacker trained on original speech"
+    assert "| O-O all |" in (folder / "report.md").read_text() or "O-O all" in (folder / "report.md").read_text()
+
+
+def test_second_run_reuses_everything_and_changed_attacker_reruns_only_itself(tmp_path, fake_plugins):
+    first = run(tmp_path)
+    calls = dict(fake_plugins.CALLS)
+    second = run(tmp_path)
+    assert fake_plugins.CALLS == calls, "an identical rerun computes nothing"
+    assert values(second) == values(first)
+    assert not second.executed
+    changed = run(tmp_path, EXPERIMENT.replace("params: {bands: 24}", "params: {bands: 20}"))
+    assert fake_plugins.CALLS["anonymize"] == calls["anonymize"], "changing an attacker never re-anonymizes"
+    assert fake_plugins.CALLS["train"] == calls["train"] + 1
+    assert set(changed.executed) == {"train", "score"}
+    assert all("semi-informed" in label for label in changed.executed["train"])
+
+
+def test_changed_anonymizer_parameter_never_reuses_stale_audio(tmp_path, fake_plugins):
+    first = run(tmp_path)
+    second = run(tmp_path, EXPERIMENT.replace("{use: fake-shift}", "{use: fake-shift, params: {low: 0.6, high: 0.7}}"))
+    assert "anonymize" in second.executed
+    assert ("fake-shift(low=0.6,high=0.7)", "fake-spectrum", "O-A", 1, "all") in values(second)
+    scores = tmp_path / "run" / "scores"
+    old = (scores / "fake-shift__fake-spectrum__O-A__N1.scores").read_text()
+    new = (scores / "fake-shift_low=0.6_high=0.7___fake-spectrum__O-A__N1.scores").read_text()
+    assert old != new
+
+
+def test_same_file_same_numbers_without_cache(tmp_path, fake_plugins):
+    a = run(tmp_path / "a", no_cache=True)
+    b = run(tmp_path / "b", no_cache=True)
+    assert values(a) == values(b)
+
+
+def test_interrupted_run_resumes_with_the_same_numbers(tmp_path, fake_plugins, monkeypatch):
+    reference = run(tmp_path / "ref")
+    original = fake_plugins.FakeShift.anonymize
+    count = {"n": 0}
+
+    def dies_midway(self, audio, rate, voice):
+        count["n"] += 1
+        if count["n"] == 10:
+            raise KeyboardInterrupt
+        return original(self, audio, rate, voice)
+
+    monkeypatch.setattr(fake_plugins.FakeShift, "anonymize", dies_midway)
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path / "resume")
+    partial = list((tmp_path / "resume" / "cache" / "anonymize").rglob("*.wav"))
+    assert len(partial) == 9, "finished utterances survive the interruption"
+    monkeypatch.setattr(fake_plugins.FakeShift, "anonymize", original)
+    before = fake_plugins.CALLS["anonymize"]
+    resumed = run(tmp_path / "resume")
+    assert values(resumed) == values(reference)
+    total = sum(len(p.read_text().splitlines()) for p in (tmp_path / "ref" / "cache" / "anonymize").rglob("manifest.jsonl"))
+    assert fake_plugins.CALLS["anonymize"] - before == total - 9, "the resumed run continues, it does not start over"
+
+
+def test_force_recomputes_a_stage(tmp_path, fake_plugins):
+    run(tmp_path)
+    again = run(tmp_path, force=("train",))
+    assert set(again.executed) == {"train"}
