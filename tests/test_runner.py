@@ -43,7 +43,8 @@ def values(result):
 def test_outputs_and_anonymization_hides_the_fake_speakers(tmp_path, fake_plugins):
     result = run(tmp_path)
     folder = tmp_path / "run"
-    for name in ("results.json", "results.csv", "report.md", "resolved.yaml", "run.log", "trials/N1.trials", "trials/N2.trials"):
+    for name in ("results.json", "results.csv", "report.md", "resolved.yaml", "run.log", "trials/N1.trials", "trials/N2.trials",
+                 "data/evaluation_fake-shift/wav.scp", "data/evaluation_original/utt2spk"):
         assert (folder / name).exists(), name
     data = json.loads((folder / "results.json").read_text())
     coords = {(r["protocol"], r["n"], r["scenario"]) for r in data["rows"]}

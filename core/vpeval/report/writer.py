@@ -23,6 +23,12 @@ def write_outputs(exp, result, plan, score_sets) -> None:
     folder: Path = result.folder
     resolved = exp.to_dict()
     write_text_atomic(folder / "resolved.yaml", yaml.safe_dump(resolved, sort_keys=False))
+    from vpeval.data.kaldi import write_data_dir
+
+    # Kaldi data folders of the anonymized evaluation speech, as the VoicePrivacy toolkits read them.
+    for label, corpus in result.anonymized.items():
+        write_data_dir(corpus, folder / "data" / _file_name(f"evaluation_{label}"))
+    write_data_dir(plan.evaluation, folder / "data" / "evaluation_original")
     for s in score_sets:
         name = _file_name(f"{s.anonymizer}__{s.attacker}__{s.protocol}__N{s.n}") + ".scores"
         write_text_atomic(folder / "scores" / name, kaldi_scores_text(s.scores))

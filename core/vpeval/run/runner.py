@@ -51,6 +51,7 @@ class RunResult:
     timings: dict[str, float] = field(default_factory=dict)
     executed: dict[str, list[str]] = field(default_factory=dict)  # stage -> labels computed (not reused)
     skipped_audio: list[tuple[str, str, str]] = field(default_factory=list)
+    anonymized: dict[str, Corpus] = field(default_factory=dict)  # anonymizer label -> evaluation speech
 
 
 class Runner:
@@ -163,7 +164,7 @@ class Runner:
 
         rows = self._score_metrics(score_sets) + speech_rows + self._speech_metric_rows(plan, anonymized_eval)
         self.timings["total"] = time.perf_counter() - started
-        result = RunResult(self.folder, rows, self.timings, self.executed, skipped)
+        result = RunResult(self.folder, rows, self.timings, self.executed, skipped, anonymized_eval)
         write_outputs(self.exp, result, plan, score_sets)
         self.console.log.info("results: %s", self.folder / "results.json")
         return result
