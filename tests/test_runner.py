@@ -120,3 +120,12 @@ def test_force_recomputes_a_stage(tmp_path, fake_plugins):
     run(tmp_path)
     again = run(tmp_path, force=("train",))
     assert set(again.executed) == {"train"}
+
+
+def test_worker_processes_give_the_same_numbers(tmp_path, fake_plugins):
+    serial = run(tmp_path / "serial")
+    parallel = run(tmp_path / "parallel", EXPERIMENT + "workers: 2\n")
+    assert values(serial) == values(parallel)
+    for a, b in zip(sorted((tmp_path / "serial" / "cache" / "anonymize").rglob("*.wav")),
+                    sorted((tmp_path / "parallel" / "cache" / "anonymize").rglob("*.wav"))):
+        assert a.name == b.name and a.read_bytes() == b.read_bytes()

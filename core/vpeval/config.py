@@ -117,6 +117,7 @@ class Experiment(Strict):
     metrics: list[Spec] = Field(default_factory=lambda: [PluginSpec(use="eer")])
     output: str | None = Field(default=None, description="run folder (default runs/<name>)")
     threads: int = Field(default=1, ge=1, description="CPU threads for torch and numerical libraries")
+    workers: int = Field(default=1, ge=1, description="worker processes for per-utterance stages (anonymization)")
 
     @model_validator(mode="after")
     def _consistent(self) -> Experiment:

@@ -25,6 +25,7 @@ from vpeval.errors import UserError
 from vpeval.plugins import get_plugin_manager
 from vpeval.run.cache import StageCache, stable_key, write_json_atomic
 from vpeval.run.console import RunConsole
+from vpeval.run.executor import LocalExecutor
 from vpeval.types import Corpus, Scores, TrainingData, TrainingStage, TrialList, Utterance
 
 CACHE_ENV = "VPEVAL_CACHE"
@@ -251,22 +252,26 @@ class Runner:
                 step.prepare()
             self._anonymizer_instances[anon.label] = steps
         partial = self.cache.partial_path("anonymize", key)
-        entries = []
-        for utt in self.console.track(corpus.utterances, description=f"anonymize {label}"):
-            name = _safe_name(utt.id) + ".wav"
-            out_path = partial / name
-            if not out_path.exists():
-                rate = steps[0].sample_rate or utt.sample_rate
-                audio = utt.load(rate)
-                rate = rate or _file_rate(utt.path)
-                for index, step in enumerate(steps):
-                    if step.sample_rate and step.sample_rate != rate:
-                        audio, rate = resample(audio, rate, step.sample_rate), step.sample_rate
-                    voice_key = utt.id if anon.level == "utterance" else utt.speaker
-                    voice = Voice(voice_key, anon.level, self._voice_rng(anon, index, voice_key), utt)
-                    audio = np.asarray(step.anonymize(audio, rate, voice), dtype=np.float32)
-                write_audio(out_path, audio, rate)
-            entries.append({"id": utt.id, "file": name})
+        entries = [{"id": u.id, "file": _safe_name(u.id) + ".wav"} for u in corpus.utterances]
+        todo = [u for u, e in zip(corpus.utterances, entries) if not (partial / e["file"]).exists()]
+
+        def anonymize_one(utt: Utterance) -> str:
+            rate = steps[0].sample_rate or utt.sample_rate or _file_rate(utt.path)
+            audio = utt.load(rate)
+            for index, step in enumerate(steps):
+                if step.sample_rate and step.sample_rate != rate:
+                    audio, rate = resample(audio, rate, step.sample_rate), step.sample_rate
+                voice_key = utt.id if anon.level == "utterance" else utt.speaker
+                voice = Voice(voice_key, anon.level, self._voice_rng(anon, index, voice_key), utt)
+                audio = np.asarray(step.anonymize(audio, rate, voice), dtype=np.float32)
+            write_audio(partial / (_safe_name(utt.id) + ".wav"), audio, rate)
+            return utt.id
+
+        if len(todo) < len(entries):
+            self.console.log.info("anonymize %s: resuming, %d of %d utterances already done", label, len(entries) - len(todo), len(entries))
+        results = LocalExecutor(self.settings.workers).map(anonymize_one, todo)
+        for _ in self.console.track(results, total=len(todo), description=f"anonymize {label}"):
+            pass
         with self.cache.build("anonymize", key) as tmp:
             for entry in entries:
                 os.replace(partial / entry["file"], tmp / entry["file"])
