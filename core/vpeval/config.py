@@ -102,6 +102,7 @@ class DataSpec(Strict):
     target_trials_per_speaker: int = Field(default=10, ge=1)
     nontarget_trials_per_speaker: int = Field(default=10, ge=1)
     same_gender_nontargets: bool = True
+    gender_balanced_split: bool = Field(default=True, description="balance genders between attacker-train and evaluation speakers")
     on_bad_audio: Literal["fail", "skip"] = "fail"
     allow_pipes: bool = Field(default=False, description="allow shell pipes in Kaldi wav.scp (runs commands)")
 

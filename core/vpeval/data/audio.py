@@ -118,4 +118,4 @@ def _info(path: str) -> sf._SoundFileInfo:
 def _short(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     # libsndfile messages repeat the path; keep the part that says what went wrong.
-    return text.split(": ", 1)[-1] if ": " in text else text
+    return (text.split(": ", 1)[-1] if ": " in text else text).rstrip(".")

@@ -105,10 +105,12 @@ class EvaluationPlan:
 
 def make_plan(corpus: Corpus, settings: PlanSettings) -> EvaluationPlan:
     """Split `corpus` and draw the trials `settings` ask for (deterministic from settings.seed)."""
+    if not corpus.utterances:
+        raise DataError(f"Corpus {corpus.name} has no utterances; check the corpus source.")
     speakers = sorted(corpus.speakers)
     notes: list[str] = []
     train_speakers, eval_speakers = _split_speakers(corpus, speakers, settings)
-    validation_speakers = _validation_speakers(corpus, train_speakers, settings)
+    validation_speakers = _validation_speakers(train_speakers, settings)
     by_speaker = corpus.by_speaker()
     pools = {}
     for spk in eval_speakers:
@@ -183,7 +185,7 @@ def _split_speakers(corpus: Corpus, speakers: list[str], settings: PlanSettings)
     return sorted(train), [s for s in speakers if s not in train_set]
 
 
-def _validation_speakers(corpus: Corpus, train: list[str], settings: PlanSettings) -> list[str]:
+def _validation_speakers(train: list[str], settings: PlanSettings) -> list[str]:
     count = round(settings.validation_speakers * len(train))
     if count == 0 or count >= len(train):
         return []
@@ -288,13 +290,16 @@ def _multi_trials(pools, genders, impostors, settings: PlanSettings, n: int) -> 
     trials = []
     for spk in pools:
         for j in range(settings.target_trials_per_speaker):
-            trials.append(Trial(side(spk, 0, j), side(spk, 1, j), True, genders[spk], spk, spk, enroll_id(spk, j), test_id(spk, j)))
+            trials.append(
+                Trial(side(spk, 0, j), side(spk, 1, j), True, genders[spk], spk, spk, enroll_id(spk, j), test_id(spk, j))
+            )
         pairs = [(other, k) for other in impostors[spk] for k in range(sides)]
         order = _rng(settings.seed, "nontarget", spk).permutation(len(pairs))
         for j, p in enumerate(order[: settings.nontarget_trials_per_speaker]):
             other, k = pairs[p]
-            e = j  # j < sides, so every non-target reuses an enrollment side of a target trial
-            trials.append(Trial(side(spk, 0, e), side(other, 1, k), False, genders[spk], spk, other, enroll_id(spk, e), test_id(other, k)))
+            # Enrollment side j also serves target trial j (when there is one): fewer sides to represent.
+            enroll, test = side(spk, 0, j), side(other, 1, k)
+            trials.append(Trial(enroll, test, False, genders[spk], spk, other, enroll_id(spk, j), test_id(other, k)))
     return trials
 
 
@@ -434,7 +439,10 @@ def predefined_plan(
                 trials.append(Trial(side, (uid,), target, gender, spk, test_speaker, prefix + spk, uid))
     overlap = set(enroll_ids) & set(test_ids)
     if overlap:
-        raise DataError(f"utterance {sorted(overlap)[0]} is both an enrollment and a trial utterance; the evaluation folders must not share utterances.")
+        raise DataError(
+            f"utterance {sorted(overlap)[0]} is both an enrollment and a trial utterance; "
+            "the evaluation folders must not share utterances."
+        )
     eval_speakers = {u.speaker for u in utterances.values()}
     train = train or Corpus(f"{name}-train", [])
     shared = sorted(eval_speakers & set(train.speakers))
@@ -443,7 +451,7 @@ def predefined_plan(
             f"speaker {shared[0]} is in the attacker-train folder {train.name} and in the evaluation folders; "
             "attacker training must not see evaluation speakers."
         )
-    validation = _validation_speakers(train, sorted(train.speakers), settings)
+    validation = _validation_speakers(sorted(train.speakers), settings)
     evaluation = Corpus(f"{name}-evaluation", [utterances[i] for i in dict.fromkeys(enroll_ids + test_ids)], dict(genders))
     return EvaluationPlan(
         train=train.with_speakers([s for s in train.speakers if s not in validation], name=f"{name}-train"),

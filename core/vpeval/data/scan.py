@@ -34,7 +34,8 @@ def scan_corpus(
             skipped.append((u.id, u.path, exc.reason))
             continue
         if u.sample_rate is None or u.duration is None:
-            u = u.replace(sample_rate=u.sample_rate or rate, duration=u.duration if u.duration is not None else frames / rate)
+            duration = u.duration if u.duration is not None else frames / rate
+            u = u.replace(sample_rate=u.sample_rate or rate, duration=duration)
         kept.append(u)
     out = Corpus(corpus.name, kept, dict(corpus.speaker_gender), corpus.fingerprint, dict(corpus.info))
     if skipped:

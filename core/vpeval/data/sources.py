@@ -57,8 +57,9 @@ class KaldiCorpus(CorpusSource):
         )
         evaluation: list[EvaluationSet] | None = Field(
             None,
-            description="Use these folders' trial files instead of drawing trials; without it vpeval splits "
-            "speakers and draws trials from the experiment's settings.",
+            description="VoicePrivacy evaluation sets, each {enrolls: folder, trials: [folders with a `trials` "
+            "file]}: use their trials instead of drawing them (N = 1 only); without it vpeval splits speakers "
+            "and draws trials from the experiment's settings.",
         )
         allow_pipes: bool = Field(
             False,

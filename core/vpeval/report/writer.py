@@ -40,6 +40,7 @@ def write_outputs(exp, result, plan, score_sets) -> None:
         "corpus": {"fingerprint": plan.evaluation.fingerprint or None, "evaluation_speakers": len(plan.evaluation.speakers),
                     "train_speakers": len(plan.train.speakers)},
         "trials": {str(n): len(t) for n, t in sorted(plan.trial_lists.items())},
+        "plan_notes": list(plan.notes),
         "skipped_audio": [{"utterance": u, "path": p, "reason": r} for u, p, r in result.skipped_audio],
         "rows": result.rows,
     }
@@ -77,6 +78,8 @@ def report_markdown(exp, result, payload: dict[str, Any]) -> str:
     lines.append("Attackers: " + (", ".join(f"`{a.label}` trained on {a.train_on}" for a in exp.attackers) or "none") + ".")
     lines.append("Protocols: O-O original enrollment and trials; O-A original enrollment, anonymized trials; A-A both anonymized.")
     lines.append("Values with a bracket carry a 95 % speaker-level bootstrap confidence interval.")
+    if payload.get("plan_notes"):
+        lines += ["", "Data plan notes: " + "; ".join(payload["plan_notes"])]
     if result.skipped_audio:
         lines += ["", f"**{len(result.skipped_audio)} unreadable audio files were skipped** (on_bad_audio: skip):", ""]
         lines += [f"- {u}: {p} ({r})" for u, p, r in result.skipped_audio]

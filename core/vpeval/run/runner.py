@@ -181,10 +181,10 @@ class Runner:
         data = self.settings.data
         source = self._instantiate(self.exp.corpus, "corpus-" + self.exp.corpus.use)
         corpus = source.load()
-        corpus, skipped = scan_corpus(corpus, data.on_bad_audio)
+        corpus, skipped = scan_corpus(corpus, data.on_bad_audio, self.cache.root / "fingerprints")
         for utt_id, path, reason in skipped:
             self.console.log.warning("skipped %s (%s): %s", utt_id, path, reason)
-        if not corpus.fingerprint or skipped:
+        if not corpus.fingerprint:
             corpus.fingerprint = corpus_fingerprint(corpus, self.cache.root / "fingerprints")
         settings = PlanSettings(
             seed=self.settings.seed,
@@ -195,8 +195,11 @@ class Runner:
             target_trials_per_speaker=data.target_trials_per_speaker,
             nontarget_trials_per_speaker=data.nontarget_trials_per_speaker,
             same_gender_nontargets=data.same_gender_nontargets,
+            gender_balanced_split=data.gender_balanced_split,
         )
         plan = source.evaluation_plan(corpus, settings) or make_plan(corpus, settings)
+        for note in plan.notes:
+            self.console.log.warning("data plan: %s", note)
         trials_dir = self.folder / "trials"
         for n, trial_list in sorted(plan.trial_lists.items()):
             write_trials(trial_list, trials_dir / f"N{n}.trials")
