@@ -245,6 +245,8 @@ class SimilarityMatrix:
     scores: np.ndarray  # [R, C]
     row_speakers: np.ndarray
     col_speakers: np.ndarray
+    row_ids: np.ndarray | None = None  # utterance ids, so a metric can leave out self-pairs
+    col_ids: np.ndarray | None = None
 
 
 class SpeakerEncoder(Plugin):

@@ -39,11 +39,13 @@ def run_metrics_on_scores(path: str, metric_names: list[str] | None, as_json: bo
 
 
 def format_table(results: list[MetricResult], header: str = "") -> str:
-    """A plain aligned table: metric, gender, value [CI], unit, key details."""
-    rows = [("metric", "gender", "value", "95% CI" if not results or _confidence(results) == 0.95 else "CI", "unit", "details")]
+    """A plain aligned table: metric, gender, value, [CI,] unit, key details."""
+    with_ci = any(r.ci_low is not None for r in results)
+    ci_title = f"{100 * _confidence(results):g}% CI"
+    rows = [("metric", "gender", "value") + ((ci_title,) if with_ci else ()) + ("unit", "details")]
     for r in results:
         ci = "" if r.ci_low is None or r.ci_high is None else f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]"
-        rows.append((r.metric, r.gender, _fmt(r.value), ci, r.unit, _details(r.details)))
+        rows.append((r.metric, r.gender, _fmt(r.value)) + ((ci,) if with_ci else ()) + (r.unit, _details(r.details)))
     widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]
     lines = [header] if header else []
     for i, row in enumerate(rows):

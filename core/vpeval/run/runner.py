@@ -462,6 +462,8 @@ class Runner:
                 grid,
                 np.array([plan.evaluation[i[0]].speaker for i in rows_ids]),
                 np.array([plan.evaluation[i[0]].speaker for i in cols_ids]),
+                np.array([i[0] for i in rows_ids]),
+                np.array([i[0] for i in cols_ids]),
             )
         coords = {"anonymizer": anon.label, "attacker": att.label, "scenario": att.train_on, "protocol": "", "n": 1}
         return [_row(coords, plugin, r) for r in metric.compute(MetricInputs(similarity=matrices, attributes=coords))]

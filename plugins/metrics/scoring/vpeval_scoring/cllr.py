@@ -1,0 +1,47 @@
+"""Log-likelihood-ratio cost (Brummer and du Preez 2006), actual and minimum, in bits."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vpeval_scoring.pav import PavBlocks
+from vpeval_scoring.sorted_trials import Tally
+
+LN2 = np.log(2.0)
+
+
+def trial_costs(scores: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Each trial's cost in bits with its score read as a natural-log LLR:
+    log2(1 + e^-llr) for targets, log2(1 + e^llr) for non-targets."""
+    signed = np.where(targets, -scores, scores)
+    return np.logaddexp(0.0, signed) / LN2
+
+
+def actual_cllr(scores: np.ndarray, targets: np.ndarray, weights: np.ndarray | None = None, costs: np.ndarray | None = None) -> float:
+    """0.5 (mean target cost + mean non-target cost)."""
+    costs = trial_costs(scores, targets) if costs is None else costs
+    w = np.ones(len(scores)) if weights is None else np.asarray(weights, dtype=np.float64)
+    w_tar = np.where(targets, w, 0.0)
+    w_non = w - w_tar
+    n_tar, n_non = w_tar.sum(), w_non.sum()
+    if n_tar <= 0 or n_non <= 0:
+        return float("nan")
+    return float(0.5 * (w_tar @ costs / n_tar + w_non @ costs / n_non))
+
+
+def min_cllr_from_blocks(blocks: PavBlocks) -> float:
+    """Cllr of the PAV-calibrated LLRs, from block counts (no infinities: pure blocks cost nothing)."""
+    t, n = blocks.tar, blocks.non
+    odds_ratio = blocks.n_tar / blocks.n_non  # prior odds the posterior is divided by
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # target cost log2(1 + 1/LR) with 1/LR = (n/t) * odds_ratio; non-target cost log2(1 + LR)
+        tar_cost = np.where(t > 0, t * np.log1p(n / t * odds_ratio), 0.0)
+        non_cost = np.where(n > 0, n * np.log1p(t / n / odds_ratio), 0.0)
+    return float(0.5 * (tar_cost.sum() / blocks.n_tar + non_cost.sum() / blocks.n_non) / LN2)
+
+
+def min_cllr(tally: Tally) -> float:
+    tally = tally.nonempty()
+    if tally.n_tar <= 0 or tally.n_non <= 0:
+        return float("nan")
+    return min_cllr_from_blocks(tally.pav())

@@ -1,0 +1,66 @@
+"""Speaker-inversion metrics (seed 002, equations 14-15): how close recovered embeddings come to the
+true ones, and how well they verify as the true speakers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from vpeval_scoring.sorted_trials import Tally
+
+
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+def cos_sim(recovered: np.ndarray, target: np.ndarray) -> float:
+    """Eq. 14: mean cosine similarity between each recovered embedding and its target."""
+    return float(np.mean(np.einsum("ij,ij->i", unit_rows(recovered), unit_rows(target))))
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    z = np.asarray(x, dtype=np.float64)
+    z = np.exp(z - z.max(axis=1, keepdims=True))
+    return z / z.sum(axis=1, keepdims=True)
+
+
+def kl_divergence(recovered: np.ndarray, target: np.ndarray, epsilon: float) -> float:
+    """Eq. 15: mean over rows of sum_k P log((P + eps) / (P_hat + eps)), P = softmax(target),
+    P_hat = softmax(recovered), in nats."""
+    p, q = softmax(target), softmax(recovered)
+    return float(np.mean(np.sum(p * np.log((p + epsilon) / (q + epsilon)), axis=1)))
+
+
+def verification_trials(recovered: np.ndarray, target: np.ndarray, speakers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every recovered embedding against every target embedding: cosine scores and same-speaker labels."""
+    scores = unit_rows(recovered) @ unit_rows(target).T
+    speakers = np.asarray(speakers).astype(str)
+    same = speakers[:, None] == speakers[None, :]
+    return scores.ravel(), same.ravel()
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    value: float  # fraction
+    threshold: float  # same speaker when cosine > threshold
+
+
+def best_accuracy(tally: Tally, balanced: bool = True) -> Accuracy:
+    """Accuracy at the cosine threshold that maximises it (the paper's Acc. and threshold).
+
+    balanced: mean of the target and non-target accuracies, so the many different-speaker pairs do not
+    swamp the few same-speaker ones; otherwise the share of correct pairs.
+    """
+    tar, non = tally.tar, tally.non
+    n_tar, n_non = tar.sum(), non.sum()
+    correct_tar = n_tar - np.concatenate([[0], np.cumsum(tar)])  # accepted targets: score > t
+    correct_non = np.concatenate([[0], np.cumsum(non)])  # rejected non-targets: score <= t
+    if balanced:
+        acc = 0.5 * (correct_tar / n_tar + correct_non / n_non)
+    else:
+        acc = (correct_tar + correct_non) / (n_tar + n_non)
+    k = int(np.argmax(acc))
+    threshold = -np.inf if k == 0 else float(tally.values[k - 1])
+    return Accuracy(float(acc[k]), threshold)
