@@ -1,0 +1,110 @@
+import itertools
+
+import numpy as np
+import pytest
+
+from vpeval.api import Frontend, PluginContext
+from vpeval.errors import DataError
+from vpeval.testing.dummies import make_corpus
+from vpeval.types import FrontendOutput, TrainingData, TrainingStage
+from vpeval_token_probe.attacker import TokenProbe
+from vpeval_token_probe.projection import fit_projection
+
+
+def equal_error_rate(scores, targets):
+    order = np.argsort(-scores)
+    hits = targets[order]
+    miss = 1 - np.cumsum(hits) / hits.sum()
+    false_alarm = np.cumsum(~hits) / (~hits).sum()
+    i = np.argmin(np.abs(miss - false_alarm))
+    return (miss[i] + false_alarm[i]) / 2
+
+
+@pytest.fixture(scope="module")
+def split(tmp_path_factory):
+    corpus = make_corpus(tmp_path_factory.mktemp("c"), speakers=16, utterances=4, seconds=1.5, seed=3)
+    speakers = corpus.speakers
+    return corpus.with_speakers(speakers[:10]), corpus.with_speakers(speakers[10:])
+
+
+class MomentsOnly(Frontend):
+    """Features only (as Qwen3-Omni's encoder): the signal's frame energies in 16 bands."""
+
+    name = "moments-only"
+    frame_rate = 12.5
+
+    def encode(self, audio):
+        frames = audio[: len(audio) // 1280 * 1280].reshape(-1, 1280)
+        spectrum = np.abs(np.fft.rfft(frames, axis=1))
+        bands = np.stack([band.sum(axis=1) for band in np.array_split(spectrum, 16, axis=1)], axis=1)
+        return FrontendOutput(12.5, features=np.log1p(bands).astype(np.float32))
+
+
+def trained(train, frontend, tmp_path):
+    attacker = TokenProbe(TokenProbe.Params(), PluginContext(seed=0, work_dir=tmp_path))
+    attacker.frontend = frontend
+    attacker.train(TrainingData([TrainingStage("original", train)]))
+    return attacker
+
+
+def held_out_eer(attacker, test):
+    utts = test.utterances
+    reps = attacker.represent_many([[u] for u in utts])
+    pairs = list(itertools.combinations(range(len(utts)), 2))
+    scores = attacker.score(reps[[i for i, _ in pairs]], reps[[j for _, j in pairs]])
+    targets = np.array([utts[i].speaker == utts[j].speaker for i, j in pairs])
+    return equal_error_rate(scores, targets)
+
+
+@pytest.fixture(scope="module")
+def fbank_attacker(split, tmp_path_factory):
+    cpu = pytest.importorskip("vpeval_cpu_frontends.fbank_rvq")
+    train, _ = split
+    frontend = cpu.FbankRvqFrontend(cpu.FbankRvqFrontend.Params(codebook_size=32), PluginContext(seed=0))
+    frontend.fit(train)
+    return trained(train, frontend, tmp_path_factory.mktemp("a"))
+
+
+def test_beats_chance_on_held_out_speakers_with_fbank_rvq(split, fbank_attacker):
+    assert held_out_eer(fbank_attacker, split[1]) < 0.35
+
+
+def test_works_on_a_features_only_frontend(split, tmp_path):
+    assert held_out_eer(trained(split[0], MomentsOnly(), tmp_path), split[1]) < 0.45
+
+
+def test_save_load_round_trip_and_multi_utterance_side(split, fbank_attacker, tmp_path):
+    fbank_attacker.save(tmp_path / "state")
+    restored = TokenProbe(TokenProbe.Params(), PluginContext(seed=0))
+    restored.frontend = fbank_attacker.frontend
+    restored.load(tmp_path / "state")
+    side = split[1].utterances[:3]
+    assert np.allclose(restored.represent(side), fbank_attacker.represent(side))
+    singles = np.stack([restored.represent([u]) for u in side])
+    mean = singles.mean(0)
+    assert np.allclose(restored.represent(side), mean / np.linalg.norm(mean))
+
+
+def test_composed_projection_equals_the_scikit_learn_pipeline():
+    from sklearn.decomposition import PCA
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    rng = np.random.default_rng(0)
+    speakers = np.repeat(np.arange(6), 5)
+    x = rng.normal(size=(30, 40)) + rng.normal(size=(6, 40))[speakers] * 2
+    weight, bias = fit_projection(x, speakers, pca_dim=20, lda_dim=4, seed=0)
+    mean, scale = x.mean(0), np.maximum(x.std(0), 1e-6 + 1e-3 * x.std(0).max())
+    pca = PCA(n_components=20, whiten=True, random_state=0).fit((x - mean) / scale)
+    reduced = pca.transform((x - mean) / scale)
+    lda = LinearDiscriminantAnalysis(n_components=4, solver="eigen", shrinkage="auto").fit(reduced, speakers)
+    assert np.allclose(x @ weight + bias, lda.transform(reduced), atol=1e-8)
+
+
+def test_user_errors(split, tmp_path):
+    attacker = TokenProbe(TokenProbe.Params(), PluginContext(seed=0, work_dir=tmp_path))
+    with pytest.raises(DataError, match="frontend"):
+        attacker.train(TrainingData([TrainingStage("original", split[0])]))
+    attacker.frontend = MomentsOnly()
+    one_speaker = split[0].with_speakers(split[0].speakers[:1])
+    with pytest.raises(DataError, match="two speakers"):
+        attacker.train(TrainingData([TrainingStage("original", one_speaker)]))

