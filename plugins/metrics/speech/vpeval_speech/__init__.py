@@ -1,0 +1,1 @@
+"""Speech metrics for vpeval: WER (through an ASR plugin), emotion UAR and pitch correlation."""

@@ -1,0 +1,114 @@
+"""Word error rate of an ASR on original and anonymized evaluation speech (VoicePrivacy utility metric)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import Field
+
+from vpeval.api import Metric, MetricInputs, Params
+from vpeval.errors import MetricInputError
+from vpeval.types import Corpus, MetricResult, Utterance
+from vpeval_speech.content_cache import JsonCache, cache_key, file_digest
+from vpeval_speech.normalize import normalize_text
+
+NORMALISER = "vpeval_speech.normalize.normalize_text (NFKC, lowercase, numbers to words, no punctuation)"
+
+
+class WER(Metric):
+    """Word error rate (%) of an ASR plugin on original and anonymized speech against the reference text."""
+
+    name = "wer"
+    needs = "speech"
+
+    class Params(Params):
+        asr: str = Field("whisper", description="Name of the ASR plugin that transcribes the speech.")
+        asr_params: dict[str, Any] = Field(
+            default_factory=dict, description="Parameters of that ASR plugin (for whisper: model_path, ...)."
+        )
+
+    def compute(self, inputs: MetricInputs) -> list[MetricResult]:
+        if inputs.original is None:
+            raise MetricInputError(
+                "The wer metric needs evaluation speech (MetricInputs.original is empty): run it as a speech metric."
+            )
+        references = {u.id: u.transcript for u in inputs.original if u.transcript}
+        if not references:
+            raise MetricInputError(
+                f"No utterance of corpus {inputs.original.name} has a transcript, so wer has no reference: add "
+                "the transcripts (a Kaldi `text` file or a transcript column) or drop the wer metric."
+            )
+        asr = self.context.get("asr", self.params.asr, dict(self.params.asr_params))
+        asr_label = asr.describe() if hasattr(asr, "describe") else asr.name
+        results = [self.score(asr, asr_label, inputs.original, references, "original")]
+        if inputs.anonymized is not None:
+            results.append(self.score(asr, asr_label, inputs.anonymized, references, "anonymized"))
+        return results
+
+    def score(self, asr, asr_label: str, corpus: Corpus, references: dict[str, str], speech: str) -> MetricResult:
+        import jiwer
+
+        refs: list[str] = []
+        hyps: list[str] = []
+        no_transcript = empty_reference = 0
+        hypotheses = self.transcribe(asr, corpus, references, speech)
+        for utterance in corpus:
+            reference = references.get(utterance.id) or utterance.transcript
+            if not reference:
+                no_transcript += 1
+                continue
+            reference = normalize_text(reference)
+            if not reference:  # nothing left to count errors against (text was punctuation only)
+                empty_reference += 1
+                continue
+            refs.append(reference)
+            hyps.append(normalize_text(hypotheses[utterance.id]))
+        if not refs:
+            raise MetricInputError(
+                f"No utterance of corpus {corpus.name} ({speech} speech) has a usable transcript for wer: check "
+                "that its utterance ids match the original evaluation speech."
+            )
+        measures = jiwer.process_words(refs, hyps)
+        return MetricResult(
+            metric=self.name,
+            value=100.0 * measures.wer,
+            unit="%",
+            details={
+                "speech": speech,
+                "asr": asr_label,
+                "normaliser": NORMALISER,
+                "utterances": len(refs),
+                "skipped_no_transcript": no_transcript,
+                "skipped_empty_reference": empty_reference,
+                "reference_words": measures.hits + measures.substitutions + measures.deletions,
+                "substitutions": measures.substitutions,
+                "deletions": measures.deletions,
+                "insertions": measures.insertions,
+            },
+        )
+
+    def transcribe(self, asr, corpus: Corpus, references: dict[str, str], speech: str) -> dict[str, str]:
+        """Hypothesis text per utterance that has a reference, from the cache or the ASR.
+
+        Also writes them as a Kaldi-style `hyp_<speech>.txt` (utt-id text) in the work folder.
+        """
+        cache = JsonCache(self.context.folder("transcripts"))
+        label = asr.describe() if hasattr(asr, "describe") else ""
+        settings = json.dumps(
+            {"asr": asr.name, "model": label, "params": asr.params.model_dump(mode="json"), "seed": self.context.seed},
+            sort_keys=True,
+        )
+        wanted: list[Utterance] = [u for u in corpus if references.get(u.id) or u.transcript]
+        texts: dict[str, str] = {}
+        for utterance in self.context.progress(wanted, total=len(wanted), description=f"wer: {speech} speech"):
+            key = cache_key(file_digest(utterance.path), utterance.channel, settings)
+            entry = cache.get(key)
+            if entry is None:
+                transcript = asr.transcribe(utterance.load(asr.sample_rate))
+                entry = {"text": transcript.text, "words": transcript.words}
+                cache.put(key, entry)
+            texts[utterance.id] = entry["text"]
+        lines = "".join(f"{uid} {' '.join(text.split())}\n" for uid, text in texts.items())
+        (self.context.folder() / f"hyp_{speech}.txt").write_text(lines)
+        return texts

