@@ -1,0 +1,163 @@
+"""The `synth` corpus source: a multi-speaker corpus generated with espeak-ng and cached."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from vpeval.api import CorpusSource
+from vpeval.errors import MissingModelError
+from vpeval.api import Params as BaseParams
+from vpeval.types import Corpus, Utterance
+
+# speakers, utterances, (min, max) seconds
+PRESETS = {"tiny": (6, 6, (2.0, 4.0)), "demo": (40, 20, (2.0, 8.0)), "large": (300, 20, (2.0, 8.0))}
+MANIFEST_COLUMNS = ("path", "id", "speaker", "gender", "transcript", "emotion", "session", "sample_rate", "duration")
+
+
+class SynthCorpus(CorpusSource):
+    """Built-in multi-speaker corpus generated with espeak-ng (voices, idiolects, emotions, sessions)."""
+
+    name = "synth"
+
+    class Params(BaseParams):
+        preset: Literal["tiny", "demo", "large"] = Field(
+            "demo", description="tiny: 6x6 short utterances for tests; demo: 40 speakers x 20; large: 300 x 20.")
+        speakers: int | None = Field(None, ge=2, description="Number of speakers (overrides the preset).")
+        utterances: int | None = Field(None, ge=1, description="Utterances per speaker (overrides the preset).")
+        seed: int | None = Field(None, ge=0, description="Corpus seed; None uses the experiment seed.")
+        sample_rate: int = Field(16000, ge=8000, description="Output sample rate in Hz (espeak-ng makes 22050 Hz; resampled with soxr).")
+        engine: Literal["espeak"] = Field("espeak", description="Speech engine: espeak-ng formant synthesis.")
+        min_seconds: float | None = Field(None, ge=1.0, description="Shortest utterance in seconds (preset: 2).")
+        max_seconds: float | None = Field(None, ge=2.0, description="Longest utterance in seconds (preset: 8, tiny 4).")
+        sessions: int = Field(4, ge=1, description="Recording sessions per speaker; utterance j is in session j mod sessions.")
+        voice_spread: float = Field(1.0, ge=0.0, description="How far speakers' voices differ (scales pitch, formant and rate spreads).")
+        idiolect_alpha: float = Field(0.3, gt=0.0, description="Dirichlet concentration of each speaker's word preferences; smaller = stronger habits.")
+        favourites: int = Field(2, ge=0, description="Favourite phrases per speaker.")
+        emotion_share: float = Field(0.4, ge=0.0, le=1.0, description="Share of utterances spoken happy, sad or angry (the rest neutral).")
+        session_variation: float = Field(1.0, ge=0.0, description="Scales per-session channels and per-utterance rate, pitch and tilt jitter (0 = none).")
+        snr_db: tuple[float, float] = Field((25.0, 40.0), description="Range of signal-to-noise ratios in dB, drawn per utterance.")
+        level_db: tuple[float, float] = Field((-32.0, -18.0), description="Range of speech RMS levels in dBFS, drawn per utterance.")
+        workers: int = Field(1, ge=1, description="Processes generating in parallel (does not change the audio).")
+
+        @model_validator(mode="after")
+        def _ranges(self):
+            low, high = self.min_seconds or 2.0, self.max_seconds or PRESETS[self.preset][2][1]
+            if low + 1.0 > high:
+                raise ValueError(f"min_seconds ({low}) must be at least 1 s below max_seconds ({high})")
+            for field in ("snr_db", "level_db"):
+                lo, hi = getattr(self, field)
+                if lo > hi:
+                    raise ValueError(f"{field} must be (low, high), got ({lo}, {hi})")
+            return self
+
+    def settings(self):
+        from vpeval_synth.generate import Settings
+
+        p = self.params
+        speakers, utterances, (low, high) = PRESETS[p.preset]
+        return Settings(
+            seed=self.context.seed if p.seed is None else p.seed,
+            speakers=p.speakers or speakers,
+            utterances=p.utterances or utterances,
+            sample_rate=p.sample_rate,
+            min_seconds=p.min_seconds or low,
+            max_seconds=p.max_seconds or high,
+            sessions=p.sessions,
+            voice_spread=p.voice_spread,
+            idiolect_alpha=p.idiolect_alpha,
+            favourites=p.favourites,
+            emotion_share=p.emotion_share,
+            session_variation=p.session_variation,
+            snr_db=tuple(p.snr_db),
+            level_db=tuple(p.level_db),
+        )
+
+    def fingerprint(self) -> str:
+        """Content identity: generation is deterministic, so version and settings fix every byte."""
+        from vpeval_synth.espeak import espeak_version
+        from vpeval_synth.generate import GENERATOR_VERSION
+
+        key = {"generator": GENERATOR_VERSION, "engine": self.params.engine, "espeakng-loader": espeak_version(),
+               "settings": asdict(self.settings())}
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+    def cache_folder(self) -> Path:
+        return Path(self.context.work_dir) / f"synth-{self.fingerprint()[:16]}"
+
+    def load(self) -> Corpus:
+        folder = self.cache_folder()
+        rows = _read_manifest(folder)
+        if rows is None or not all((folder / r["path"]).is_file() for r in rows):
+            if rows is not None:  # someone deleted audio from the cache: make it again
+                self.context.log.warning("synth cache %s is incomplete; generating it again", folder)
+                shutil.rmtree(folder)
+            self._build(folder)
+            rows = _read_manifest(folder)
+        utterances = [
+            Utterance(
+                id=r["id"], speaker=r["speaker"], path=str(folder / r["path"]), gender=r["gender"],
+                transcript=r["transcript"], emotion=r["emotion"], session=r["session"],
+                sample_rate=int(r["sample_rate"]), duration=float(r["duration"]),
+            )
+            for r in rows
+        ]
+        card = json.loads((folder / "card.json").read_text())
+        return Corpus(name=f"synth-{self.params.preset}", utterances=utterances, fingerprint=self.fingerprint(),
+                      info={"card": card, "folder": str(folder)})
+
+    def _build(self, folder: Path) -> None:
+        """Generate into a temporary folder and rename it, so an interrupted run leaves no half corpus."""
+        from vpeval_synth.card import make_card, write_card
+        from vpeval_synth.espeak import espeak_version
+        from vpeval_synth.generate import GENERATOR_VERSION, generate_speaker
+
+        try:
+            import espeakng_loader  # noqa: F401
+        except ImportError:
+            raise MissingModelError(
+                "The synth corpus needs espeak-ng from the espeakng-loader package; "
+                "install it with: pip install espeakng-loader==0.2.4."
+            ) from None
+        settings = self.settings()
+        partial = folder.with_name(f"{folder.name}.partial-{os.getpid()}")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        self.context.log.info("generating synth corpus (%d speakers x %d utterances) in %s",
+                              settings.speakers, settings.utterances, folder)
+        indices = range(settings.speakers)
+        if self.params.workers > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor(self.params.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                jobs = pool.map(generate_speaker, [settings] * len(indices), indices, [partial] * len(indices))
+                per_speaker = list(self.context.progress(jobs, total=len(indices), description="synth: speakers"))
+        else:
+            per_speaker = [generate_speaker(settings, i, partial)
+                           for i in self.context.progress(indices, total=len(indices), description="synth: speakers")]
+        rows = [row for speaker_rows in per_speaker for row in speaker_rows]
+        with open(partial / "manifest.csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=MANIFEST_COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+        write_card(make_card(rows, asdict(settings), "espeak-ng", espeak_version(), GENERATOR_VERSION), partial)
+        try:
+            os.replace(partial, folder)
+        except OSError:  # another process finished the same corpus first; its copy is identical
+            shutil.rmtree(partial, ignore_errors=True)
+
+
+def _read_manifest(folder: Path) -> list[dict] | None:
+    if not (folder / "manifest.csv").is_file():
+        return None
+    with open(folder / "manifest.csv", newline="") as f:
+        return list(csv.DictReader(f))
