@@ -1,0 +1,80 @@
+"""A trained model folder: embedding_model.pt (state dict), config.json, backend.npz, history.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from vpeval.errors import ConfigError, MissingModelError
+
+from vpeval_asv.models import ModelConfig, build_embedding_model
+
+WEIGHTS = "embedding_model.pt"
+CONFIG = "config.json"
+BACKEND = "backend.npz"
+HISTORY = "history.json"
+
+
+def save_model(folder: Path, config: ModelConfig, model: torch.nn.Module) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), folder / WEIGHTS)
+    (folder / CONFIG).write_text(json.dumps(config.to_json(), indent=2))
+
+
+def resolve(path: str | Path, field: str) -> tuple[Path, Path]:
+    """(weights file, config file) of a model folder or of its embedding_model.pt."""
+    path = Path(path).expanduser()
+    weights = path / WEIGHTS if path.is_dir() else path
+    if not weights.is_file():
+        raise MissingModelError(
+            f"{field} points to {path}, which has no {WEIGHTS}; give the folder a trained ecapa/xvector attacker saved."
+        )
+    config = weights.parent / CONFIG
+    if not config.is_file():
+        raise MissingModelError(f"{field}: the model {weights} has no {CONFIG} next to it; copy the whole saved folder.")
+    return weights, config
+
+
+def read_config(path: str | Path, field: str) -> ModelConfig:
+    _, config = resolve(path, field)
+    try:
+        return ModelConfig.from_json(json.loads(config.read_text()))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise MissingModelError(f"{field}: {config} is not a readable model configuration ({exc}).") from exc
+
+
+def load_weights(path: str | Path, field: str, expected: ModelConfig | None = None) -> tuple[ModelConfig, torch.nn.Module]:
+    """Rebuild the network of a saved folder and load its weights (torch.load weights_only=True)."""
+    weights, _ = resolve(path, field)
+    config = read_config(path, field)
+    if expected is not None and config != expected:
+        raise ConfigError(
+            f"{field}: the model in {weights.parent} is {_describe(config)}, but the parameters ask for "
+            f"{_describe(expected)}; set the same architecture parameters or another checkpoint."
+        )
+    model = build_embedding_model(config)
+    model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+    model.eval()
+    return config, model
+
+
+def save_backend(folder: Path, arrays: dict[str, np.ndarray]) -> None:
+    np.savez(folder / BACKEND, **arrays)
+
+
+def load_backend(folder: Path) -> dict[str, np.ndarray] | None:
+    path = folder / BACKEND
+    if not path.is_file():
+        return None
+    with np.load(path, allow_pickle=False) as data:
+        return {k: data[k] for k in data.files}
+
+
+def _describe(config: ModelConfig) -> str:
+    return (
+        f"{config.architecture} with n_mels={config.n_mels}, channels={list(config.channels)}, "
+        f"embedding_dim={config.embedding_dim}"
+    )
