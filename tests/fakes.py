@@ -51,6 +51,13 @@ class FakeSpectrum(Attacker):
     def train(self, data: TrainingData) -> None:
         CALLS["train"] += 1
         self._mean = np.mean([self._vector(u) for u in data.corpus], axis=0)
+        start = getattr(self, "_start", None)
+        if start is not None:  # "fine-tuning": move half-way from the starting model
+            self._mean = (self._mean + start) / 2
+            CALLS["fine_tuned"] = CALLS.get("fine_tuned", 0) + 1
+
+    def init_from(self, folder: Path) -> None:
+        self._start = np.load(Path(folder) / "mean.npy", allow_pickle=False)
 
     def save(self, folder: Path) -> None:
         np.save(Path(folder) / "mean.npy", self._mean)

@@ -94,3 +94,8 @@ def test_chain_and_level(fake_plugins):
 def test_all_errors_reported_together(fake_plugins):
     msg = _error(GOOD.replace("fake-shift", "fake-shiftt").replace("fake-eer", "fake-eeer"))
     assert "anonymizers[0].use" in msg and "metrics[0].use" in msg
+
+
+def test_init_from_must_name_another_attacker(fake_plugins):
+    msg = _error(GOOD.replace("train_on: semi-informed}", "train_on: semi-informed, init_from: fake-spectrun}"))
+    assert "line 9 (attackers[1].init_from)" in msg and "did you mean 'fake-spectrum'" in msg

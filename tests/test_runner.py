@@ -129,3 +129,15 @@ def test_worker_processes_give_the_same_numbers(tmp_path, fake_plugins):
     for a, b in zip(sorted((tmp_path / "serial" / "cache" / "anonymize").rglob("*.wav")),
                     sorted((tmp_path / "parallel" / "cache" / "anonymize").rglob("*.wav"))):
         assert a.name == b.name and a.read_bytes() == b.read_bytes()
+
+
+def test_init_from_fine_tunes_from_another_attackers_model(tmp_path, fake_plugins):
+    text = EXPERIMENT.replace(
+        "  - {use: fake-spectrum, train_on: semi-informed, params: {bands: 24}}",
+        "  - {use: fake-spectrum, train_on: semi-informed, init_from: fake-spectrum, label: tuned}",
+    )
+    first = run(tmp_path, text)
+    assert fake_plugins.CALLS.get("fine_tuned") == 1
+    assert any("tuned" in label for label in first.executed["train"])
+    again = run(tmp_path, text)
+    assert not again.executed

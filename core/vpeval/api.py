@@ -197,6 +197,15 @@ class Attacker(Plugin):
     def load(self, folder: Path) -> None:
         """Restore what `save` stored (torch: torch.load(..., weights_only=True))."""
 
+    def init_from(self, folder: Path) -> None:
+        """Start the next `train` from what another attacker of this class saved (fine-tuning).
+
+        The core calls it for an experiment's `init_from: <attacker label>`, before `train`.
+        """
+        from vpeval.errors import ConfigError
+
+        raise ConfigError(f"attacker {self.name} cannot start from another trained model; remove `init_from`.")
+
     def represent(self, utterances: Sequence[Utterance]) -> np.ndarray:
         """One vector for a set of N utterances of one side of a trial."""
         raise NotImplementedError

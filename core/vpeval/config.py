@@ -86,6 +86,9 @@ class AttackerSpec(Strict):
         description="original (VoicePrivacy ignorant / lazy-informed) or anonymized (semi-informed)",
     )
     frontend: Spec | None = Field(default=None, description="speech-token frontend the attacker consumes")
+    init_from: str | None = Field(
+        default=None, description="label of another attacker of this experiment to fine-tune from (its trained model)"
+    )
     label: str | None = None
 
 
@@ -166,6 +169,7 @@ class ResolvedAttacker(BaseModel):
     plugin: ResolvedPlugin
     train_on: str
     frontend: ResolvedPlugin | None = None
+    init_from: str | None = None
 
 
 class ResolvedExperiment(BaseModel):
@@ -194,6 +198,7 @@ class ResolvedExperiment(BaseModel):
                 **_plugin_dict(a.plugin),
                 "train_on": a.train_on,
                 "frontend": _plugin_dict(a.frontend) if a.frontend else None,
+                "init_from": a.init_from,
             }
             for a in self.attackers
         ]
@@ -287,9 +292,22 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
             errors.append(f"{doc.where(('attackers', i, 'frontend'))}: attacker {spec.use} does not use a frontend; remove `frontend`.")
         if spec.train_on == "anonymized" and not cls.needs_training:
             errors.append(f"{doc.where(('attackers', i, 'train_on'))}: attacker {spec.use} is pretrained and does not train; use train_on: original.")
-        label = spec.label or resolved.label + (f"[{frontend.label}]" if frontend else "")
-        label += "" if spec.train_on == "original" or not cls.needs_training else "/semi-informed"
-        attackers.append(ResolvedAttacker(label=label, plugin=resolved, train_on=spec.train_on, frontend=frontend))
+        label = spec.label
+        if label is None:
+            label = resolved.label + (f"[{frontend.label}]" if frontend else "")
+            label += "" if spec.train_on == "original" or not cls.needs_training else "/semi-informed"
+        attackers.append(ResolvedAttacker(label=label, plugin=resolved, train_on=spec.train_on, frontend=frontend, init_from=spec.init_from))
+    by_label = {a.label: a for a in attackers}
+    for i, a in enumerate(attackers):
+        if a.init_from is None:
+            continue
+        ref = by_label.get(a.init_from)
+        where = doc.where(("attackers", i, "init_from"))
+        if ref is None or ref is a:
+            close = difflib.get_close_matches(a.init_from, [b.label for b in attackers if b is not a], n=1)
+            errors.append(f"{where}: no other attacker is labelled '{a.init_from}'" + (f"; did you mean '{close[0]}'?" if close else "; name another attacker's label."))
+        elif ref.plugin.use != a.plugin.use or ref.init_from is not None:
+            errors.append(f"{where}: '{a.init_from}' must be a {a.plugin.use} attacker trained from scratch to start {a.label} from it.")
     metrics = [plugin("metric", m, ("metrics", i)) for i, m in enumerate(exp.metrics)]
 
     labels = [a.label for a in anonymizers]

@@ -333,7 +333,11 @@ class Runner:
             attacker.frontend = frontend
             return attacker, key
         data, data_keys = self._training_data(att, system)
-        key = self.cache.key("train", {**identity, "seed": self.settings.seed, "data": data_keys})
+        start_key = None
+        if att.init_from is not None:
+            ref = next(a for a in self.exp.attackers if a.label == att.init_from)
+            _, start_key = self._train(ref, system if ref.train_on == "anonymized" else None, frontend)
+        key = self.cache.key("train", {**identity, "seed": self.settings.seed, "data": data_keys, "init_from": start_key})
         attacker = self._instantiate(att.plugin, "attacker-" + att.plugin.use, key[:16])
         attacker.frontend = frontend
         if self.cache.exists("train", key):
@@ -341,6 +345,8 @@ class Runner:
             self._reused("train", label, key)
             return attacker, key
         started = time.perf_counter()
+        if start_key is not None:
+            attacker.init_from(self.cache.path("train", start_key))
         attacker.train(data)
         with self.cache.build("train", key) as tmp:
             attacker.save(tmp)

@@ -35,6 +35,7 @@ class AsvAttacker(Attacker):
         self._embedder = None
         self._backend = None
         self.training_result = None
+        self._start_folder: Path | None = None
 
     # -- model ----------------------------------------------------------------------------
 
@@ -52,9 +53,10 @@ class AsvAttacker(Attacker):
         from vpeval_asv.embedding import Embedder
         from vpeval_asv.models import build_embedding_model
 
-        if self.params.init_from:
-            _, model = load_weights(self.params.init_from, f"{self.name}.init_from", expected=self.model_config)
-            self.context.log.info("%s: fine-tuning from %s", self.name, self.params.init_from)
+        start = self.params.init_from or self._start_folder
+        if start:
+            _, model = load_weights(start, f"{self.name}.init_from", expected=self.model_config)
+            self.context.log.info("%s: fine-tuning from %s", self.name, start)
         else:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(self.context.torch_seed(self.name, "model"))
@@ -136,6 +138,10 @@ class AsvAttacker(Attacker):
                 "epochs": [asdict(r) for r in self.training_result.history],
             }
             (folder / HISTORY).write_text(json.dumps(history, indent=2))
+
+    def init_from(self, folder: Path) -> None:
+        """Fine-tune from another attacker's saved model (the experiment's `init_from: <label>`)."""
+        self._start_folder = Path(folder)
 
     def load(self, folder: Path) -> None:
         from vpeval_asv.backends import Backend
