@@ -332,8 +332,17 @@ def _label(use: str, params: dict[str, Any]) -> str:
     if not params:
         return use
     digest = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:6]
-    short = ",".join(f"{k}={v}" for k, v in params.items() if isinstance(v, (int, float, str, bool)))
-    return f"{use}({short})" if short and len(short) <= 40 else f"{use}#{digest}"
+    def shown(v: Any) -> str | None:
+        if isinstance(v, (int, float, str, bool)):
+            return str(v)
+        if isinstance(v, (list, tuple)) and all(isinstance(x, (int, float, str, bool)) for x in v):
+            return ":".join(map(str, v))
+        return None
+
+    parts = [(k, shown(v)) for k, v in params.items()]
+    short = ",".join(f"{k}={v}" for k, v in parts if v is not None)
+    complete = all(v is not None for _, v in parts)
+    return f"{use}({short})" if complete and len(short) <= 40 else f"{use}#{digest}"
 
 
 def _schema_message(doc: YamlDocument, exc: ValidationError) -> str:
