@@ -1,0 +1,94 @@
+"""OHNN: orthogonal by construction, rotated vectors far from the originals yet distinct per speaker."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vpeval.errors import DataError
+from vpeval_embedding_anonymizers.evaluation import pairwise_eer
+from vpeval_embedding_anonymizers.ohnn import OHNNAnonymizer, derangement
+
+FAST = {"epochs": 150}
+
+
+def cos(a, b):
+    return np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+@pytest.fixture(scope="module")
+def trained(pool_file, work_dir):
+    from vpeval.api import PluginContext
+
+    anon = OHNNAnonymizer(OHNNAnonymizer.Params(pool_vectors=pool_file, **FAST), PluginContext(7, work_dir / "ohnn"))
+    anon.prepare()
+    return anon
+
+
+def test_orthogonal(trained):
+    m = trained.rotation_matrix()
+    np.testing.assert_allclose(m @ m.T, np.eye(m.shape[0]), atol=1e-5)
+    assert not np.allclose(m, np.eye(m.shape[0]), atol=0.1)
+
+
+def test_far_from_originals_but_speakers_distinct(trained, evaluation_set, context, make_voices):
+    x, speakers, _ = evaluation_set
+    z = trained.anonymize_embeddings(x, make_voices(context, [f"u{i}" for i in range(len(x))]))
+    assert z.shape == x.shape and np.isfinite(z).all()
+    np.testing.assert_allclose(np.linalg.norm(z, axis=1), np.linalg.norm(x, axis=1))
+    same_speaker = speakers[:, None] == speakers[None, :]
+    orig_same = (x / np.linalg.norm(x, axis=1, keepdims=True)) @ (x / np.linalg.norm(x, axis=1, keepdims=True)).T
+    assert cos(z, x).mean() < 0.3 < orig_same[same_speaker].mean()
+    assert pairwise_eer(x, z, speakers) > 0.3  # original vs anonymized: the source is hidden
+    assert pairwise_eer(z, z, speakers) < 0.05  # anonymized vs anonymized: speakers stay distinct
+
+
+def test_pool_speakers_map_to_their_targets(trained):
+    # The AAM targets: each pool speaker's rotated vectors sit nearest to another pool speaker.
+    pool = trained.pool
+    z = trained.anonymize_embeddings(pool.speaker_means, _voices(len(pool.speaker_ids)))
+    unit = pool.speaker_means / np.linalg.norm(pool.speaker_means, axis=1, keepdims=True)
+    nearest = np.argmax((z / np.linalg.norm(z, axis=1, keepdims=True)) @ unit.T, axis=1)
+    assert np.mean(nearest != np.arange(len(nearest))) > 0.9
+
+
+def _voices(n):
+    from vpeval.api import PluginContext, Voice
+
+    return [Voice(f"k{i}", "utterance", PluginContext().rng(i)) for i in range(n)]
+
+
+def test_checkpoint_reloads_same_rotation(trained, pool_file, work_dir):
+    from vpeval.api import PluginContext
+
+    files = list((work_dir / "ohnn" / "ohnn").glob("*.pt"))
+    assert len(files) == 1
+    again = OHNNAnonymizer(OHNNAnonymizer.Params(pool_vectors=pool_file, **FAST), PluginContext(7, work_dir / "ohnn"))
+    np.testing.assert_array_equal(again.rotation_matrix(), trained.rotation_matrix())
+
+
+def test_rotation_bank_follows_voice_keys(pool_file, tmp_path, make_voices):
+    from vpeval.api import PluginContext
+
+    context = PluginContext(3, tmp_path)
+    anon = OHNNAnonymizer(OHNNAnonymizer.Params(pool_vectors=pool_file, rotations=3, epochs=30, reflections=8), context)
+    x = np.repeat(np.random.default_rng(0).normal(size=(1, 32)), 12, axis=0)
+    z = anon.anonymize_embeddings(x, make_voices(context, [f"utt{i}" for i in range(12)]))
+    assert len({tuple(np.round(r, 6)) for r in z}) > 1  # utterance level: different rotations
+    zs = anon.anonymize_embeddings(x, make_voices(context, ["spk1"] * 12, level="speaker"))
+    assert np.allclose(zs, zs[0])  # speaker level: one rotation for the speaker
+    np.testing.assert_array_equal(z, anon.anonymize_embeddings(x, make_voices(context, [f"utt{i}" for i in range(12)])))
+
+
+def test_derangement_has_no_fixed_point():
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 10):
+        d = derangement(n, rng)
+        assert sorted(d) == list(range(n)) and np.all(d != np.arange(n))
+
+
+def test_one_speaker_pool_is_an_error(tmp_path, context):
+    path = tmp_path / "one.npz"
+    np.savez(path, embeddings=np.ones((3, 4)), speakers=np.array(["a", "a", "a"]))
+    with pytest.raises(DataError):
+        OHNNAnonymizer(OHNNAnonymizer.Params(pool_vectors=str(path)), context).prepare()

@@ -1,0 +1,176 @@
+"""Emotion compensation (seed 003, section 3): z_edit = z + alpha_e n_e after an embedding anonymizer.
+
+One linear SVM per emotion (one-vs-rest) is trained on original speaker embeddings of emotion-
+labelled speech; n_e is the unit normal of emotion e's hyperplane. An emotion indicator predicts e
+from the original vector x, the base anonymizer (OHNN by default) gives z, and z moves along n_e by
+alpha_e (paper: 35 for happy and angry, -35 for sad, 0 for neutral). As in the paper's Eq. (1), z is
+not normalised and alpha is in the embedding's own units; `alpha_reference_norm` rescales alpha for
+encoders whose vectors have another typical norm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar, Literal
+
+import numpy as np
+from pydantic import Field
+
+from vpeval.api import Voice, stable_int
+from vpeval.errors import DataError
+
+from vpeval_embedding_anonymizers.base import EmbeddingAnonymizer, PoolParams
+from vpeval_embedding_anonymizers.pool import CorpusSpec, PoolEmbeddings, load_pool
+
+PAPER_ALPHA = {"happy": 35.0, "neutral": 0.0, "sad": -35.0, "angry": 35.0}
+
+
+class EmotionCompensation(EmbeddingAnonymizer):
+    """An embedding anonymizer (OHNN by default) followed by SVM-normal emotion compensation."""
+
+    name: ClassVar[str] = "emotion-compensation"
+
+    class Params(PoolParams):
+        """Paper defaults: OHNN base, alpha 35 / 0 / -35 / 35, SVMs on original embeddings."""
+
+        base: str = Field("ohnn", description="The embedding anonymizer whose output is compensated.")
+        base_params: dict = Field(
+            default_factory=dict,
+            description="Its parameters; pool, encoder and pool_vectors default to this plugin's own.",
+        )
+        emotion_corpus: CorpusSpec = Field(
+            default_factory=CorpusSpec,
+            description="Emotion-labelled corpus the SVMs and the indicator learn from (utterance emotion field).",
+        )
+        emotion_vectors: str | None = Field(
+            None, description="Precomputed .npz (embeddings, speakers, emotions) used instead of emotion_corpus."
+        )
+        alpha: dict[str, float] = Field(
+            default_factory=lambda: dict(PAPER_ALPHA),
+            description="Step along each emotion's unit SVM normal; its keys are the emotions modelled.",
+        )
+        indicator: Literal["classifier", "prosody", "label"] = Field(
+            "classifier",
+            description="How the source emotion is found: 'classifier' on the original embedding; 'prosody', a "
+            "classifier on the utterance's prosodic audio features (an audio indicator like the paper's "
+            "emotion2vec+; needs emotion_corpus audio); 'label', the utterance's emotion label (the paper's "
+            "oracle setting used to tune alpha).",
+        )
+        svm_c: float = Field(1.0, gt=0.0, description="LinearSVC regularisation C.")
+        alpha_reference_norm: float | None = Field(
+            None,
+            gt=0.0,
+            description="If set, alpha is multiplied by (mean norm of the emotion data's vectors / this): alpha "
+            "then means the same relative step for encoders with a different vector scale.",
+        )
+
+    def base_anonymizer(self):
+        from vpeval_embedding_anonymizers.ohnn import OHNNAnonymizer
+        from vpeval_embedding_anonymizers.selection import Selection
+
+        params = {"pool": self.params.pool.model_dump(), "encoder": self.params.encoder.model_dump(),
+                  "pool_vectors": self.params.pool_vectors, **self.params.base_params}
+        ours = {cls.name: cls for cls in (OHNNAnonymizer, Selection)}
+        if self.params.base in ours:
+            cls = ours[self.params.base]
+            return cls(cls.Params(**params), self.context.child(f"base-{cls.name}"))
+        return self.context.get("anonymizer", self.params.base, self.params.base_params)
+
+    def prepare(self) -> None:
+        if self._prepared:
+            return
+        self.base = self.base_anonymizer()
+        self.base.prepare()
+        emotion_data = load_pool(
+            self.context, self.params.emotion_vectors, self.params.emotion_corpus, self.params.encoder
+        )
+        self.fit(emotion_data)
+        if self.params.indicator == "prosody":
+            self.prosody_model = self.fit_prosody_indicator()
+        self._prepared = True
+
+    def fit_prosody_indicator(self):
+        """Balanced logistic regression on prosodic features of the emotion corpus's audio."""
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        from vpeval_embedding_anonymizers.prosody import RATE, prosodic_features
+
+        if self.params.emotion_vectors:
+            raise DataError("emotion-compensation indicator 'prosody' needs audio: set emotion_corpus, "
+                            "not emotion_vectors.")
+        spec = self.params.emotion_corpus
+        corpus = self.context.get("corpus", spec.use, dict(spec.params)).load()
+        utts = [u for u in corpus.utterances if u.emotion in self.params.alpha]
+        cache = self.context.folder("prosody") / f"{stable_int(corpus.fingerprint or corpus.name, RATE):016x}.npz"
+        if cache.is_file():
+            with np.load(cache) as data:
+                features = data["features"]
+        else:
+            items = self.context.progress(utts, total=len(utts), description="emotion indicator: prosody")
+            features = np.stack([prosodic_features(u.load(RATE), RATE) for u in items])
+            np.savez(cache, features=features)
+        labels = [u.emotion for u in utts]
+        model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000, class_weight="balanced"))
+        return model.fit(features, labels)
+
+    def fit(self, data: PoolEmbeddings) -> None:
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.svm import LinearSVC
+
+        self.emotions = list(self.params.alpha)
+        if data.emotions is None:
+            raise DataError("emotion-compensation needs emotion labels; the emotion corpus/vectors have none.")
+        keep = np.isin(data.emotions, self.emotions)
+        x, labels = data.embeddings[keep], np.asarray(data.emotions)[keep]
+        missing = sorted(set(self.emotions) - set(labels.tolist()))
+        if missing:
+            raise DataError(
+                f"emotion-compensation alpha names {missing} but the emotion data has no such utterances; "
+                "drop them from alpha or use a corpus that has them."
+            )
+        self.embedding_dim = x.shape[1]
+        normals = []
+        for emotion in self.emotions:
+            svm = LinearSVC(C=self.params.svm_c, max_iter=20000, random_state=0).fit(x, labels == emotion)
+            w = svm.coef_[0]
+            normals.append(w / np.linalg.norm(w))
+        self.normals = np.stack(normals)  # [E, D], unit normals pointing to "has emotion e"
+        # Balanced classes: emotion corpora are mostly neutral, and UAR weighs every emotion equally.
+        self.indicator_model = LogisticRegression(max_iter=2000, class_weight="balanced").fit(x, labels)
+        scale = 1.0
+        if self.params.alpha_reference_norm:
+            scale = float(np.linalg.norm(x, axis=1).mean()) / self.params.alpha_reference_norm
+        self.alphas = np.array([self.params.alpha[e] for e in self.emotions]) * scale
+
+    @property
+    def dim(self) -> int:
+        return self.embedding_dim
+
+    def source_emotions(self, embeddings: np.ndarray, voices: Sequence[Voice]) -> list[str]:
+        if self.params.indicator == "classifier":
+            return self.indicator_model.predict(embeddings).tolist()
+        if self.params.indicator == "prosody":
+            from vpeval_embedding_anonymizers.prosody import RATE, prosodic_features
+
+            missing = [v.key for v in voices if v.utterance is None or not hasattr(v.utterance, "load")]
+            if missing:
+                raise DataError(f"emotion-compensation indicator 'prosody' needs each voice's utterance audio; "
+                                f"{missing[0]} has none; use indicator: classifier.")
+            features = np.stack([prosodic_features(v.utterance.load(RATE), RATE) for v in voices])
+            return self.prosody_model.predict(features).tolist()
+        labels = [v.utterance.emotion if v.utterance is not None else None for v in voices]
+        unknown = [v.key for v, e in zip(voices, labels, strict=True) if e not in self.params.alpha]
+        if unknown:
+            raise DataError(
+                f"emotion-compensation indicator 'label' needs an emotion among {self.emotions} for every "
+                f"utterance; {unknown[0]} has none; use indicator: classifier."
+            )
+        return labels
+
+    def transform(self, embeddings: np.ndarray, voices: Sequence[Voice]) -> np.ndarray:
+        z = self.base.anonymize_embeddings(embeddings, voices)  # draws the pseudo-speaker first
+        index = {e: i for i, e in enumerate(self.emotions)}
+        rows = np.array([index[e] for e in self.source_emotions(embeddings, voices)])
+        return z + self.alphas[rows, None] * self.normals[rows]

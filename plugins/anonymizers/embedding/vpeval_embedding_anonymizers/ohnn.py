@@ -1,0 +1,131 @@
+"""OHNN speaker anonymizer (Miao et al., 2023; the 'OH' system of seed 003).
+
+An orthogonal Householder neural network rotates an original speaker vector x into a pseudo-speaker
+vector y = M x. It is trained on pool speaker vectors with
+
+    L = w_aam * AAM(y, centres, pi(speaker)) + w_cos * mean cos(x, y)
+
+- AAM: additive angular margin softmax against the pool speakers' (frozen, unit) mean vectors, with
+  each speaker's target a different pool speaker pi(speaker) (a seeded derangement). Rotated vectors
+  thus land on real speakers' regions (they stay natural, 'following the distribution of the original
+  speaker space') and distinct speakers stay distinct (pi is one-to-one).
+- cosine term: pushes every rotated vector away from its original.
+
+Seed 003 refers to Miao et al. (2023) for the details and reports one OHNN initialised with a fixed
+seed; the derangement targets are this implementation's reading of the classification loss (see the
+README). `rotations` > 1 trains several independently seeded OHNNs; each voice draws one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+from pydantic import Field
+
+from vpeval.api import Voice
+from vpeval.errors import DataError
+
+from vpeval_embedding_anonymizers.base import EmbeddingAnonymizer, PoolParams
+from vpeval_embedding_anonymizers.pool import PoolEmbeddings
+
+
+def derangement(n: int, rng: np.random.Generator) -> np.ndarray:
+    """A random permutation of range(n) with no fixed point (n >= 2): a cyclic shift of a shuffle."""
+    order = rng.permutation(n)
+    target = np.empty(n, dtype=np.int64)
+    target[order] = np.roll(order, -1)
+    return target
+
+
+class OHNNAnonymizer(EmbeddingAnonymizer):
+    """Orthogonal Householder rotation of speaker vectors into pseudo-speaker vectors (OHNN)."""
+
+    name: ClassVar[str] = "ohnn"
+
+    class Params(PoolParams):
+        """Training settings of the OHNN; AAM margin/scale are the ECAPA recipe's."""
+
+        reflections: int | None = Field(
+            None, ge=1, description="Householder reflections K; None = embedding dimension (any rotation reachable)."
+        )
+        margin: float = Field(0.2, ge=0.0, description="AAM softmax additive angular margin m (radians).")
+        scale: float = Field(30.0, gt=0.0, description="AAM softmax scale s.")
+        aam_weight: float = Field(1.0, ge=0.0, description="Weight of the AAM classification loss.")
+        cos_weight: float = Field(1.0, ge=0.0, description="Weight of the cosine similarity to the original.")
+        epochs: int = Field(300, ge=1, description="Full-batch training steps over the pool vectors.")
+        lr: float = Field(0.01, gt=0.0, description="Adam learning rate.")
+        rotations: int = Field(1, ge=1, description="Independently seeded OHNNs; each voice draws one from its rng.")
+
+    def fit(self, pool: PoolEmbeddings) -> None:
+        if len(pool.speaker_ids) < 2:
+            raise DataError("ohnn needs a pool with at least two speakers; name a larger pool corpus.")
+        self.pool = pool
+        self.models = [self.train_or_load(pool, k) for k in range(self.params.rotations)]
+
+    @property
+    def dim(self) -> int:
+        return self.pool.embeddings.shape[1]
+
+    def checkpoint_path(self, pool: PoolEmbeddings, index: int):
+        digest = hashlib.sha256(np.ascontiguousarray(pool.embeddings).tobytes())
+        digest.update(self.params.model_dump_json(exclude={"pool", "encoder", "pool_vectors"}).encode())
+        digest.update(f"{self.context.seed}-{index}".encode())
+        return self.context.folder("ohnn") / f"ohnn-{index}-{digest.hexdigest()[:16]}.pt"
+
+    def train_or_load(self, pool: PoolEmbeddings, index: int):
+        import torch
+
+        from vpeval_embedding_anonymizers.householder import HouseholderStack
+
+        self.context.apply_threads()
+        generator = torch.Generator().manual_seed(self.context.torch_seed("ohnn", index))
+        model = HouseholderStack(self.dim, self.params.reflections or self.dim, generator)
+        path = self.checkpoint_path(pool, index)
+        if path.is_file():
+            model.load_state_dict(torch.load(path, weights_only=True))
+        else:
+            self.train(model, pool, self.context.rng("ohnn-targets", index))
+            torch.save(model.state_dict(), path)
+        model.eval()
+        return model
+
+    def train(self, model, pool: PoolEmbeddings, rng: np.random.Generator) -> None:
+        import torch
+
+        from vpeval_embedding_anonymizers.losses import aam_softmax, cosine_to_original
+
+        x = torch.as_tensor(pool.embeddings)
+        centres = torch.as_tensor(pool.speaker_means)
+        targets = torch.as_tensor(derangement(len(pool.speaker_ids), rng)[pool.labels])
+        optimizer = torch.optim.Adam(model.parameters(), lr=self.params.lr)
+        p = self.params
+        for _ in self.context.progress(range(p.epochs), total=p.epochs, description="ohnn: train"):
+            optimizer.zero_grad()
+            y = model(x)
+            loss = p.aam_weight * aam_softmax(y, centres, targets, p.margin, p.scale)
+            loss = loss + p.cos_weight * cosine_to_original(y, x)
+            loss.backward()
+            optimizer.step()
+
+    def rotation_matrix(self, index: int = 0) -> np.ndarray:
+        """The learned orthogonal matrix M of OHNN `index` (y = M x)."""
+        import torch
+
+        self.prepare()
+        with torch.no_grad():
+            return self.models[index].matrix().numpy()
+
+    def transform(self, embeddings: np.ndarray, voices: Sequence[Voice]) -> np.ndarray:
+        import torch
+
+        choice = np.array([int(v.rng.integers(len(self.models))) for v in voices])
+        out = np.empty_like(embeddings)
+        with torch.no_grad():
+            for k, model in enumerate(self.models):
+                rows = np.flatnonzero(choice == k)
+                if len(rows):
+                    out[rows] = model(torch.as_tensor(embeddings[rows])).numpy()
+        return out

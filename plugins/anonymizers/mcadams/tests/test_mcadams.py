@@ -1,0 +1,159 @@
+"""McAdams: equals the per-frame reference, keeps length/rate, follows voice keys, raises EER."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from vpeval.api import PluginContext, Voice
+from vpeval.testing.dummies import make_corpus
+from vpeval_mcadams.anonymizer import McAdams
+from vpeval_mcadams.lpc import all_pole_rows, burg_lpc, fir_rows, poly_from_roots, poly_roots
+from vpeval_mcadams.reference import mcadams_reference
+from vpeval_mcadams.transform import mcadams
+
+
+def voice(key: str, level: str = "utterance") -> Voice:
+    return Voice(key=key, level=level, rng=PluginContext(seed=3).rng("voice", key))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return make_corpus(tmp_path_factory.mktemp("mc"), speakers=6, utterances=4, sample_rate=16000, seconds=1.0)
+
+
+def load(utt):
+    audio, rate = sf.read(utt.path, dtype="float32")
+    return audio, rate
+
+
+def test_batched_lpc_pieces_match_numpy_and_scipy():
+    from scipy.signal import lfilter
+
+    rng = np.random.default_rng(0)
+    frames = rng.normal(size=(6, 160))
+    a = burg_lpc(frames, 12)
+    roots = poly_roots(a)
+    for i in range(6):
+        np.testing.assert_allclose(np.sort_complex(roots[i]), np.sort_complex(np.roots(a[i])), atol=1e-8)
+        np.testing.assert_allclose(poly_from_roots(roots)[i].real, np.poly(roots[i]).real, atol=1e-8)
+        np.testing.assert_allclose(fir_rows(a, frames)[i], lfilter(a[i], [1.0], frames[i]), atol=1e-10)
+        np.testing.assert_allclose(all_pole_rows(a, frames)[i], lfilter([1.0], a[i], frames[i]), atol=1e-8)
+    # Burg keeps every pole inside the unit circle, so resynthesis cannot blow up.
+    assert np.abs(roots).max() < 1.0
+
+
+def test_burg_matches_librosa():
+    librosa = pytest.importorskip("librosa")
+    frames = np.random.default_rng(1).normal(size=(3, 320))
+    a = burg_lpc(frames, 20)
+    for i in range(3):
+        np.testing.assert_allclose(a[i], librosa.lpc(frames[i], order=20), atol=1e-10)
+
+
+def test_vectorised_equals_per_frame_reference(corpus):
+    audio, rate = load(corpus.utterances[0])
+    np.testing.assert_allclose(mcadams(audio, rate, 0.7), mcadams_reference(audio, rate, 0.7), atol=1e-8)
+
+
+def test_alpha_one_is_near_identity(corpus):
+    audio, rate = load(corpus.utterances[1])
+    out = mcadams(audio, rate, alpha=1.0)
+    # Analysis-synthesis with unchanged poles reconstructs the signal (edges excepted: half windows).
+    inner = slice(rate // 50, -rate // 50)
+    assert np.abs(out[inner] - audio[inner]).max() < 0.02 * np.abs(audio).max()
+
+
+@pytest.mark.parametrize("rate", [8000, 16000, 22050])
+def test_length_rate_finite_and_changed(corpus, rate):
+    audio = np.random.default_rng(2).normal(0, 0.1, int(0.73 * rate)).astype(np.float32)
+    anon = McAdams()
+    out = anon.anonymize(audio, rate, voice("u1"))
+    assert out.dtype == np.float32 and out.shape == audio.shape and np.isfinite(out).all()
+    assert not np.allclose(out, audio, atol=1e-3)
+    assert np.isclose(np.abs(out).max(), np.abs(audio).max(), rtol=1e-4)
+
+
+def test_short_and_empty_audio():
+    anon = McAdams()
+    for n in (0, 1, 50, 321):
+        out = anon.anonymize(np.full(n, 0.1, np.float32), 16000, voice("x"))
+        assert out.shape == (n,) and np.isfinite(out).all()
+
+
+def test_voice_keys_and_levels(corpus):
+    audio, rate = load(corpus.utterances[2])
+    anon = McAdams(McAdams.Params(alpha_range=(0.5, 0.9)))
+    a1 = anon.anonymize(audio, rate, voice("utt-a"))
+    assert np.array_equal(a1, anon.anonymize(audio, rate, voice("utt-a")))
+    assert not np.allclose(a1, anon.anonymize(audio, rate, voice("utt-b")))
+    # Speaker level: the same key for all of a speaker's utterances gives one alpha.
+    alphas = {anon.alpha_for(voice("spk001", "speaker")) for _ in range(3)}
+    assert len(alphas) == 1 and 0.5 <= alphas.pop() <= 0.9
+    fixed = McAdams()
+    assert np.array_equal(fixed.anonymize(audio, rate, voice("k1")), fixed.anonymize(audio, rate, voice("k2")))
+
+
+def test_bad_params_and_audio():
+    from vpeval.errors import BadAudioError, ConfigError
+
+    with pytest.raises(ConfigError):
+        McAdams.Params(alpha_range=(0.9, 0.2))
+    with pytest.raises(BadAudioError):
+        McAdams().anonymize(np.zeros((2, 100), np.float32), 16000, voice("x"))
+
+
+def mfcc_mean(audio: np.ndarray, rate: int, n_mels: int = 40, n_ceps: int = 20) -> np.ndarray:
+    """A minimal speaker vector: mean MFCC (numpy STFT, mel bank, log, DCT-II)."""
+    from scipy.fft import dct
+
+    n_fft, hop = 512, rate // 100
+    frames = np.lib.stride_tricks.sliding_window_view(np.pad(audio, n_fft // 2), n_fft)[::hop]
+    power = np.abs(np.fft.rfft(frames * np.hanning(n_fft), axis=1)) ** 2
+    mel = lambda f: 2595 * np.log10(1 + f / 700)  # noqa: E731
+    edges = 700 * (10 ** (np.linspace(0, mel(rate / 2), n_mels + 2) / 2595) - 1)
+    bins = np.fft.rfftfreq(n_fft, 1 / rate)
+    lo, mid, hi = edges[:-2, None], edges[1:-1, None], edges[2:, None]
+    bank = np.maximum(0, np.minimum((bins - lo) / (mid - lo), (hi - bins) / (hi - mid)))
+    ceps = dct(np.log(power @ bank.T + 1e-10), type=2, norm="ortho", axis=1)[:, 1:n_ceps]
+    return ceps.mean(axis=0)
+
+
+def eer(target: np.ndarray, nontarget: np.ndarray) -> float:
+    """Equal error rate by sorting all scores and sweeping the threshold."""
+    scores = np.concatenate([target, nontarget])
+    labels = np.concatenate([np.ones(len(target)), np.zeros(len(nontarget))])
+    order = np.argsort(-scores, kind="stable")
+    labels = labels[order]
+    miss = 1 - np.cumsum(labels) / len(target)
+    fa = np.cumsum(1 - labels) / len(nontarget)
+    i = np.argmin(np.abs(miss - fa))
+    return float((miss[i] + fa[i]) / 2)
+
+
+def trial_eer(enroll: dict, test: dict, speaker: dict) -> float:
+    """EER over all enroll x test utterance pairs with different ids."""
+    def unit(v):
+        return v / np.linalg.norm(v)
+
+    tgt, non = [], []
+    for i, e in enroll.items():
+        for j, t in test.items():
+            if i == j:
+                continue
+            (tgt if speaker[i] == speaker[j] else non).append(float(unit(e) @ unit(t)))
+    return eer(np.array(tgt), np.array(non))
+
+
+def test_mcadams_raises_eer_of_mfcc_scorer(corpus):
+    anon = McAdams(McAdams.Params(alpha_range=(0.5, 0.9)))
+    speaker = {u.id: u.speaker for u in corpus}
+    orig, anonymized = {}, {}
+    for u in corpus:
+        audio, rate = load(u)
+        orig[u.id] = mfcc_mean(audio, rate)
+        anonymized[u.id] = mfcc_mean(anon.anonymize(audio, rate, voice(u.id)), rate)
+    eer_oo = trial_eer(orig, orig, speaker)
+    eer_oa = trial_eer(orig, anonymized, speaker)
+    assert eer_oa > eer_oo + 0.1, (eer_oo, eer_oa)

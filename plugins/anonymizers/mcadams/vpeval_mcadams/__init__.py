@@ -1,0 +1,1 @@
+"""McAdams-coefficient speaker anonymization (VoicePrivacy baseline B2)."""

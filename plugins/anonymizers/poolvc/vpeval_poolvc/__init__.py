@@ -1,0 +1,1 @@
+"""Pool-speaker voice conversion anonymizer (WORLD analysis/synthesis, kNN envelope matching)."""

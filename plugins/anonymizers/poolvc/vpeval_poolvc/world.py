@@ -1,0 +1,52 @@
+"""WORLD vocoder analysis and synthesis (pyworld): F0, spectral envelope, aperiodicity."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def _pyworld():
+    with warnings.catch_warnings():  # pyworld imports pkg_resources, which warns on import
+        warnings.simplefilter("ignore")
+        import pyworld
+
+    return pyworld
+
+
+@dataclass
+class WorldFeatures:
+    f0: np.ndarray  # [T] Hz, 0 where unvoiced
+    sp: np.ndarray  # [T, bins] spectral envelope (power)
+    ap: np.ndarray  # [T, bins] aperiodicity
+
+
+def analyse(audio: np.ndarray, rate: int, f0_method: str = "dio", frame_period: float = 5.0) -> WorldFeatures:
+    """WORLD features of mono audio; F0 by dio + stonemask (fast) or harvest (robust, slower)."""
+    pw = _pyworld()
+    x = np.ascontiguousarray(audio, dtype=np.float64)
+    if f0_method == "harvest":
+        f0, times = pw.harvest(x, rate, frame_period=frame_period)
+    else:
+        f0, times = pw.dio(x, rate, frame_period=frame_period)
+        f0 = pw.stonemask(x, f0, times, rate)
+    sp = pw.cheaptrick(x, f0, times, rate)
+    # D4C's LoveTrain voicing check (default threshold 0.85) is not reproducible in pyworld 0.3.5: the
+    # same input got a voiced frame marked aperiodic in one call and not in the next (seen in tests).
+    # A negative threshold never skips a voiced frame, so runs are bit-identical; F0 decides voicing.
+    ap = pw.d4c(x, f0, times, rate, threshold=-1.0)
+    return WorldFeatures(f0=f0, sp=sp, ap=ap)
+
+
+def synthesize(features: WorldFeatures, rate: int, length: int, frame_period: float = 5.0) -> np.ndarray:
+    """Waveform of exactly `length` samples from WORLD features."""
+    pw = _pyworld()
+    y = pw.synthesize(
+        np.ascontiguousarray(features.f0), np.ascontiguousarray(features.sp),
+        np.ascontiguousarray(features.ap), rate, frame_period,
+    )
+    out = np.zeros(length)
+    out[: min(length, len(y))] = y[:length]
+    return out
