@@ -21,6 +21,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from vpeval.testing.realdata import real_data_root
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -30,7 +31,7 @@ from vpeval.api import MetricInputs, PluginContext  # noqa: E402
 from vpeval.data.audio import read_audio  # noqa: E402
 from vpeval.types import Corpus, Utterance  # noqa: E402
 
-REAL = Path(os.environ.get("VPEVAL_REAL_DATA", "/work/shared/data/real"))  # fsdd/ and vctk_autovc/
+REAL = real_data_root()  # fsdd/ and vctk_autovc/
 SETTINGS = {
     "int8, beam 5 (default)": {"compute_type": "int8", "beam_size": 5},
     "float32, beam 5": {"compute_type": "float32", "beam_size": 5},

@@ -127,3 +127,22 @@ output: {tmp_path / 'run'}
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", str(tmp_path / "src")],
                            env=env, capture_output=True, text=True, cwd=tmp_path)
     assert tests.returncode == 0, tests.stdout + tests.stderr
+
+
+def test_metrics_on_a_score_file(tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    lines = []
+    for i in range(400):
+        target = i % 4 == 0
+        gender = "f" if (i // 4) % 2 else "m"
+        lines.append(f"spk{i % 20} utt{i} {rng.normal() + 2.0 * target:.4f} {'target' if target else 'nontarget'} {gender}")
+    path = tmp_path / "scores.txt"
+    path.write_text("\n".join(lines) + "\n")
+    result = invoke("metrics", "--scores", str(path), "--metric", "eer-step", "--metric", "min-cllr", "--json")
+    assert result.exit_code == 0, result.output
+    assert "eer-step" in result.output and "min-cllr" in result.output
+    path.write_text("spk1 utt1 0.5 maybe\n")
+    bad = invoke("metrics", "--scores", str(path))
+    assert bad.exit_code == 2 and f"{path}:1" in bad.output

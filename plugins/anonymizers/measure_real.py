@@ -19,8 +19,9 @@ import numpy as np
 
 from vpeval.api import PluginContext, Voice
 from vpeval.data.audio import read_audio
+from vpeval.testing.realdata import real_data_root
 
-VCTK = Path("/work/shared/data/real/vctk_autovc")
+VCTK = real_data_root() / "vctk_autovc"
 
 
 def eer(target, nontarget):

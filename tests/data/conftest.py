@@ -3,8 +3,9 @@ from pathlib import Path
 import pytest
 
 from vpeval.testing.dummies import make_corpus
+from vpeval.testing.realdata import real_data_root
 
-REAL = Path("/work/shared/data/real")
+REAL = real_data_root()
 
 
 @pytest.fixture(scope="session")

@@ -15,10 +15,11 @@ from vpeval.testing.dummies import make_corpus, speaker_voice, synthesize
 from vpeval.types import Utterance
 from vpeval_ge2e.attacker import Ge2eAttacker
 from vpeval_ge2e.preprocess import normalize_volume, preprocess
+from vpeval.testing.realdata import real_data_root
 
 REAL = Path(__file__).resolve().parents[4] / "shared" / "data" / "real"
 if not REAL.is_dir():
-    REAL = Path("/work/shared/data/real")
+    REAL = real_data_root()
 
 
 class TestGe2eAttacker(AttackerContract):

@@ -10,6 +10,7 @@ from vpeval.api import MetricInputs
 from vpeval.testing.contracts import MetricContract, _Contract
 from vpeval.testing.dummies import make_corpus
 from vpeval.types import Corpus, Utterance
+from vpeval.testing.realdata import real_data_root
 
 
 @cache
@@ -35,7 +36,7 @@ class TestPitchCorrelation(MetricContract):
         return speech_inputs()
 
 
-FSDD = Path("/work/shared/data/real/fsdd/wav")
+FSDD = real_data_root() / "fsdd" / "wav"
 
 
 @pytest.mark.skipif(not FSDD.is_dir(), reason="real FSDD recordings not available")
