@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-GENDER_ORDER = {"f": 0, "m": 1, "avg": 2, "all": 3}
 
 
 def fmt_value(row: dict[str, Any]) -> str:
@@ -32,7 +31,11 @@ def markdown_table(header: list[str], body: list[list[str]]) -> str:
 
 
 def attack_tables(rows: list[dict[str, Any]], extra_key: str | None = None) -> list[str]:
-    """One table per metric (and N): systems down, protocol x gender across."""
+    """One table per metric (and N): systems down, protocols across.
+
+    A cell shows the female/male average (as VPAC ranks) with its confidence interval and the two
+    genders beside it; without gender labels, the pooled value. results.csv has every gender row.
+    """
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
         if not r.get("protocol"):
@@ -41,23 +44,32 @@ def attack_tables(rows: list[dict[str, Any]], extra_key: str | None = None) -> l
     out = []
     for (metric, variant, n), items in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0)):
         unit = items[0].get("unit") or ""
-        cols = sorted({(r["protocol"], r["gender"]) for r in items}, key=lambda c: (c[0], GENDER_ORDER.get(c[1], 9)))
-        row_keys = list(dict.fromkeys(
-            ((r.get(extra_key, ""),) if extra_key else ()) + (r["anonymizer"], r["attacker"], r["scenario"]) for r in items
-        ))
-        cells: dict[tuple, str] = {}
+        protocols = sorted({r["protocol"] for r in items}, key=lambda p: ("O-O", "O-A", "A-A").index(p) if p in ("O-O", "O-A", "A-A") else 9)
+        by_cell: dict[tuple, dict[str, dict]] = defaultdict(dict)
+        row_keys = []
         for r in items:
             key = ((r.get(extra_key, ""),) if extra_key else ()) + (r["anonymizer"], r["attacker"], r["scenario"])
-            cells[(key, r["protocol"], r["gender"])] = fmt_value(r)
-        header = ([extra_key] if extra_key else []) + ["anonymizer", "attacker", "trained on"] + [f"{p} {g}" for p, g in cols]
-        body = [list(k) + [cells.get((k, p, g), "") for p, g in cols] for k in row_keys]
+            row_keys.append(key)
+            by_cell[(key, r["protocol"])][r["gender"]] = r
+        header = ([extra_key] if extra_key else []) + ["anonymizer", "attacker", "trained on"] + protocols
+        body = [list(k) + [_cell(by_cell.get((k, p), {})) for p in protocols] for k in dict.fromkeys(row_keys)]
         title = f"### {metric}{' (' + variant + ')' if variant else ''}, N = {n}{' [' + unit + ']' if unit else ''}"
         out.append(title + "\n\n" + markdown_table(header, body))
     return out
 
 
+def _cell(genders: dict[str, dict]) -> str:
+    main = genders.get("avg") or genders.get("all")
+    if main is None:
+        return ""
+    text = fmt_value(main)
+    if "f" in genders and "m" in genders:
+        text += f" (f {genders['f']['value']:.2f}, m {genders['m']['value']:.2f})" if genders["f"]["value"] is not None and genders["m"]["value"] is not None else ""
+    return text
+
+
 def speech_tables(rows: list[dict[str, Any]], extra_key: str | None = None) -> list[str]:
-    """Utility metrics (WER, UAR, pitch correlation, GVD ...): one table per metric."""
+    """Utility metrics (WER, UAR, pitch correlation, GVD ...): one table per metric, then what produced it."""
     groups: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         if r.get("protocol"):
@@ -66,11 +78,17 @@ def speech_tables(rows: list[dict[str, Any]], extra_key: str | None = None) -> l
     out = []
     for metric, items in sorted(groups.items()):
         unit = items[0].get("unit") or ""
-        header = ([extra_key] if extra_key else []) + ["speech", "attacker", "gender", "value", "notes"]
+        header = ([extra_key] if extra_key else []) + ["speech", "attacker", "gender", "value"]
         body = []
+        produced_by: list[str] = []
         for r in items:
             details = r.get("details") or {}
-            notes = "; ".join(f"{k}: {v}" for k, v in details.items() if k in ("asr", "evaluator", "class", "count", "speech"))
-            body.append(([str(r.get(extra_key, ""))] if extra_key else []) + [r["anonymizer"], r.get("attacker") or "", r["gender"], fmt_value(r), notes])
-        out.append(f"### {metric}{' [' + unit + ']' if unit else ''}\n\n" + markdown_table(header, body))
+            for key in ("asr", "evaluator"):
+                if details.get(key):
+                    produced_by.append(f"{key}: {details[key]}")
+            body.append(([str(r.get(extra_key, ""))] if extra_key else []) + [r["anonymizer"], r.get("attacker") or "", r["gender"], fmt_value(r)])
+        text = f"### {metric}{' [' + unit + ']' if unit else ''}\n\n" + markdown_table(header, body)
+        if produced_by:
+            text += "\n\n" + "\n".join(f"Produced by {p.rstrip('.')}." for p in dict.fromkeys(produced_by))
+        out.append(text)
     return out
