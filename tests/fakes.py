@@ -17,6 +17,7 @@ from pydantic import Field
 from vpeval import hookimpl
 from vpeval.api import Anonymizer, Attacker, CorpusSource, Metric, MetricInputs, Params, Voice
 from vpeval.errors import MetricInputError
+from vpeval.stats import eer
 from vpeval.testing.dummies import make_corpus
 from vpeval.types import Corpus, MetricResult, TrainingData, Utterance
 
@@ -83,15 +84,6 @@ class FakeSpectrum(Attacker):
         return hist / max(hist.sum(), 1.0)
 
 
-def simple_eer(scores: np.ndarray, targets: np.ndarray) -> float:
-    order = np.argsort(scores)
-    t = targets[order]
-    frr = np.concatenate([[0], np.cumsum(t)]) / t.sum()
-    far = 1 - np.concatenate([[0], np.cumsum(~t)]) / (~t).sum()
-    i = np.argmin(np.abs(frr - far))
-    return float((frr[i] + far[i]) / 2 * 100)
-
-
 class FakeEER(Metric):
     """EER in % from a sort (pooled and per gender)."""
 
@@ -102,12 +94,12 @@ class FakeEER(Metric):
         s = inputs.scores
         if s is None or s.targets.all() or not s.targets.any():
             raise MetricInputError("fake-eer needs target and non-target trials.")
-        out = [MetricResult("fake-eer", simple_eer(s.scores, s.targets), "all", unit="%")]
+        out = [MetricResult("fake-eer", 100 * eer(s.scores, s.targets), "all", unit="%")]
         if s.genders is not None:
             for g in ("f", "m"):
                 m = s.genders == g
                 if s.targets[m].any() and (~s.targets[m]).any():
-                    out.append(MetricResult("fake-eer", simple_eer(s.scores[m], s.targets[m]), g, unit="%"))
+                    out.append(MetricResult("fake-eer", 100 * eer(s.scores[m], s.targets[m]), g, unit="%"))
         return out
 
 

@@ -19,18 +19,10 @@ import numpy as np
 
 from vpeval.api import PluginContext, Voice
 from vpeval.data.audio import read_audio
+from vpeval.stats import equal_error_rate
 from vpeval.testing.realdata import real_data_root
 
 VCTK = real_data_root() / "vctk_autovc"
-
-
-def eer(target, nontarget):
-    scores = np.concatenate([target, nontarget])
-    labels = np.concatenate([np.ones(len(target)), np.zeros(len(nontarget))])[np.argsort(-scores, kind="stable")]
-    miss = 1 - np.cumsum(labels) / len(target)
-    fa = np.cumsum(1 - labels) / len(nontarget)
-    i = int(np.argmin(np.abs(miss - fa)))
-    return float((miss[i] + fa[i]) / 2)
 
 
 def pair_eer(a, b, speakers):
@@ -39,7 +31,7 @@ def pair_eer(a, b, speakers):
     s = a @ b.T
     same = speakers[:, None] == speakers[None, :]
     off = ~np.eye(len(speakers), dtype=bool)
-    return eer(s[same & off], s[~same])
+    return equal_error_rate(s[same & off], s[~same])
 
 
 def wer(ref: str, hyp: str) -> tuple[int, int]:

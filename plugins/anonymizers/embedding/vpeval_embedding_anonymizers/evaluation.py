@@ -13,17 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
-def eer(target: np.ndarray, nontarget: np.ndarray) -> float:
-    """Equal error rate: sweep the threshold over the sorted scores where miss and false-alarm cross."""
-    scores = np.concatenate([target, nontarget])
-    labels = np.concatenate([np.ones(len(target)), np.zeros(len(nontarget))])
-    order = np.argsort(-scores, kind="stable")
-    labels = labels[order]
-    miss = 1.0 - np.cumsum(labels) / len(target)
-    false_alarm = np.cumsum(1.0 - labels) / len(nontarget)
-    i = int(np.argmin(np.abs(miss - false_alarm)))
-    return float((miss[i] + false_alarm[i]) / 2)
+from vpeval.stats import equal_error_rate as eer
 
 
 def pairwise_eer(enroll: np.ndarray, test: np.ndarray, speakers: np.ndarray) -> float:

@@ -7,6 +7,7 @@ import pytest
 import soundfile as sf
 
 from vpeval.api import PluginContext, Voice
+from vpeval.stats import equal_error_rate
 from vpeval.testing.dummies import make_corpus
 from vpeval_mcadams.anonymizer import McAdams
 from vpeval_mcadams.lpc import all_pole_rows, burg_lpc, fir_rows, poly_from_roots, poly_roots
@@ -120,18 +121,6 @@ def mfcc_mean(audio: np.ndarray, rate: int, n_mels: int = 40, n_ceps: int = 20) 
     return ceps.mean(axis=0)
 
 
-def eer(target: np.ndarray, nontarget: np.ndarray) -> float:
-    """Equal error rate by sorting all scores and sweeping the threshold."""
-    scores = np.concatenate([target, nontarget])
-    labels = np.concatenate([np.ones(len(target)), np.zeros(len(nontarget))])
-    order = np.argsort(-scores, kind="stable")
-    labels = labels[order]
-    miss = 1 - np.cumsum(labels) / len(target)
-    fa = np.cumsum(1 - labels) / len(nontarget)
-    i = np.argmin(np.abs(miss - fa))
-    return float((miss[i] + fa[i]) / 2)
-
-
 def trial_eer(enroll: dict, test: dict, speaker: dict) -> float:
     """EER over all enroll x test utterance pairs with different ids."""
     def unit(v):
@@ -143,7 +132,7 @@ def trial_eer(enroll: dict, test: dict, speaker: dict) -> float:
             if i == j:
                 continue
             (tgt if speaker[i] == speaker[j] else non).append(float(unit(e) @ unit(t)))
-    return eer(np.array(tgt), np.array(non))
+    return equal_error_rate(np.array(tgt), np.array(non))
 
 
 def test_mcadams_raises_eer_of_mfcc_scorer(corpus):

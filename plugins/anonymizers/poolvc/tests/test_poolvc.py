@@ -11,6 +11,7 @@ import pytest
 import soundfile as sf
 
 from vpeval.api import PluginContext, SpeakerEncoder, Voice
+from vpeval.stats import equal_error_rate
 from vpeval.testing.contracts import AnonymizerContract
 from vpeval.testing.dummies import make_corpus
 from vpeval_poolvc.anonymizer import PoolVC, convert_f0
@@ -116,15 +117,6 @@ def mfcc_mean(audio: np.ndarray, rate: int) -> np.ndarray:
     return ceps.mean(axis=0)
 
 
-def eer(target, nontarget):
-    scores = np.concatenate([target, nontarget])
-    labels = np.concatenate([np.ones(len(target)), np.zeros(len(nontarget))])[np.argsort(-scores, kind="stable")]
-    miss = 1 - np.cumsum(labels) / len(target)
-    fa = np.cumsum(1 - labels) / len(nontarget)
-    i = np.argmin(np.abs(miss - fa))
-    return float((miss[i] + fa[i]) / 2)
-
-
 def trial_eer(enroll, test, speaker):
     tgt, non = [], []
     for i, e in enroll.items():
@@ -132,7 +124,7 @@ def trial_eer(enroll, test, speaker):
             if i != j:
                 score = float(e @ t / np.linalg.norm(e) / np.linalg.norm(t))
                 (tgt if speaker[i] == speaker[j] else non).append(score)
-    return eer(np.array(tgt), np.array(non))
+    return equal_error_rate(np.array(tgt), np.array(non))
 
 
 def test_eer_of_mfcc_scorer_rises(anonymizer, corpus):

@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import multivariate_normal
 
 from vpeval_asv.backends import Backend, Plda, cosine_matrix, cosine_pairs
-from vpeval_asv.eer import equal_error_rate
+from vpeval.stats import equal_error_rate
 
 
 def speechbrain_style_eer(pos: np.ndarray, neg: np.ndarray) -> float:

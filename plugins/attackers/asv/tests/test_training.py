@@ -14,7 +14,7 @@ from vpeval.errors import ConfigError, MissingModelError
 from vpeval.testing.dummies import make_corpus
 from vpeval.types import TrainingData, TrainingStage
 from vpeval_asv.attacker import EcapaAttacker
-from vpeval_asv.eer import equal_error_rate
+from vpeval.stats import equal_error_rate
 from vpeval_asv.encoders import EcapaEncoder, XvectorEncoder
 
 TRAIN_SPEAKERS = 16

@@ -9,7 +9,7 @@ import numpy as np
 
 from vpeval.types import Corpus, Utterance
 
-from vpeval_asv.eer import equal_error_rate
+from vpeval.stats import equal_error_rate
 from vpeval_asv.embedding import length_normalise
 
 

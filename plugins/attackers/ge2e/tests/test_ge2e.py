@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from vpeval.api import PluginContext
+from vpeval.stats import equal_error_rate
 from vpeval.testing import AttackerContract, EncoderContract
 from vpeval.testing.dummies import make_corpus, speaker_voice, synthesize
 from vpeval.types import Utterance
@@ -79,17 +80,6 @@ def test_each_utterance_is_embedded_once(tmp_path):
 def _real(name: str, keep=lambda row: True) -> list[Utterance]:
     rows = list(csv.DictReader(open(REAL / name / "metadata.csv")))
     return [Utterance(r["path"], r["speaker"], str(REAL / name / r["path"])) for r in rows if keep(r)]
-
-
-def equal_error_rate(pos: np.ndarray, neg: np.ndarray) -> float:
-    """speechbrain's EER (thresholds: unique scores and midpoints; FR <=, FA >), from one sort."""
-    pos, neg = np.sort(pos), np.sort(neg)
-    unique = np.unique(np.concatenate([pos, neg]))
-    thresholds = np.sort(np.concatenate([unique, (unique[1:] + unique[:-1]) / 2]))
-    frr = np.searchsorted(pos, thresholds, side="right") / pos.size
-    far = 1 - np.searchsorted(neg, thresholds, side="right") / neg.size
-    best = np.argmin(np.abs(far - frr))
-    return float((far[best] + frr[best]) / 2)
 
 
 def _all_pairs_eer(attacker, sides, speakers) -> float:

@@ -5,19 +5,11 @@ import pytest
 
 from vpeval.api import Frontend, PluginContext
 from vpeval.errors import DataError
+from vpeval.stats import eer
 from vpeval.testing.dummies import make_corpus
 from vpeval.types import FrontendOutput, TrainingData, TrainingStage
 from vpeval_token_probe.attacker import TokenProbe
 from vpeval_token_probe.projection import fit_projection
-
-
-def equal_error_rate(scores, targets):
-    order = np.argsort(-scores)
-    hits = targets[order]
-    miss = 1 - np.cumsum(hits) / hits.sum()
-    false_alarm = np.cumsum(~hits) / (~hits).sum()
-    i = np.argmin(np.abs(miss - false_alarm))
-    return (miss[i] + false_alarm[i]) / 2
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +45,7 @@ def held_out_eer(attacker, test):
     pairs = list(itertools.combinations(range(len(utts)), 2))
     scores = attacker.score(reps[[i for i, _ in pairs]], reps[[j for _, j in pairs]])
     targets = np.array([utts[i].speaker == utts[j].speaker for i, j in pairs])
-    return equal_error_rate(scores, targets)
+    return eer(scores, targets)
 
 
 @pytest.fixture(scope="module")

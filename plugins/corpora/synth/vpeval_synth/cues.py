@@ -16,20 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vpeval.stats import eer
 from vpeval.types import Corpus
-
-
-def eer(scores: np.ndarray, targets: np.ndarray) -> float:
-    """Equal error rate by sorting: the point where false acceptance meets false rejection."""
-    scores = np.asarray(scores, dtype=np.float64)
-    targets = np.asarray(targets, dtype=bool)
-    order = np.argsort(-scores, kind="stable")
-    hits = targets[order]
-    # Accepting the k highest scores, k = 0..T
-    false_reject = np.concatenate([[1.0], 1 - np.cumsum(hits) / hits.sum()])
-    false_accept = np.concatenate([[0.0], np.cumsum(~hits) / (~hits).sum()])
-    k = int(np.argmin(np.abs(false_reject - false_accept)))
-    return float((false_reject[k] + false_accept[k]) / 2)
 
 
 def read(path: str, sample_rate: int = 16000) -> np.ndarray:
