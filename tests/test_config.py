@@ -99,3 +99,10 @@ def test_all_errors_reported_together(fake_plugins):
 def test_init_from_must_name_another_attacker(fake_plugins):
     msg = _error(GOOD.replace("train_on: semi-informed}", "train_on: semi-informed, init_from: fake-spectrun}"))
     assert "line 9 (attackers[1].init_from)" in msg and "did you mean 'fake-spectrum'" in msg
+
+
+def test_code_fingerprint_is_part_of_the_identity(fake_plugins):
+    exp = load_experiment_text(GOOD, "exp.yaml")
+    plugin = exp.attackers[0].plugin
+    assert len(plugin.code) == 16 and plugin.identity()["code"] == plugin.code
+    assert exp.to_dict()["attackers"][0]["code"] == plugin.code

@@ -149,10 +149,15 @@ class ResolvedPlugin(BaseModel):
     distribution: str
     version: str
     label: str
+    code: str = ""  # hash of the plugin package's source files
 
     def identity(self) -> dict[str, Any]:
-        """What the cache key hashes: the code (distribution, version) and the validated params."""
-        return {"kind": self.kind, "use": self.use, "params": self.params, "dist": self.distribution, "version": self.version}
+        """What the cache key hashes: the code (distribution, version, source hash) and the validated params.
+
+        The source hash catches code edited without a version bump (editable installs, development).
+        """
+        return {"kind": self.kind, "use": self.use, "params": self.params, "dist": self.distribution,
+                "version": self.version, "code": self.code}
 
 
 class ResolvedAnonymizer(BaseModel):
@@ -208,7 +213,29 @@ class ResolvedExperiment(BaseModel):
 
 
 def _plugin_dict(p: ResolvedPlugin) -> dict[str, Any]:
-    return {"use": p.use, "params": p.params, "distribution": p.distribution, "version": p.version}
+    return {"use": p.use, "params": p.params, "distribution": p.distribution, "version": p.version, "code": p.code}
+
+
+_CODE_HASHES: dict[str, str] = {}
+
+
+def code_fingerprint(cls: type) -> str:
+    """sha256 (16 hex) of the .py files of the top-level package that defines `cls`."""
+    import importlib
+    import sys
+
+    top = cls.__module__.split(".")[0]
+    if top not in _CODE_HASHES:
+        module = sys.modules.get(top) or importlib.import_module(top)
+        roots = [Path(p) for p in getattr(module, "__path__", [])] or [Path(module.__file__)]
+        digest = hashlib.sha256()
+        for root in roots:
+            files = sorted(root.rglob("*.py")) if root.is_dir() else [root]
+            for f in files:
+                digest.update(str(f.relative_to(root) if root.is_dir() else f.name).encode())
+                digest.update(f.read_bytes())
+        _CODE_HASHES[top] = digest.hexdigest()[:16]
+    return _CODE_HASHES[top]
 
 
 def load_experiment(path: str | Path, manager=None) -> ResolvedExperiment:
@@ -258,6 +285,7 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
             distribution=cls.distribution,
             version=cls.version,
             label=label,
+            code=code_fingerprint(cls),
         )
 
     corpus = plugin("corpus", exp.data.corpus, ("data", "corpus"))
