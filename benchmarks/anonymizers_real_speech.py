@@ -5,7 +5,7 @@ the original speech's Whisper transcript (how much of what Whisper heard survive
 Uses the packaged ge2e encoder and whisper ASR plugins; the poolvc pool is the built-in synth corpus
 (20 speakers, a seed of their own: poolvc's default pool).
 
-    OMP_NUM_THREADS=1 python plugins/anonymizers/measure_real.py [--utterances 10]
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/anonymizers_real_speech.py [--utterances 10]
 """
 
 from __future__ import annotations
