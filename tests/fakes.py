@@ -103,6 +103,22 @@ class FakeEER(Metric):
         return out
 
 
+class FakeSeparation(Metric):
+    """Mean same-speaker minus mean different-speaker score of the similarity matrices."""
+
+    name = "fake-separation"
+    needs = "similarity"
+
+    def compute(self, inputs: MetricInputs) -> list[MetricResult]:
+        out = []
+        for protocol, m in sorted(inputs.similarity.items()):
+            same = m.row_speakers[:, None] == m.col_speakers[None, :]
+            assert m.scores.shape == same.shape and m.row_ids is not None
+            value = float(m.scores[same].mean() - m.scores[~same].mean())
+            out.append(MetricResult("fake-separation", value, details={"matrix": protocol}))
+        return out
+
+
 class FakeCorpus(CorpusSource):
     """The dummy harmonic corpus, written under the plugin's work folder."""
 
@@ -130,6 +146,7 @@ def register_attackers(register):
 @hookimpl
 def register_metrics(register):
     register(FakeEER)
+    register(FakeSeparation)
 
 
 @hookimpl

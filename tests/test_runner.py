@@ -1,10 +1,8 @@
 """The staged runner end to end on fake plugins: outputs, caching, resuming, determinism."""
 
 import json
-import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 import yaml
 
@@ -76,7 +74,7 @@ def test_second_run_reuses_everything_and_changed_attacker_reruns_only_itself(tm
 
 
 def test_changed_anonymizer_parameter_never_reuses_stale_audio(tmp_path, fake_plugins):
-    first = run(tmp_path)
+    run(tmp_path)
     second = run(tmp_path, EXPERIMENT.replace("{use: fake-shift}", "{use: fake-shift, params: {low: 0.6, high: 0.7}}"))
     assert "anonymize" in second.executed
     assert ("fake-shift(low=0.6,high=0.7)", "fake-spectrum", "O-A", 1, "all") in values(second)
@@ -141,3 +139,11 @@ def test_init_from_fine_tunes_from_another_attackers_model(tmp_path, fake_plugin
     assert any("tuned" in label for label in first.executed["train"])
     again = run(tmp_path, text)
     assert not again.executed
+
+
+def test_similarity_metrics_get_score_matrices(tmp_path, fake_plugins):
+    result = run(tmp_path, EXPERIMENT.replace("metrics: [fake-eer]", "metrics: [fake-eer, fake-separation]"))
+    rows = [r for r in result.rows if r["metric"] == "fake-separation"]
+    by = {(r["attacker"], r["details"]["matrix"]): r["value"] for r in rows}
+    assert {m for _, m in by} == {"O-O", "O-A", "A-A"}
+    assert by[("fake-spectrum", "O-O")] > by[("fake-spectrum", "O-A")], "anonymization lowers same-speaker similarity"

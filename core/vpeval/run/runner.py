@@ -21,9 +21,8 @@ import numpy as np
 
 from vpeval.api import Anonymizer, Attacker, Frontend, Metric, MetricInputs, Plugin, PluginContext, SimilarityMatrix, Voice
 from vpeval.config import ResolvedAnonymizer, ResolvedAttacker, ResolvedExperiment, ResolvedPlugin
-from vpeval.errors import UserError
 from vpeval.plugins import get_plugin_manager
-from vpeval.run.cache import StageCache, stable_key, write_json_atomic
+from vpeval.run.cache import StageCache, stable_key
 from vpeval.run.console import RunConsole
 from vpeval.run.executor import LocalExecutor
 from vpeval.types import Corpus, Scores, TrainingData, TrainingStage, TrialList, Utterance
@@ -161,7 +160,7 @@ class Runner:
                     for anon in self.exp.anonymizers:
                         if att.train_on == "anonymized" and anon is not system:
                             continue
-                        speech_rows += self._similarity_metric(metric, att, attacker, anon, plan, anonymized_eval[anon.label])
+                        speech_rows += self._similarity_metric(metric, att, attacker, train_key, anon, plan, anonymized_eval[anon.label])
 
         rows = self._score_metrics(score_sets) + speech_rows + self._speech_metric_rows(plan, anonymized_eval)
         self.timings["total"] = time.perf_counter() - started
@@ -449,10 +448,10 @@ class Runner:
             self._timed("metrics", plugin.label, started)
         return rows
 
-    def _similarity_metric(self, metric_entry, att, attacker, anon, plan, anonymized: Corpus) -> list[dict[str, Any]]:
+    def _similarity_metric(self, metric_entry, att, attacker, train_key: str, anon, plan, anonymized: Corpus) -> list[dict[str, Any]]:
+        """Utterance-by-utterance score matrices (enrollment pool x trial pool) for GVD-like metrics."""
         plugin, _cls = metric_entry
         metric = self._metric_instance(plugin)
-        _, train_key = None, f"sim-{att.label}-{anon.label}"
         rows_ids = [(i,) for i in plan.enroll_ids]
         cols_ids = [(i,) for i in plan.test_ids]
         anon_key = self._anonymized[(anon.label, "evaluation")][0]

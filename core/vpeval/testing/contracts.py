@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from vpeval.api import Anonymizer, Attacker, Frontend, Metric, MetricInputs, PluginContext, SpeakerEncoder, Voice
+from vpeval.api import Anonymizer, Attacker, Frontend, MetricInputs, PluginContext, SpeakerEncoder, Voice
 from vpeval.errors import MetricInputError
 from vpeval.testing.dummies import make_corpus, speaker_voice, synthesize
 from vpeval.types import FrontendOutput, MetricResult, Scores, TrainingData, TrainingStage
