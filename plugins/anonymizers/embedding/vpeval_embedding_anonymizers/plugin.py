@@ -1,4 +1,4 @@
-"""Entry point: registers the selection, ohnn and emotion-compensation anonymizers."""
+"""Entry point: registers the selection, ohnn and emotion-compensation anonymizers and the embedding-privacy metric."""
 
 from vpeval import hookimpl
 
@@ -12,3 +12,10 @@ def register_anonymizers(register):
     register(Selection)
     register(OHNNAnonymizer)
     register(EmotionCompensation)
+
+
+@hookimpl
+def register_metrics(register):
+    from vpeval_embedding_anonymizers.privacy_metric import EmbeddingPrivacy
+
+    register(EmbeddingPrivacy)
