@@ -7,6 +7,10 @@ from typing import Any
 
 
 
+# Details that say which row of a multi-row speech metric this is (shown in the "setting" column).
+SETTING_KEYS = ("system", "protocol", "matrix", "class")
+
+
 def fmt_value(row: dict[str, Any]) -> str:
     value = row.get("value")
     if value is None:
@@ -78,7 +82,7 @@ def speech_tables(rows: list[dict[str, Any]], extra_key: str | None = None) -> l
     out = []
     for metric, items in sorted(groups.items()):
         unit = items[0].get("unit") or ""
-        header = ([extra_key] if extra_key else []) + ["speech", "attacker", "gender", "value"]
+        header = ([extra_key] if extra_key else []) + ["speech", "attacker", "setting", "gender", "value"]
         body = []
         produced_by: list[str] = []
         for r in items:
@@ -86,8 +90,12 @@ def speech_tables(rows: list[dict[str, Any]], extra_key: str | None = None) -> l
             for key in ("asr", "evaluator"):
                 if details.get(key):
                     produced_by.append(f"{key}: {details[key]}")
-            body.append(([str(r.get(extra_key, ""))] if extra_key else []) + [r["anonymizer"], r.get("attacker") or "", r["gender"], fmt_value(r)])
+            setting = ", ".join(f"{k} {details[k]}" for k in SETTING_KEYS if k in details)
+            body.append(([str(r.get(extra_key, ""))] if extra_key else []) + [r["anonymizer"], r.get("attacker") or "", setting, r["gender"], fmt_value(r)])
         text = f"### {metric}{' [' + unit + ']' if unit else ''}\n\n" + markdown_table(header, body)
+        for r in items:  # a metric may render its own table (for example seed 003's Table 6)
+            if isinstance((r.get("details") or {}).get("table"), str):
+                text += "\n\n" + r["details"]["table"].strip()
         if produced_by:
             text += "\n\n" + "\n".join(f"Produced by {p.rstrip('.')}." for p in dict.fromkeys(produced_by))
         out.append(text)
