@@ -58,11 +58,11 @@ class Corpus:
     info: dict[str, Any] = field(default_factory=dict)  # free-form: card, engine, sources
 
     def __post_init__(self) -> None:
-        self._by_id = {u.id: u for u in self.utterances}
-        if len(self._by_id) != len(self.utterances):
-            seen: set[str] = set()
-            dup = next(u.id for u in self.utterances if u.id in seen or seen.add(u.id))
-            raise ValueError(f"corpus {self.name} has the utterance id {dup} twice")
+        self._by_id: dict[str, Utterance] = {}
+        for u in self.utterances:
+            if u.id in self._by_id:
+                raise ValueError(f"corpus {self.name} has the utterance id {u.id} twice")
+            self._by_id[u.id] = u
         for u in self.utterances:
             if u.gender and u.speaker not in self.speaker_gender:
                 self.speaker_gender[u.speaker] = u.gender
