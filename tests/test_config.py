@@ -74,6 +74,17 @@ def test_python_object_tags_are_refused():
     assert "not allowed" in msg
 
 
+def test_merge_keys_share_settings_and_explicit_keys_win():
+    from vpeval.yamlsource import parse_yaml
+
+    doc = parse_yaml("a: &base {x: 1, y: 2}\nb: {<<: *base, y: 3}\nc: {y: 4, <<: [*base]}\n")
+    assert doc.data == {"a": {"x": 1, "y": 2}, "b": {"x": 1, "y": 3}, "c": {"y": 4, "x": 1}}
+    with pytest.raises(ConfigError, match="appears twice"):
+        parse_yaml("b: {y: 3, y: 4}\n")
+    with pytest.raises(ConfigError, match="merges mappings only"):
+        parse_yaml("a: &s [1]\nb: {<<: *s}\n")
+
+
 def test_anonymized_protocols_need_an_anonymizer(fake_plugins):
     text = "name: t\ndata: {corpus: fake-corpus}\nattackers: [fake-spectrum]\nmetrics: [fake-eer]\n"
     assert "anonymizer" in _error(text)

@@ -73,6 +73,7 @@ def parse_yaml(text: str, name: str = "<string>") -> YamlDocument:
     return doc
 
 
+MERGE_TAG = "tag:yaml.org,2002:merge"
 SAFE_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("map", "seq", "str", "int", "float", "bool", "null", "timestamp")}
 
 
@@ -85,13 +86,24 @@ def _build(node: yaml.Node, loc: Loc, doc: YamlDocument, name: str) -> Any:
         )
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}
+        explicit: set[str] = set()
         for key_node, value_node in node.value:
+            if key_node.tag == MERGE_TAG:  # `<<: *anchor`: the anchor's keys first, explicit keys override
+                merged = [value_node] if isinstance(value_node, yaml.MappingNode) else getattr(value_node, "value", [])
+                for source in merged:
+                    if not isinstance(source, yaml.MappingNode):
+                        raise ConfigError(f"{name}, line {key_node.start_mark.line + 1}: `<<` merges mappings only.")
+                    for key, value in _build(source, loc, doc, name).items():
+                        if key not in explicit:
+                            out.setdefault(key, value)
+                continue
             key = _scalar(key_node, loc, name)
             if not isinstance(key, (str, int, float, bool)) or key is None:
                 raise ConfigError(f"{name}, line {key_node.start_mark.line + 1}: a mapping key must be a plain name.")
             key = str(key)
-            if key in out:
+            if key in explicit:
                 raise ConfigError(f"{name}, line {key_node.start_mark.line + 1}: the key '{key}' appears twice; keep one.")
+            explicit.add(key)
             doc.lines[loc + (key,)] = key_node.start_mark.line + 1
             out[key] = _build(value_node, loc + (key,), doc, name)
             doc.lines[loc + (key,)] = key_node.start_mark.line + 1

@@ -99,7 +99,10 @@ def test_rows_for_every_system_and_protocol(results):
         for protocol in ("O-A", "A-A"):
             value(results, "embedding-eer", system, protocol)
         value(results, "embedding-uar", system)
-    assert len(results) == 2 + 2 * 3
+    assert len(results) == 2 + 2 * 3 + 1  # + the compensation indicator's UAR
+    (indicator,) = [r for r in results if r.metric == "emotion-indicator-uar"]
+    assert indicator.details["system"] == "+ OHNN + EC" and indicator.details["indicator"] == "classifier"
+    assert "Emotion indicator of + OHNN + EC (classifier)" in results[0].details["table"]
     table = results[0].details["table"]
     assert "| + OHNN + EC |" in table and "EER O-A" in table
 

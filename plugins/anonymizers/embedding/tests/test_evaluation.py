@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from vpeval_embedding_anonymizers.evaluation import eer, emotion_uar, pairwise_eer
 
@@ -43,3 +44,30 @@ def test_uar_high_when_separable_and_chance_when_not():
     assert emotion_uar(x, labels)[1] < 0.5
     x[:, :4] += np.eye(4)[np.searchsorted(["a", "b", "c", "d"], labels)] * 6
     assert emotion_uar(x, labels)[1] > 0.9
+
+
+def test_speaker_split_holds_out_whole_speakers():
+    from vpeval_embedding_anonymizers.evaluation import split_rows
+
+    speakers = np.repeat([f"s{i}" for i in range(20)], 10)
+    emotions = np.tile(["happy", "sad"], 100)
+    for seed in range(5):
+        train, dev = split_rows(emotions, speakers, seed)
+        assert not set(speakers[train]) & set(speakers[dev]) and len(train) + len(dev) == 200
+        assert 0.1 < len(dev) / 200 < 0.2
+    train, dev = split_rows(emotions, None, 0)
+    assert set(speakers[train]) & set(speakers[dev])  # the paper's random split shares speakers
+    with pytest.raises(ValueError, match="3 speakers"):
+        split_rows(emotions[:20], speakers[:20], 0)
+
+
+def test_speaker_split_finds_no_emotion_where_only_speakers_carry_it():
+    # Each speaker speaks one emotion only: a random split learns it from the speaker's other
+    # utterances, a speaker-disjoint split cannot.
+    rng = np.random.default_rng(0)
+    speakers = np.repeat(np.arange(24), 10)
+    emotions = np.array(["happy", "sad"])[speakers % 2]
+    vectors = rng.normal(size=(24, 16))[speakers] * 3 + rng.normal(size=(240, 16))
+    _, by_utterance = emotion_uar(vectors, emotions, seed=0)
+    by_speaker = np.mean([emotion_uar(vectors, emotions, seed=s, speakers=speakers)[1] for s in range(4)])
+    assert by_utterance > 0.9 and by_speaker < 0.75

@@ -1,4 +1,4 @@
-"""The audio (prosody) emotion indicator: features follow pitch, loudness and tilt; it finds acted styles."""
+"""The audio (prosody) emotion indicator: its features follow pitch level and spread; it finds acted styles."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from vpeval.api import PluginContext, Voice
 from vpeval.testing.dummies import speaker_voice, synthesize
 from vpeval.types import Utterance
 from vpeval_embedding_anonymizers.compensation import EmotionCompensation
-from vpeval_embedding_anonymizers.prosody import prosodic_features
+from vpeval_embedding_anonymizers.prosody import FEATURE_NAMES, prosodic_features
 
 # Emotion-like styles: pitch factor and spectral tilt change (the synth corpus varies the same cues).
 STYLES = {"neutral": (1.0, 0.0), "happy": (1.5, 0.03), "sad": (0.7, -0.1), "angry": (1.2, 0.06)}
@@ -36,12 +36,25 @@ def write_corpus(folder, speakers, per_emotion=2):
     return utts
 
 
-def test_features_follow_pitch_and_tilt():
+def test_features_follow_pitch_level():
     base = prosodic_features(styled(0, "neutral", 0))
     high = prosodic_features(styled(0, "happy", 0))
     low = prosodic_features(styled(0, "sad", 0))
-    assert high[0] > base[0] > low[0]  # log-F0 mean
-    assert high[6] > low[6]  # brighter spectrum, flatter tilt
+    assert len(base) == len(FEATURE_NAMES) and np.isfinite(base).all()
+    assert high[0] > base[0] > low[0]  # median F0 in semitones
+
+
+def harmonic_tone(f0_start: float, f0_end: float, seconds: float = 2.0, rate: int = 16000) -> np.ndarray:
+    f0 = np.geomspace(f0_start, f0_end, int(seconds * rate))
+    phase = 2 * np.pi * np.cumsum(f0) / rate
+    return 0.3 * sum(np.sin(k * phase) / k for k in range(1, 10))
+
+
+def test_pitch_spread_separates_a_monotone_from_a_glide():
+    spread = FEATURE_NAMES.index("f0_p90_p10_st")
+    flat, glide = prosodic_features(harmonic_tone(150, 150)), prosodic_features(harmonic_tone(120, 240))
+    assert flat[spread] < 0.2 and 8.0 < glide[spread] < 12.0  # the glide spans one octave = 12 semitones
+    assert abs(flat[0] - 12 * np.log2(150 / 27.5)) < 0.2
 
 
 def test_prosody_indicator_recognises_styles_of_unseen_speakers(tmp_path, pool_file):

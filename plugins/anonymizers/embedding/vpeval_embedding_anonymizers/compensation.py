@@ -20,7 +20,11 @@ from vpeval.api import Voice, stable_int
 from vpeval.errors import DataError
 
 from vpeval_embedding_anonymizers.base import EmbeddingAnonymizer, PoolParams
-from vpeval_embedding_anonymizers.pool import CorpusSpec, PoolEmbeddings, load_pool
+from vpeval_embedding_anonymizers.pool import POOL_SEED, CorpusSpec, PoolEmbeddings, load_pool
+
+# Emotion data defaults to the synth corpus's acted-emotion preset, with a seed of its own (disjoint
+# from the evaluation corpus and the pool), as seed 003 trains its SVMs on a separate emotion corpus.
+DEFAULT_EMOTION_CORPUS = {"preset": "emotion", "seed": POOL_SEED + 1}
 
 PAPER_ALPHA = {"happy": 35.0, "neutral": 0.0, "sad": -35.0, "angry": 35.0}
 
@@ -39,8 +43,9 @@ class EmotionCompensation(EmbeddingAnonymizer):
             description="Its parameters; pool, encoder and pool_vectors default to this plugin's own.",
         )
         emotion_corpus: CorpusSpec = Field(
-            default_factory=CorpusSpec,
-            description="Emotion-labelled corpus the SVMs and the indicator learn from (utterance emotion field).",
+            default_factory=lambda: CorpusSpec(params=dict(DEFAULT_EMOTION_CORPUS)),
+            description="Emotion-labelled corpus the SVMs and the indicator learn from (utterance emotion field; "
+            "default: the synth 'emotion' preset, 24 speakers x 24 utterances, a seed of its own).",
         )
         emotion_vectors: str | None = Field(
             None, description="Precomputed .npz (embeddings, speakers, emotions) used instead of emotion_corpus."
@@ -49,11 +54,12 @@ class EmotionCompensation(EmbeddingAnonymizer):
             default_factory=lambda: dict(PAPER_ALPHA),
             description="Step along each emotion's unit SVM normal; its keys are the emotions modelled.",
         )
-        indicator: Literal["classifier", "prosody", "label"] = Field(
-            "classifier",
-            description="How the source emotion is found: 'classifier' on the original embedding; 'prosody', a "
-            "classifier on the utterance's prosodic audio features (an audio indicator like the paper's "
-            "emotion2vec+; needs emotion_corpus audio); 'label', the utterance's emotion label (the paper's "
+        indicator: Literal["auto", "classifier", "prosody", "label"] = Field(
+            "auto",
+            description="How the source emotion is found: 'auto', prosody with emotion_corpus audio and "
+            "classifier with emotion_vectors; 'prosody', a classifier on the utterance's prosodic audio "
+            "features (an audio indicator like the paper's emotion2vec+; needs emotion_corpus audio); "
+            "'classifier', one on the original embedding (for embedding-only data); 'label', the utterance's emotion label (the paper's "
             "oracle setting used to tune alpha).",
         )
         svm_c: float = Field(1.0, gt=0.0, description="LinearSVC regularisation C.")
@@ -63,6 +69,13 @@ class EmotionCompensation(EmbeddingAnonymizer):
             description="If set, alpha is multiplied by (mean norm of the emotion data's vectors / this): alpha "
             "then means the same relative step for encoders with a different vector scale.",
         )
+
+    @property
+    def indicator(self) -> str:
+        """The indicator in use: 'auto' reads audio when the emotion data has audio."""
+        if self.params.indicator != "auto":
+            return self.params.indicator
+        return "classifier" if self.params.emotion_vectors else "prosody"
 
     def base_anonymizer(self):
         from vpeval_embedding_anonymizers.ohnn import OHNNAnonymizer
@@ -85,7 +98,7 @@ class EmotionCompensation(EmbeddingAnonymizer):
             self.context, self.params.emotion_vectors, self.params.emotion_corpus, self.params.encoder
         )
         self.fit(emotion_data)
-        if self.params.indicator == "prosody":
+        if self.indicator == "prosody":
             self.prosody_model = self.fit_prosody_indicator()
         self._prepared = True
 
@@ -95,7 +108,7 @@ class EmotionCompensation(EmbeddingAnonymizer):
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
 
-        from vpeval_embedding_anonymizers.prosody import RATE, prosodic_features
+        from vpeval_embedding_anonymizers.prosody import FEATURE_VERSION, RATE, prosodic_features
 
         if self.params.emotion_vectors:
             raise DataError("emotion-compensation indicator 'prosody' needs audio: set emotion_corpus, "
@@ -103,7 +116,8 @@ class EmotionCompensation(EmbeddingAnonymizer):
         spec = self.params.emotion_corpus
         corpus = self.context.get("corpus", spec.use, dict(spec.params)).load()
         utts = [u for u in corpus.utterances if u.emotion in self.params.alpha]
-        cache = self.context.folder("prosody") / f"{stable_int(corpus.fingerprint or corpus.name, RATE):016x}.npz"
+        key = stable_int(corpus.fingerprint or corpus.name, RATE, FEATURE_VERSION)
+        cache = self.context.folder("prosody") / f"{key:016x}.npz"
         if cache.is_file():
             with np.load(cache) as data:
                 features = data["features"]
@@ -149,17 +163,14 @@ class EmotionCompensation(EmbeddingAnonymizer):
         return self.embedding_dim
 
     def source_emotions(self, embeddings: np.ndarray, voices: Sequence[Voice]) -> list[str]:
-        if self.params.indicator == "classifier":
+        if self.indicator == "classifier":
             return self.indicator_model.predict(embeddings).tolist()
-        if self.params.indicator == "prosody":
-            from vpeval_embedding_anonymizers.prosody import RATE, prosodic_features
-
+        if self.indicator == "prosody":
             missing = [v.key for v in voices if v.utterance is None or not hasattr(v.utterance, "load")]
             if missing:
                 raise DataError(f"emotion-compensation indicator 'prosody' needs each voice's utterance audio; "
                                 f"{missing[0]} has none; use indicator: classifier.")
-            features = np.stack([prosodic_features(v.utterance.load(RATE), RATE) for v in voices])
-            return self.prosody_model.predict(features).tolist()
+            return self.prosody_model.predict(np.stack([self.utterance_features(v.utterance) for v in voices])).tolist()
         labels = [v.utterance.emotion if v.utterance is not None else None for v in voices]
         unknown = [v.key for v, e in zip(voices, labels, strict=True) if e not in self.params.alpha]
         if unknown:
@@ -168,6 +179,16 @@ class EmotionCompensation(EmbeddingAnonymizer):
                 f"utterance; {unknown[0]} has none; use indicator: classifier."
             )
         return labels
+
+    def utterance_features(self, utterance) -> np.ndarray:
+        """Prosodic features of one utterance, remembered by path (evaluations ask again for the same)."""
+        from vpeval_embedding_anonymizers.prosody import RATE, prosodic_features
+
+        memo = self.__dict__.setdefault("_features", {})
+        key = str(getattr(utterance, "path", None) or id(utterance))
+        if key not in memo:
+            memo[key] = prosodic_features(utterance.load(RATE), RATE)
+        return memo[key]
 
     def transform(self, embeddings: np.ndarray, voices: Sequence[Voice]) -> np.ndarray:
         z = self.base.anonymize_embeddings(embeddings, voices)  # draws the pseudo-speaker first

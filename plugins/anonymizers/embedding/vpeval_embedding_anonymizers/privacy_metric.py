@@ -59,6 +59,10 @@ class EmbeddingPrivacy(Metric):
             "utterance", description="Pseudo-speaker per utterance or per speaker (the Voice key and its rng)."
         )
         repeats: int = Field(5, ge=1, description="Random 85 / 15 splits the emotion UAR is averaged over (as table6.py).")
+        split: Literal["utterance", "speaker"] = Field(
+            "utterance", description="Emotion classifier split: random utterances (the paper; test speakers are "
+            "seen in training) or held-out speakers (as VoicePrivacy's speaker-independent emotion evaluator).",
+        )
 
     def __init__(self, params=None, context=None):
         super().__init__(params, context)
@@ -92,23 +96,30 @@ class EmbeddingPrivacy(Metric):
                 f"{corpus.name}: add emotion labels or drop the metric."
             )
         original = self.embeddings(corpus)
-        systems = {}
+        systems, indicators = {}, {}
         for spec in self.params.systems:
             label = spec.label or SYSTEM_LABELS.get(spec.use, f"+ {spec.use}")
-            systems[label] = self.anonymize(spec, original, utts)
+            systems[label], indicators[label] = self.anonymize(spec, original, utts)
 
         seed = self.context.seed
         repeats = self.params.repeats
 
+        groups = speakers[labelled] if self.params.split == "speaker" else None
+
         def uar(vectors):
-            return mean_uar(vectors[labelled], emotions[labelled], seed, repeats)
+            return mean_uar(vectors[labelled], emotions[labelled], seed, repeats, groups)
 
         oo = pairwise_eer(original, original, speakers)
         rows = [Row("original", oo, oo, *uar(original))]
         for label, vectors in systems.items():
             rows.append(Row(label, pairwise_eer(original, vectors, speakers),
                             pairwise_eer(vectors, vectors, speakers), *uar(vectors)))
-        return self.results(rows, markdown_table(rows, corpus, self.params))
+        notes = indicator_notes(indicators, emotions, labelled)
+        results = self.results(rows, markdown_table(rows, corpus, self.params) + notes[0])
+        for r in results:
+            if r.metric == "embedding-uar":
+                r.details["split"] = self.params.split  # two entries may differ only in it
+        return results + notes[1]
 
     @staticmethod
     def results(rows: list[Row], table: str) -> list[MetricResult]:
@@ -163,14 +174,37 @@ class EmbeddingPrivacy(Metric):
         for u in utts:
             key = u.speaker if by_speaker else u.id
             voices.append(Voice(key, self.params.level, self.context.rng("voice", key), utterance=u))
-        return np.asarray(anonymizer.anonymize_embeddings(original, voices), dtype=np.float64)
+        vectors = np.asarray(anonymizer.anonymize_embeddings(original, voices), dtype=np.float64)
+        # The emotion the system's indicator read from each source utterance (emotion compensation).
+        predicted = anonymizer.source_emotions(original, voices) if hasattr(anonymizer, "source_emotions") else None
+        return vectors, (anonymizer.indicator, predicted) if predicted is not None else None
+
+
+def indicator_notes(indicators: dict, emotions: np.ndarray, labelled: np.ndarray) -> tuple[str, list[MetricResult]]:
+    """A line under the table and an `emotion-indicator-uar` result per system with an indicator."""
+    from sklearn.metrics import balanced_accuracy_score
+
+    lines, results = [], []
+    for label, found in indicators.items():
+        if found is None:
+            continue
+        kind, predicted = found
+        predicted = np.asarray(predicted)[labelled]
+        uar = 100.0 * balanced_accuracy_score(emotions[labelled], predicted)
+        accuracy = 100.0 * float(np.mean(predicted == emotions[labelled]))
+        lines.append(f"Emotion indicator of {label} ({kind}) on this speech: UAR {uar:.2f} %, accuracy {accuracy:.2f} %.")
+        results.append(MetricResult("emotion-indicator-uar", uar, unit="%",
+                                    details={"system": label, "indicator": kind, "accuracy": accuracy,
+                                             "evaluator": f"{kind} emotion indicator"}))
+    return ("\n\n" + "\n".join(lines) if lines else ""), results
 
 
 def markdown_table(rows: list[Row], corpus: Corpus, params) -> str:
     """Table 6 layout: EER O-A / A-A and UAR after the first and the final epoch, in percent."""
     lines = [
         f"Embedding-space evaluation on {corpus.name} ({len(corpus)} utterances, encoder {params.encoder}, "
-        f"{params.level} level; the original row's EER is O-O)",
+        f"{params.level} level; the original row's EER is O-O; UAR on {params.split}-disjoint 85 / 15 splits, "
+        f"mean of {params.repeats})",
         "",
         "| speaker embeddings | EER O-A (%) | EER A-A (%) | UAR first epoch (%) | UAR final (%) |",
         "|---|---:|---:|---:|---:|",

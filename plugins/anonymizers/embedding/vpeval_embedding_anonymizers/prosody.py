@@ -1,45 +1,65 @@
 """Prosodic features of an utterance for the audio-based emotion indicator.
 
 Seed 003's indicator (emotion2vec+) listens to the audio rather than reading the speaker embedding;
-this is a light stand-in: pitch level, range and spread, voicing, loudness and its spread, spectral
-tilt and a syllable-rate proxy, the cues that acted emotions (and the synth corpus's styles) vary.
+this is a light stand-in built on Praat (parselmouth): pitch level and spread, pitch movement, voicing,
+tempo, loudness spread, spectral balance and harmonicity, the cues acted emotions (and the synth
+corpus's styles) vary. Pitch is tracked twice, the second time between 0.75 x the first quartile and
+1.5 x the third (Hirst's two-pass rule), and summarised by robust statistics, because octave errors of
+a fixed 75-500 Hz search swamp the pitch-range cue otherwise.
 """
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 RATE = 16000
-N_FEATURES = 9
+FEATURE_VERSION = "praat-two-pass-1"
+FEATURE_NAMES = (
+    "f0_median_st", "f0_mad_st", "f0_p90_p10_st", "f0_iqr_st", "f0_step_median_st", "voiced_fraction",
+    "voiced_onsets_per_second", "voiced_onsets_per_voiced_second", "intensity_std_db",
+    "intensity_p90_p10_db", "band_balance_db", "hnr_db", "log_duration",
+)
+N_FEATURES = len(FEATURE_NAMES)
+FIRST_PASS = (60.0, 600.0)
+TIME_STEP = 0.01
+
+
+def pitch_floor_ceiling(sound) -> tuple[float, float]:
+    """Hirst's speaker-adapted pitch search range from a wide first pass."""
+    f0 = sound.to_pitch(time_step=TIME_STEP, pitch_floor=FIRST_PASS[0], pitch_ceiling=FIRST_PASS[1])
+    voiced = f0.selected_array["frequency"]
+    voiced = voiced[voiced > 0]
+    if voiced.size < 3:
+        return FIRST_PASS
+    q1, q3 = np.percentile(voiced, [25, 75])
+    return max(0.75 * q1, 40.0), min(1.5 * q3, 800.0)
 
 
 def prosodic_features(audio: np.ndarray, rate: int = RATE) -> np.ndarray:
-    """[9]: log-F0 mean, std, 5-95 % range; voiced fraction; frame dB mean, std; tilt; peaks/s; log length."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import pyworld
+    """[N_FEATURES] utterance-level features, in the order of FEATURE_NAMES."""
+    import parselmouth
+    from parselmouth.praat import call
+
     x = np.asarray(audio, dtype=np.float64)
-    if len(x) < rate // 10:
-        x = np.pad(x, (0, rate // 10 - len(x)))
-    f0, times = pyworld.dio(x, rate, frame_period=10.0)
-    f0 = pyworld.stonemask(x, f0, times, rate)
+    if len(x) < rate // 5:  # Praat's analyses need a few pitch periods
+        x = np.pad(x, (0, rate // 5 - len(x)))
+    sound = parselmouth.Sound(x, sampling_frequency=float(rate))
+    floor, ceiling = pitch_floor_ceiling(sound)
+    f0 = sound.to_pitch(time_step=TIME_STEP, pitch_floor=floor, pitch_ceiling=ceiling).selected_array["frequency"]
     voiced = f0 > 0
-    log_f0 = np.log(f0[voiced]) if voiced.sum() > 1 else np.array([np.log(100.0), np.log(100.0)])
-    hop, win = rate // 100, rate // 40
-    frames = np.lib.stride_tricks.sliding_window_view(np.pad(x, (0, win)), win)[::hop][: len(f0)]
-    power = np.mean(frames**2, axis=1) + 1e-10
-    db = 10 * np.log10(power)
-    loud = db > db.max() - 40
-    spectrum = np.abs(np.fft.rfft(frames[loud] * np.hanning(win), axis=1)) ** 2 + 1e-12
-    freqs = np.fft.rfftfreq(win, 1 / rate)
-    band = (freqs >= 100) & (freqs <= 4000)
-    slope = np.polyfit(np.log(freqs[band]), np.log(spectrum[:, band]).mean(axis=0), 1)[0]
-    envelope = np.convolve(power, np.ones(5) / 5, mode="same")
-    peaks = (envelope[1:-1] > envelope[:-2]) & (envelope[1:-1] >= envelope[2:]) & (envelope[1:-1] > envelope.mean())
+    semitones = 12.0 * np.log2(f0[voiced] / 27.5) if voiced.sum() > 2 else np.zeros(3)
+    median = np.median(semitones)
+    p10, p25, p75, p90 = np.percentile(semitones, [10, 25, 75, 90])
+    onsets = np.count_nonzero(np.diff(voiced.astype(int)) == 1)
     seconds = len(x) / rate
-    return np.array([
-        log_f0.mean(), log_f0.std(), np.percentile(log_f0, 95) - np.percentile(log_f0, 5),
-        voiced.mean(), db[loud].mean(), db[loud].std(), slope, peaks.sum() / seconds, np.log(seconds),
-    ])
+    intensity = sound.to_intensity(minimum_pitch=floor, time_step=TIME_STEP).values[0]
+    loud = intensity[intensity > intensity.max() - 35]
+    ltas = call(sound, "To Ltas", 100)
+    balance = call(ltas, "Get mean", 1000, 4000, "energy") - call(ltas, "Get mean", 0, 1000, "energy")
+    hnr = call(sound.to_harmonicity_cc(TIME_STEP, floor, 0.1, 1.0), "Get mean", 0, 0)
+    return np.nan_to_num(np.array([
+        median, np.median(np.abs(semitones - median)), p90 - p10, p75 - p25,
+        np.median(np.abs(np.diff(semitones))) if semitones.size > 1 else 0.0,
+        voiced.mean(), onsets / seconds, onsets / max(voiced.sum() * TIME_STEP, 0.1),
+        loud.std(), np.percentile(loud, 90) - np.percentile(loud, 10), balance, hnr, np.log(seconds),
+    ]))

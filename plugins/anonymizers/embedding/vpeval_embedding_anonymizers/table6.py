@@ -53,9 +53,11 @@ def main() -> None:
     parser.add_argument("--preset", default="demo")
     parser.add_argument("--encoder", default="ge2e")
     parser.add_argument("--alpha-reference-norm", type=float, default=None)
-    parser.add_argument("--indicator", default="classifier", choices=["classifier", "prosody"])
+    parser.add_argument("--indicator", default="prosody", choices=["classifier", "prosody"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=5, help="random 85/15 splits the UAR is averaged over")
+    parser.add_argument("--split", default="utterance", choices=["utterance", "speaker"],
+                        help="emotion classifier split: random utterances (paper) or held-out speakers")
     parser.add_argument("--work", help="work folder to reuse (generated corpus, embeddings)")
     args = parser.parse_args()
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="vpeval-table6-"))
@@ -102,7 +104,8 @@ def main() -> None:
 
     print(f"{len(x)} evaluation vectors, {len(set(speakers.tolist()))} speakers; {args.indicator} indicator "
           f"accuracy {100 * np.mean(predicted == emotions):.1f} %, UAR {100 * balanced_accuracy_score(emotions, predicted):.1f} %")
-    print(format_table(embedding_space_table(x, speakers, emotions, systems, seed=args.seed, repeats=args.repeats)))
+    print(format_table(embedding_space_table(x, speakers, emotions, systems, seed=args.seed, repeats=args.repeats,
+                                            split=args.split)))
 
 
 if __name__ == "__main__":

@@ -131,3 +131,34 @@ def test_init_from_starts_from_the_checkpoint(trained):
         EcapaAttacker(EcapaAttacker.Params(**wider, init_from=str(folder)), PluginContext())._fresh_embedder()
     with pytest.raises(MissingModelError):
         EcapaAttacker(EcapaAttacker.Params(**TINY, init_from=str(Path(folder) / "missing")), PluginContext())._fresh_embedder()
+
+
+def test_encoder_trains_itself_once_on_a_named_corpus(corpus, heldout, tmp_path):
+    import csv
+
+    manifest = tmp_path / "train.csv"
+    with open(manifest, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["path", "speaker", "gender"])
+        for u in corpus.with_speakers(corpus.speakers[:TRAIN_SPEAKERS]).utterances:
+            writer.writerow([u.path, u.speaker, u.gender or ""])
+    params = EcapaEncoder.Params(train_corpus={"use": "manifest", "params": {"path": str(manifest)}},
+                                 train_params={**TINY, "epochs": 6})
+    encoder = EcapaEncoder(params, PluginContext(seed=1, work_dir=tmp_path / "work"))
+    vectors = np.stack([encoder.embed(u.load(16000)) for u in heldout.utterances])
+    assert vectors.shape == (len(heldout), TINY["embedding_dim"])
+    # The network learned speakers: cosine EER on speakers it never saw is far below chance.
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    speakers = np.array([u.speaker for u in heldout.utterances])
+    i, j = np.triu_indices(len(speakers), 1)
+    scores = np.sum(unit[i] * unit[j], axis=1)
+    assert equal_error_rate(scores[speakers[i] == speakers[j]], scores[speakers[i] != speakers[j]]) < 0.3
+    # A second encoder with the same parameters and work folder loads the cached model.
+    (model,) = (tmp_path / "work" / "trained").glob("*/embedding_model.pt")
+    stamp = model.stat().st_mtime_ns
+    again = EcapaEncoder(params, PluginContext(seed=1, work_dir=tmp_path / "work"))
+    np.testing.assert_array_equal(again.embed(heldout.utterances[0].load(16000)), vectors[0])
+    assert model.stat().st_mtime_ns == stamp
+    with pytest.raises(MissingModelError, match="train_corpus needs `use"):
+        EcapaEncoder(EcapaEncoder.Params(train_corpus={"params": {}}), PluginContext(work_dir=tmp_path)).embed(
+            heldout.utterances[0].load(16000))

@@ -1,19 +1,34 @@
-"""Speaker encoders "ecapa" and "xvector": a trained attacker's network, for anonymizers and metrics."""
+"""Speaker encoders "ecapa" and "xvector": a trained attacker's network, for anonymizers and metrics.
+
+The network comes from a folder a trained attacker saved (`checkpoint`) or is trained here, once, on a
+named corpus (`train_corpus`): an in-platform encoder that experiments can build from a clean clone.
+"""
 
 from __future__ import annotations
 
-from typing import ClassVar
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import Field
 
-from vpeval.api import Params, SpeakerEncoder
+from vpeval.api import Params, SpeakerEncoder, stable_int
 from vpeval.errors import MissingModelError
 
 
 class CheckpointParams(Params):
     checkpoint: str | None = Field(
         None, description="Folder a trained ecapa/xvector attacker saved (embedding_model.pt + config.json)."
+    )
+    train_corpus: dict[str, Any] | None = Field(
+        None, description="Without a checkpoint: {use, params} of a corpus to train the same-named attacker on "
+        "(every speaker; its validation share held out), once; the model is cached in the encoder's work folder.",
+    )
+    train_params: dict[str, Any] = Field(
+        default_factory=dict, description="Parameters of that attacker (architecture, epochs, ...)."
     )
     embed_max_seconds: float | None = Field(
         None, gt=0.0, description="Embed at most this many seconds of each input; null embeds all."
@@ -38,12 +53,15 @@ class CheckpointEncoder(SpeakerEncoder):
         from vpeval_asv.checkpoint import load_weights
         from vpeval_asv.embedding import Embedder
 
-        if not self.params.checkpoint:
+        checkpoint = self.params.checkpoint
+        if not checkpoint and self.params.train_corpus:
+            checkpoint = str(self.trained_here())
+        if not checkpoint:
             raise MissingModelError(
                 f"The {self.name} encoder needs a trained model: set its parameter checkpoint to the folder "
-                f"a trained {self.name} attacker saved."
+                f"a trained {self.name} attacker saved, or train_corpus to a corpus to train one on."
             )
-        config, model = load_weights(self.params.checkpoint, f"{self.name}.checkpoint")
+        config, model = load_weights(checkpoint, f"{self.name}.checkpoint")
         if config.architecture != self.architecture:
             raise MissingModelError(
                 f"{self.name}.checkpoint {self.params.checkpoint} holds a {config.architecture} model, not {self.architecture}; "
@@ -51,6 +69,29 @@ class CheckpointEncoder(SpeakerEncoder):
             )
         self._embedder = Embedder(config, model, self.params.embed_max_seconds)
         self.dim = config.embedding_dim  # the checkpoint's size, which Params may have scaled down
+
+    def trained_here(self) -> Path:
+        """Train the attacker of this name on train_corpus (or reuse the model trained before)."""
+        from vpeval.types import TrainingData, TrainingStage
+
+        spec = dict(self.params.train_corpus)
+        if "use" not in spec:
+            raise MissingModelError(f"{self.name}.train_corpus needs `use: <corpus plugin>`, got {spec}.")
+        corpus = self.context.get("corpus", spec["use"], dict(spec.get("params") or {})).load()
+        identity = json.dumps([self.name, corpus.fingerprint or corpus.name, self.params.train_params,
+                               self.context.seed], sort_keys=True, default=str)
+        folder = self.context.folder("trained") / f"{stable_int(identity):016x}"
+        if (folder / "embedding_model.pt").is_file():
+            return folder
+        self.context.log.info("%s encoder: training on %s (%d utterances)", self.name, corpus.name, len(corpus))
+        attacker = self.context.get("attacker", self.name, dict(self.params.train_params))
+        attacker.train(TrainingData(stages=[TrainingStage("train", corpus)]))
+        partial = folder.with_name(folder.name + f".{os.getpid()}.tmp")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        attacker.save(partial)
+        os.replace(partial, folder)  # atomic: an interrupted run leaves no half model
+        return folder
 
     def embed(self, audio: np.ndarray) -> np.ndarray:
         if self._embedder is None:

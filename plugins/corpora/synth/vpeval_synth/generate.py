@@ -40,6 +40,7 @@ class Settings:
     idiolect_alpha: float = 0.3
     favourites: int = 2
     emotion_share: float = 0.4
+    style_strength: float = 1.0
     session_variation: float = 1.0
     snr_db: tuple[float, float] = (25.0, 40.0)
     level_db: tuple[float, float] = (-32.0, -18.0)
@@ -89,7 +90,7 @@ def generate_speaker(settings: Settings, index: int, folder: Path) -> list[dict]
             audio,
             settings.sample_rate,
             speaker.channels[session],
-            tilt=STYLES[emotion].tilt + sv * rng.uniform(-0.25, 0.25),
+            tilt=STYLES[emotion].scaled(settings.style_strength).tilt + sv * rng.uniform(-0.25, 0.25),
             snr_db=rng.uniform(*settings.snr_db),
             level_db=rng.uniform(*settings.level_db),
             rng=rng,
@@ -117,7 +118,7 @@ def _utterance(settings: Settings, speaker: Speaker, engine, rng: np.random.Gene
     """Clean speech at the corpus rate, its transcript and its emotion, within the length limits."""
     sv = settings.session_variation
     emotion = "neutral" if rng.random() >= settings.emotion_share else str(rng.choice(EMOTIONS[1:]))
-    style = STYLES[emotion]
+    style = STYLES[emotion].scaled(settings.style_strength)
     rate = speaker.voice.rate_wpm * style.rate * float(np.exp(sv * 0.06 * rng.standard_normal()))
     pitch = int(np.clip(round(50 + style.pitch + sv * 4 * rng.standard_normal()), 0, 100))
     pitch_range = int(np.clip(round(style.pitch_range + sv * 8 * rng.standard_normal()), 0, 100))

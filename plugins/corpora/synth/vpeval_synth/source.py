@@ -18,8 +18,14 @@ from vpeval.errors import MissingModelError
 from vpeval.api import Params as BaseParams
 from vpeval.types import Corpus, Utterance
 
-# speakers, utterances, (min, max) seconds
-PRESETS = {"tiny": (6, 6, (2.0, 4.0)), "demo": (40, 20, (2.0, 8.0)), "large": (300, 20, (2.0, 8.0))}
+# speakers, utterances, (min, max) seconds, share of emotional utterances, style strength
+PRESETS = {
+    "tiny": (6, 6, (2.0, 4.0), 0.4, 1.0),
+    "demo": (40, 20, (2.0, 8.0), 0.4, 1.0),
+    "large": (300, 20, (2.0, 8.0), 0.4, 1.0),
+    # Like an acted emotion corpus (ESD, IEMOCAP scripted): the four emotions equally often and stronger.
+    "emotion": (24, 24, (2.0, 8.0), 0.75, 2.0),
+}
 MANIFEST_COLUMNS = ("path", "id", "speaker", "gender", "transcript", "emotion", "session", "sample_rate", "duration")
 
 
@@ -29,8 +35,9 @@ class SynthCorpus(CorpusSource):
     name = "synth"
 
     class Params(BaseParams):
-        preset: Literal["tiny", "demo", "large"] = Field(
-            "demo", description="tiny: 6x6 short utterances for tests; demo: 40 speakers x 20; large: 300 x 20.")
+        preset: Literal["tiny", "demo", "large", "emotion"] = Field(
+            "demo", description="tiny: 6x6 short utterances for tests; demo: 40 speakers x 20; large: 300 x 20; "
+            "emotion: 24 x 24 with balanced, strong emotions.")
         speakers: int | None = Field(None, ge=2, description="Number of speakers (overrides the preset).")
         utterances: int | None = Field(None, ge=1, description="Utterances per speaker (overrides the preset).")
         seed: int | None = Field(None, ge=0, description="Corpus seed; None uses the experiment seed.")
@@ -42,7 +49,10 @@ class SynthCorpus(CorpusSource):
         voice_spread: float = Field(1.0, ge=0.0, description="How far speakers' voices differ (scales pitch, formant and rate spreads).")
         idiolect_alpha: float = Field(0.3, gt=0.0, description="Dirichlet concentration of each speaker's word preferences; smaller = stronger habits.")
         favourites: int = Field(2, ge=0, description="Favourite phrases per speaker.")
-        emotion_share: float = Field(0.4, ge=0.0, le=1.0, description="Share of utterances spoken happy, sad or angry (the rest neutral).")
+        emotion_share: float | None = Field(None, ge=0.0, le=1.0, description="Share of utterances spoken happy, sad or angry, the rest neutral (preset: 0.4; emotion: 0.75).")
+        style_strength: float | None = Field(
+            None, ge=0.0, description="Scales how far happy, sad and angry depart from neutral in pitch level and "
+            "range, rate, intensity and tilt (preset: 1; emotion: 2, like acted emotional speech).")
         session_variation: float = Field(1.0, ge=0.0, description="Scales per-session channels and per-utterance rate, pitch and tilt jitter (0 = none).")
         snr_db: tuple[float, float] = Field((25.0, 40.0), description="Range of signal-to-noise ratios in dB, drawn per utterance.")
         level_db: tuple[float, float] = Field((-32.0, -18.0), description="Range of speech RMS levels in dBFS, drawn per utterance.")
@@ -63,7 +73,7 @@ class SynthCorpus(CorpusSource):
         from vpeval_synth.generate import Settings
 
         p = self.params
-        speakers, utterances, (low, high) = PRESETS[p.preset]
+        speakers, utterances, (low, high), share, strength = PRESETS[p.preset]
         return Settings(
             seed=self.context.seed if p.seed is None else p.seed,
             speakers=p.speakers or speakers,
@@ -75,7 +85,8 @@ class SynthCorpus(CorpusSource):
             voice_spread=p.voice_spread,
             idiolect_alpha=p.idiolect_alpha,
             favourites=p.favourites,
-            emotion_share=p.emotion_share,
+            emotion_share=p.emotion_share if p.emotion_share is not None else share,
+            style_strength=p.style_strength if p.style_strength is not None else strength,
             session_variation=p.session_variation,
             snr_db=tuple(p.snr_db),
             level_db=tuple(p.level_db),
@@ -86,8 +97,11 @@ class SynthCorpus(CorpusSource):
         from vpeval_synth.espeak import espeak_version
         from vpeval_synth.generate import GENERATOR_VERSION
 
+        settings = asdict(self.settings())
+        if settings["style_strength"] == 1.0:  # added later: corpora made before it keep their identity
+            del settings["style_strength"]
         key = {"generator": GENERATOR_VERSION, "engine": self.params.engine, "espeakng-loader": espeak_version(),
-               "settings": asdict(self.settings())}
+               "settings": settings}
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
     def cache_folder(self) -> Path:
