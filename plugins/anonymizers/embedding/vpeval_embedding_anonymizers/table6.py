@@ -1,8 +1,8 @@
 """Seed 003's Table 6 in embedding space: original / + OHNN / + OHNN + EC (and + selection).
 
     python -m vpeval_embedding_anonymizers.table6                       # synthetic embeddings
-    python -m vpeval_embedding_anonymizers.table6 --corpus synth --preset demo --encoder ge2e \\
-        --alpha-reference-norm 35 --indicator prosody
+    python -m vpeval_embedding_anonymizers.table6 --corpus synth --preset emotion --encoder ge2e \\
+        --alpha-reference-norm 35 --split speaker
 
 With a corpus, its speakers are split in halves: the first half is the pool (OHNN training, SVMs and
 the emotion indicator), the second half is evaluated, so pool and evaluation speakers are disjoint.
@@ -53,7 +53,8 @@ def main() -> None:
     parser.add_argument("--preset", default="demo")
     parser.add_argument("--encoder", default="ge2e")
     parser.add_argument("--alpha-reference-norm", type=float, default=None)
-    parser.add_argument("--indicator", default="prosody", choices=["classifier", "prosody"])
+    parser.add_argument("--indicator", choices=["classifier", "prosody"],
+                        help="default: prosody with --corpus, classifier on synthetic embeddings")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=5, help="random 85/15 splits the UAR is averaged over")
     parser.add_argument("--split", default="utterance", choices=["utterance", "speaker"],
@@ -63,6 +64,7 @@ def main() -> None:
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="vpeval-table6-"))
     work.mkdir(parents=True, exist_ok=True)
     context = PluginContext(seed=args.seed, work_dir=work)
+    args.indicator = args.indicator or ("prosody" if args.corpus else "classifier")
     if args.corpus:
         pool_file, manifest, x, speakers, emotions, utts = corpus_split(context, args.corpus, args.preset,
                                                                         args.encoder, work)
