@@ -73,3 +73,26 @@ def test_label_problems_are_clear_errors(tmp_path, make_emotional_corpus, make_c
     unlabelled = Corpus("part", [u.replace(emotion=None) if i % 2 else u for i, u in enumerate(corpus)])
     result = UAR(context=make_context(tmp_path)).compute(MetricInputs(original=unlabelled))[0]
     assert result.details["skipped_no_emotion"] == len(corpus) // 2
+
+
+def test_weighted_fold_uar_with_unit_weights_is_the_fold_mean_and_reweighting_follows_speakers():
+    from vpeval_speech.emotion_evaluator import weighted_fold_uar
+
+    truth = np.array(["a", "a", "b", "b", "a", "b"])
+    predicted = np.array(["a", "b", "b", "b", "a", "a"])
+    folds = [(np.array([0, 1, 2, 3]), predicted[:4]), (np.array([4, 5]), predicted[4:])]
+    direct = np.mean([np.mean(list(class_recalls(truth[r], p).values())) for r, p in folds])
+    assert weighted_fold_uar(folds, truth, np.ones(6)) == pytest.approx(direct)
+    # Drawing row 1's speaker twice and dropping row 0's weighs its error twice.
+    weights = np.array([0, 2, 1, 1, 1, 1], dtype=float)
+    assert weighted_fold_uar(folds, truth, weights) == pytest.approx(np.mean([(0 + 1) / 2, (1 + 0) / 2]))
+    assert np.isnan(weighted_fold_uar(folds, truth, np.zeros(6)))
+
+
+def test_uar_interval_brackets_the_value(tmp_path, make_emotional_corpus, make_context):
+    corpus = make_emotional_corpus(tmp_path / "speech", speakers=6, per_emotion=2)
+    (result,) = UAR(UAR.Params(bootstrap=300), context=make_context(tmp_path)).compute(MetricInputs(original=corpus))
+    assert result.ci_low <= result.value <= result.ci_high
+    assert result.details["bootstrap"]["unit"] == "speaker"
+    (plain,) = UAR(UAR.Params(bootstrap=0), context=make_context(tmp_path)).compute(MetricInputs(original=corpus))
+    assert plain.ci_low is None and plain.value == result.value

@@ -34,7 +34,7 @@ def test_identical_text_gives_zero_and_edits_match_jiwer(tmp_path, corpora, scri
 
     results = metric.compute(MetricInputs(original=original, anonymized=anonymized))
 
-    by_speech = {r.details["speech"]: r for r in results}
+    by_speech = {r.details["speech"]: r for r in results if r.gender == "all"}
     assert by_speech["original"].value == 0.0
     total_words = sum(len(r.split()) for r in references)
     assert by_speech["anonymized"].value == pytest.approx(100.0 * 3 / total_words)
@@ -57,7 +57,8 @@ def test_original_only_skips_untranscribed_and_caches(tmp_path, corpora, scripte
     metric = WER(context=make_context(tmp_path, asr))
 
     first = metric.compute(MetricInputs(original=original))
-    assert [r.details["speech"] for r in first] == ["original"]
+    assert [r.details["speech"] for r in first] == ["original"] * 3
+    assert [r.gender for r in first] == ["all", "f", "m"]
     assert first[0].details["skipped_no_transcript"] == 1
     assert first[0].details["utterances"] == len(original) - 1
     expected = jiwer.wer([u.transcript for u in original][1:], hypotheses[1:])
@@ -87,3 +88,29 @@ def test_random_texts_against_jiwer(tmp_path, corpora, scripted_asr, make_contex
     metric = WER(context=make_context(tmp_path, scripted_asr(scripted(original, hypotheses, key_of_audio))))
     result = metric.compute(MetricInputs(original=original))[0]
     assert result.value == pytest.approx(100 * jiwer.wer([u.transcript for u in original], hypotheses))
+
+
+def test_per_gender_rows_match_jiwer_and_intervals_follow_speaker_spread(tmp_path, scripted_asr, make_context,
+                                                                       key_of_audio):
+    original = make_corpus(tmp_path / "many", speakers=8, utterances=3, seconds=0.3, seed=4, name="many")
+    rng = np.random.default_rng(0)
+    hypotheses = []
+    for u in original:  # speakers differ: each drops a speaker-dependent share of words
+        words = u.transcript.split()
+        keep = rng.random(len(words)) > 0.1 * (int(u.speaker[-1]) % 4)
+        hypotheses.append(" ".join(w for w, k in zip(words, keep, strict=True) if k))
+    metric = WER(WER.Params(bootstrap=500),
+                 context=make_context(tmp_path, scripted_asr(scripted(original, hypotheses, key_of_audio))))
+    results = {r.gender: r for r in metric.compute(MetricInputs(original=original))}
+    assert set(results) == {"all", "f", "m"}
+    for gender, result in results.items():
+        rows = [i for i, u in enumerate(original) if gender == "all" or u.gender == gender]
+        reference = jiwer.wer([original.utterances[i].transcript.lower() for i in rows],
+                              [hypotheses[i].lower() for i in rows])
+        assert result.value == pytest.approx(100 * reference)
+        assert result.ci_low <= result.value <= result.ci_high and result.ci_high > result.ci_low
+    # With no errors anywhere every replicate is 0: a zero-width interval.
+    exact = WER(context=make_context(tmp_path / "exact", scripted_asr(
+        scripted(original, [u.transcript for u in original], key_of_audio))))
+    (pooled,) = [r for r in exact.compute(MetricInputs(original=original)) if r.gender == "all"]
+    assert pooled.ci_low == pooled.ci_high == pooled.value == 0.0

@@ -44,11 +44,31 @@ def class_recalls(truth: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
 
 @dataclass
 class FoldOutcome:
-    """Recalls of one fold's model on its held-out speakers, original and anonymized."""
+    """Recalls of one fold's model on its held-out speakers, original and anonymized, and the
+    predictions behind them (rows index the labelled utterances), for the bootstrap."""
 
     speakers: list[str]
     original: dict[str, float]
     anonymized: dict[str, float] | None
+    original_rows: np.ndarray | None = None
+    original_predicted: np.ndarray | None = None
+    anonymized_rows: np.ndarray | None = None
+    anonymized_predicted: np.ndarray | None = None
+
+
+def weighted_fold_uar(folds: list[tuple[np.ndarray, np.ndarray]], truth: np.ndarray, weights: np.ndarray) -> float:
+    """Mean over folds of the weighted macro recall (classes with weight only); NaN if no fold has any."""
+    values = []
+    for rows, predicted in folds:
+        w, y = weights[rows], truth[rows]
+        recalls = []
+        for label in np.unique(y):
+            mass = w[y == label].sum()
+            if mass > 0:
+                recalls.append(w[(y == label) & (predicted == label)].sum() / mass)
+        if recalls:
+            values.append(np.mean(recalls))
+    return float(np.mean(values)) if values else float("nan")
 
 
 def normalise_per_speaker(features: np.ndarray, speakers: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from vpeval.api import Metric, MetricInputs, Params
 from vpeval.errors import MetricInputError
+from vpeval.stats import percentile_interval, speaker_weights
 from vpeval.types import Corpus, MetricResult, Utterance
 from vpeval_speech.acoustic_features import FEATURE_VERSION, functionals
 from vpeval_speech.content_cache import JsonCache, cache_key, file_digest
@@ -18,6 +19,7 @@ from vpeval_speech.emotion_evaluator import (
     make_classifier,
     normalise_per_speaker,
     speaker_folds,
+    weighted_fold_uar,
 )
 
 # Seed 003's Table 3 column order; other labels follow alphabetically.
@@ -45,6 +47,11 @@ class UAR(Metric):
         speaker_normalization: bool = Field(
             False, description="Z-score features within each speaker before classifying (off: absolute features)."
         )
+        bootstrap: int = Field(
+            1000, ge=0, description="Speaker-level bootstrap replicates for the confidence interval (the folds' "
+            "predictions are reweighted, the models not retrained); 0 disables it.",
+        )
+        confidence: float = Field(0.95, gt=0.0, lt=1.0, description="Coverage of the percentile confidence interval.")
 
     def compute(self, inputs: MetricInputs) -> list[MetricResult]:
         original = inputs.original
@@ -79,11 +86,26 @@ class UAR(Metric):
             "chance": 100.0 / len(classes),
         }
         results = [self.result([o.original for o in outcomes], classes, "original", len(labelled), common)]
+        self.add_interval(results[0], [(o.original_rows, o.original_predicted) for o in outcomes], labels, speakers)
         if inputs.anonymized is not None:
-            anonymized = [o.anonymized for o in outcomes if o.anonymized is not None]
-            if anonymized:
-                results.append(self.result(anonymized, classes, "anonymized", len(anonymized_rows), common))
+            held = [o for o in outcomes if o.anonymized is not None]
+            if held:
+                results.append(self.result([o.anonymized for o in held], classes, "anonymized", len(anonymized_rows), common))
+                self.add_interval(results[-1], [(o.anonymized_rows, o.anonymized_predicted) for o in held],
+                                  labels, speakers)
         return results
+
+    def add_interval(self, result: MetricResult, folds, labels: np.ndarray, speakers: np.ndarray) -> None:
+        """Speaker-bootstrap interval of the fold-averaged UAR: resample speakers, reweight predictions."""
+        if not self.params.bootstrap:
+            return
+        rng = self.context.rng("uar-bootstrap", result.details["speech"])
+        values = [100.0 * weighted_fold_uar(folds, labels, w)
+                  for w in speaker_weights(speakers, self.params.bootstrap, rng)]
+        result.ci_low, result.ci_high = percentile_interval(np.array(values), self.params.confidence)
+        if result.ci_low is not None:
+            result.details["bootstrap"] = {"replicates": self.params.bootstrap,
+                                           "confidence": self.params.confidence, "unit": "speaker"}
 
     def cross_validate(self, labels, speakers, features, anonymized_rows, anonymized_features) -> list[FoldOutcome]:
         outcomes = []
@@ -97,13 +119,16 @@ class UAR(Metric):
                 self.params.classifier, self.params.regularization, self.context.torch_seed("uar", fold)
             )
             model.fit(features[train], labels[train])
-            original = class_recalls(labels[test], model.predict(features[test]))
+            predicted = model.predict(features[test])
+            original = class_recalls(labels[test], predicted)
             held_out = np.isin(anonymized_rows, test)
-            anonymized = None
+            anonymized = rows = anonymized_predicted = None
             if held_out.any():
                 rows = anonymized_rows[held_out]
-                anonymized = class_recalls(labels[rows], model.predict(anonymized_features[held_out]))
-            outcomes.append(FoldOutcome(sorted(set(speakers[test].tolist())), original, anonymized))
+                anonymized_predicted = model.predict(anonymized_features[held_out])
+                anonymized = class_recalls(labels[rows], anonymized_predicted)
+            outcomes.append(FoldOutcome(sorted(set(speakers[test].tolist())), original, anonymized,
+                                        test, predicted, rows, anonymized_predicted))
         return outcomes
 
     def result(self, recalls: list[dict[str, float]], classes, speech: str, count: int, common) -> MetricResult:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 from pydantic import Field
 
 from vpeval.api import Metric, MetricInputs, Params
+from vpeval.stats import percentile_interval, speaker_weights
 from vpeval.errors import MetricInputError
 from vpeval.types import Corpus, MetricResult, Utterance
 from vpeval_speech.content_cache import JsonCache, cache_key, file_digest
@@ -33,6 +35,10 @@ class WER(Metric):
             description="Transcribe at most this many utterances: the same seeded sample of utterance ids for "
             "original and anonymized speech, round-robin over speakers (None: all). ASR is the slow part.",
         )
+        bootstrap: int = Field(
+            1000, ge=0, description="Speaker-level bootstrap replicates for the confidence interval; 0 disables it."
+        )
+        confidence: float = Field(0.95, gt=0.0, lt=1.0, description="Coverage of the percentile confidence interval.")
 
     def compute(self, inputs: MetricInputs) -> list[MetricResult]:
         if inputs.original is None:
@@ -48,9 +54,10 @@ class WER(Metric):
         references = self.sample(inputs.original, references)
         asr = self.context.get("asr", self.params.asr, dict(self.params.asr_params))
         asr_label = asr.describe() if hasattr(asr, "describe") else asr.name
-        results = [self.score(asr, asr_label, inputs.original, references, "original")]
+        genders = {u.id: u.gender for u in inputs.original}
+        results = self.score(asr, asr_label, inputs.original, references, "original", genders)
         if inputs.anonymized is not None:
-            results.append(self.score(asr, asr_label, inputs.anonymized, references, "anonymized"))
+            results += self.score(asr, asr_label, inputs.anonymized, references, "anonymized", genders)
         return results
 
     def sample(self, corpus: Corpus, references: dict[str, str]) -> dict[str, str]:
@@ -71,11 +78,15 @@ class WER(Metric):
                     chosen.append(queue.pop())
         return {uid: references[uid] for uid in sorted(chosen)}
 
-    def score(self, asr, asr_label: str, corpus: Corpus, references: dict[str, str], speech: str) -> MetricResult:
+    def score(self, asr, asr_label: str, corpus: Corpus, references: dict[str, str], speech: str,
+              genders: dict[str, str | None]) -> list[MetricResult]:
+        """Pooled WER with a speaker-bootstrap interval, then the same per gender where genders are known."""
         import jiwer
 
         refs: list[str] = []
         hyps: list[str] = []
+        speakers: list[str] = []
+        utterance_genders: list[str | None] = []
         no_transcript = empty_reference = 0
         hypotheses = self.transcribe(asr, corpus, references, speech)
         for utterance in corpus:
@@ -89,29 +100,44 @@ class WER(Metric):
                 continue
             refs.append(reference)
             hyps.append(normalize_text(hypotheses[utterance.id]))
+            speakers.append(utterance.speaker)
+            utterance_genders.append(genders.get(utterance.id) or utterance.gender)
         if not refs:
             raise MetricInputError(
                 f"No utterance of corpus {corpus.name} ({speech} speech) has a usable transcript for wer: check "
                 "that its utterance ids match the original evaluation speech."
             )
         measures = jiwer.process_words(refs, hyps)
-        return MetricResult(
-            metric=self.name,
-            value=100.0 * measures.wer,
-            unit="%",
-            details={
-                "speech": speech,
-                "asr": asr_label,
-                "normaliser": NORMALISER,
-                "utterances": len(refs),
-                "skipped_no_transcript": no_transcript,
-                "skipped_empty_reference": empty_reference,
-                "reference_words": measures.hits + measures.substitutions + measures.deletions,
-                "substitutions": measures.substitutions,
-                "deletions": measures.deletions,
-                "insertions": measures.insertions,
-            },
-        )
+        errors, words = utterance_errors(measures)
+        common = {"speech": speech, "asr": asr_label, "normaliser": NORMALISER,
+                  "skipped_no_transcript": no_transcript, "skipped_empty_reference": empty_reference}
+        speakers_array, gender_array = np.array(speakers), np.array([g or "" for g in utterance_genders])
+        results = [self.result(errors, words, speakers_array, "all", common, measures)]
+        for gender in ("f", "m"):
+            rows = gender_array == gender
+            if rows.any() and not rows.all():
+                results.append(self.result(errors[rows], words[rows], speakers_array[rows], gender, common))
+        return results
+
+    def result(self, errors: np.ndarray, words: np.ndarray, speakers: np.ndarray, gender: str, common: dict,
+               measures=None) -> MetricResult:
+        """WER (%) of these utterances: all their errors over all their reference words."""
+        low, high = None, None
+        if self.params.bootstrap:
+            rng = self.context.rng("wer-bootstrap", common["speech"], gender)
+            replicates = [100.0 * (w @ errors) / (w @ words) if w @ words > 0 else np.nan
+                          for w in speaker_weights(speakers, self.params.bootstrap, rng)]
+            low, high = percentile_interval(np.array(replicates), self.params.confidence)
+        details = {**common, "utterances": int(len(words)), "speakers": int(len(set(speakers.tolist()))),
+                   "reference_words": int(words.sum())}
+        if measures is not None:
+            details |= {"substitutions": measures.substitutions, "deletions": measures.deletions,
+                        "insertions": measures.insertions}
+        if low is not None:
+            details["bootstrap"] = {"replicates": self.params.bootstrap, "confidence": self.params.confidence,
+                                    "unit": "speaker"}
+        return MetricResult(metric=self.name, value=100.0 * float(errors.sum() / words.sum()), gender=gender,
+                            ci_low=low, ci_high=high, unit="%", details=details)
 
     def transcribe(self, asr, corpus: Corpus, references: dict[str, str], speech: str) -> dict[str, str]:
         """Hypothesis text per utterance that has a reference, from the cache or the ASR.
@@ -137,3 +163,20 @@ class WER(Metric):
         lines = "".join(f"{uid} {' '.join(text.split())}\n" for uid, text in texts.items())
         (self.context.folder() / f"hyp_{speech}.txt").write_text(lines)
         return texts
+
+
+def utterance_errors(measures) -> tuple[np.ndarray, np.ndarray]:
+    """(substitutions + deletions + insertions, reference words) per utterance, from jiwer's alignments."""
+    errors, words = [], []
+    for chunks in measures.alignments:
+        count = length = 0
+        for chunk in chunks:
+            ref_span = chunk.ref_end_idx - chunk.ref_start_idx
+            length += ref_span
+            if chunk.type in ("substitute", "delete"):
+                count += ref_span
+            elif chunk.type == "insert":
+                count += chunk.hyp_end_idx - chunk.hyp_start_idx
+        errors.append(count)
+        words.append(length)
+    return np.array(errors, dtype=np.float64), np.array(words, dtype=np.float64)
