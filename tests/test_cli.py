@@ -145,3 +145,8 @@ def test_metrics_on_a_score_file(tmp_path):
     path.write_text("spk1 utt1 0.5 maybe\n")
     bad = invoke("metrics", "--scores", str(path))
     assert bad.exit_code == 2 and f"{path}:1" in bad.output
+
+
+def test_python_dash_m_runs_the_same_command_line():
+    done = subprocess.run([sys.executable, "-m", "vpeval", "--version"], capture_output=True, text=True, check=True)
+    assert "version" in done.stdout

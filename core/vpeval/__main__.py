@@ -1,0 +1,5 @@
+"""`python -m vpeval` runs the same command line as the `vpeval` script."""
+
+from vpeval.cli import main
+
+main()
