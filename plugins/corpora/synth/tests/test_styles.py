@@ -44,3 +44,10 @@ def test_emotion_preset_balances_emotions_and_spreads_their_pitch(tmp_path, make
     spread = {e: np.median([pitch_spread(u.path) for u in corpus if u.emotion == e]) for e in STYLES}
     # Sad is spoken on a monotone (range 0); happy and angry on a wider range than neutral.
     assert spread["sad"] < 0.3 < spread["neutral"] < min(spread["happy"], spread["angry"]), spread
+
+
+def test_extreme_styles_still_fit_the_length_limits(tmp_path, make_source):
+    # Sad at strength 3 speaks at half the speaker's rate; the generator adjusts the rate to fit 2-4 s.
+    corpus = make_source(tmp_path, preset="tiny", style_strength=3.0, emotion_share=1.0, speakers=6,
+                         utterances=10, seed=1).load()
+    assert len(corpus) == 60 and all(2.0 <= u.duration <= 4.0 for u in corpus)

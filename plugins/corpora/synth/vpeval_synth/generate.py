@@ -114,6 +114,9 @@ def generate_speaker(settings: Settings, index: int, folder: Path) -> list[dict]
     return rows
 
 
+RATE_FIT_ATTEMPTS = 8  # after the 16 sentence attempts, this many rate adjustments
+
+
 def _utterance(settings: Settings, speaker: Speaker, engine, rng: np.random.Generator) -> tuple[np.ndarray, str, str]:
     """Clean speech at the corpus rate, its transcript and its emotion, within the length limits."""
     sv = settings.session_variation
@@ -129,10 +132,16 @@ def _utterance(settings: Settings, speaker: Speaker, engine, rng: np.random.Gene
     while sum(len(c.split()) for c in clauses) < target * words_per_second * 0.85:
         clauses.append(speaker.idiolect.clause(rng))
     sentence = speaker.idiolect.sentence(clauses, rng)
-    for attempt in range(16):
+    for attempt in range(16 + RATE_FIT_ATTEMPTS):
         speech = _speak(engine, sentence, rate, pitch, pitch_range, style.volume, settings.sample_rate)
         seconds = len(speech) / settings.sample_rate + pads.sum()
-        if seconds > settings.max_seconds:
+        if attempt >= 16 and not settings.min_seconds <= seconds <= settings.max_seconds:
+            # Very slow or fast styles (large style_strength) with a narrow range: scale the rate so this
+            # sentence lands mid-range. Only utterances that used to fail get here, so corpora that could
+            # be made before keep their bytes.
+            goal = (settings.min_seconds + settings.max_seconds) / 2 - pads.sum()
+            rate *= (seconds - pads.sum()) / goal
+        elif seconds > settings.max_seconds:
             if len(clauses) > 1:
                 clauses.pop()
             elif attempt < 10:  # another, hopefully shorter, sentence
