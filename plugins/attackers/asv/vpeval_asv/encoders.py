@@ -90,7 +90,12 @@ class CheckpointEncoder(SpeakerEncoder):
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
         attacker.save(partial)
-        os.replace(partial, folder)  # atomic: an interrupted run leaves no half model
+        try:
+            os.replace(partial, folder)  # atomic: an interrupted run leaves no half model
+        except OSError:  # another process (a forked worker) finished the same model first
+            if not (folder / "embedding_model.pt").is_file():
+                raise
+            shutil.rmtree(partial, ignore_errors=True)
         return folder
 
     def embed(self, audio: np.ndarray) -> np.ndarray:
