@@ -7,8 +7,8 @@ import pytest
 import soundfile as sf
 
 from vpeval.api import PluginContext, Voice
-from vpeval.stats import equal_error_rate
 from vpeval.testing.dummies import make_corpus
+from vpeval.testing.scorers import mfcc_eers
 from vpeval_mcadams.anonymizer import McAdams
 from vpeval_mcadams.lpc import all_pole_rows, burg_lpc, fir_rows, poly_from_roots, poly_roots
 from vpeval_mcadams.reference import mcadams_reference
@@ -105,44 +105,7 @@ def test_bad_params_and_audio():
         McAdams().anonymize(np.zeros((2, 100), np.float32), 16000, voice("x"))
 
 
-def mfcc_mean(audio: np.ndarray, rate: int, n_mels: int = 40, n_ceps: int = 20) -> np.ndarray:
-    """A minimal speaker vector: mean MFCC (numpy STFT, mel bank, log, DCT-II)."""
-    from scipy.fft import dct
-
-    n_fft, hop = 512, rate // 100
-    frames = np.lib.stride_tricks.sliding_window_view(np.pad(audio, n_fft // 2), n_fft)[::hop]
-    power = np.abs(np.fft.rfft(frames * np.hanning(n_fft), axis=1)) ** 2
-    mel = lambda f: 2595 * np.log10(1 + f / 700)  # noqa: E731
-    edges = 700 * (10 ** (np.linspace(0, mel(rate / 2), n_mels + 2) / 2595) - 1)
-    bins = np.fft.rfftfreq(n_fft, 1 / rate)
-    lo, mid, hi = edges[:-2, None], edges[1:-1, None], edges[2:, None]
-    bank = np.maximum(0, np.minimum((bins - lo) / (mid - lo), (hi - bins) / (hi - mid)))
-    ceps = dct(np.log(power @ bank.T + 1e-10), type=2, norm="ortho", axis=1)[:, 1:n_ceps]
-    return ceps.mean(axis=0)
-
-
-def trial_eer(enroll: dict, test: dict, speaker: dict) -> float:
-    """EER over all enroll x test utterance pairs with different ids."""
-    def unit(v):
-        return v / np.linalg.norm(v)
-
-    tgt, non = [], []
-    for i, e in enroll.items():
-        for j, t in test.items():
-            if i == j:
-                continue
-            (tgt if speaker[i] == speaker[j] else non).append(float(unit(e) @ unit(t)))
-    return equal_error_rate(np.array(tgt), np.array(non))
-
-
 def test_mcadams_raises_eer_of_mfcc_scorer(corpus):
     anon = McAdams(McAdams.Params(alpha_range=(0.5, 0.9)))
-    speaker = {u.id: u.speaker for u in corpus}
-    orig, anonymized = {}, {}
-    for u in corpus:
-        audio, rate = load(u)
-        orig[u.id] = mfcc_mean(audio, rate)
-        anonymized[u.id] = mfcc_mean(anon.anonymize(audio, rate, voice(u.id)), rate)
-    eer_oo = trial_eer(orig, orig, speaker)
-    eer_oa = trial_eer(orig, anonymized, speaker)
+    eer_oo, eer_oa = mfcc_eers(lambda audio, rate, key: anon.anonymize(audio, rate, voice(key)), corpus)
     assert eer_oa > eer_oo + 0.1, (eer_oo, eer_oa)

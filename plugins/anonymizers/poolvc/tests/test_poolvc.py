@@ -11,9 +11,9 @@ import pytest
 import soundfile as sf
 
 from vpeval.api import PluginContext, SpeakerEncoder, Voice
-from vpeval.stats import equal_error_rate
 from vpeval.testing.contracts import AnonymizerContract
 from vpeval.testing.dummies import make_corpus
+from vpeval.testing.scorers import mfcc_eers, mfcc_mean
 from vpeval_poolvc.anonymizer import PoolVC, convert_f0
 
 
@@ -105,36 +105,8 @@ def test_convert_f0_statistics():
     assert abs(np.log(out[out > 0]).std() - 0.05) < 1e-9
 
 
-def mfcc_mean(audio: np.ndarray, rate: int) -> np.ndarray:
-    """A minimal speaker vector: mean MFCC 1..19 (numpy STFT, mel bank, log, DCT-II)."""
-    from scipy.fft import dct
-
-    from vpeval_poolvc.features import mel_bank
-
-    frames = np.lib.stride_tricks.sliding_window_view(np.pad(audio, 256), 512)[:: rate // 100]
-    power = np.abs(np.fft.rfft(frames * np.hanning(512), axis=1)) ** 2
-    ceps = dct(np.log(power @ mel_bank(rate, 257, 40).T + 1e-10), type=2, norm="ortho", axis=1)[:, 1:20]
-    return ceps.mean(axis=0)
-
-
-def trial_eer(enroll, test, speaker):
-    tgt, non = [], []
-    for i, e in enroll.items():
-        for j, t in test.items():
-            if i != j:
-                score = float(e @ t / np.linalg.norm(e) / np.linalg.norm(t))
-                (tgt if speaker[i] == speaker[j] else non).append(score)
-    return equal_error_rate(np.array(tgt), np.array(non))
-
-
 def test_eer_of_mfcc_scorer_rises(anonymizer, corpus):
-    speaker = {u.id: u.speaker for u in corpus}
-    orig, anon = {}, {}
-    for u in corpus:
-        audio, rate = load(u)
-        orig[u.id] = mfcc_mean(audio, rate)
-        anon[u.id] = mfcc_mean(anonymizer.anonymize(audio, rate, voice(u.id)), rate)
-    eer_oo, eer_oa = trial_eer(orig, orig, speaker), trial_eer(orig, anon, speaker)
+    eer_oo, eer_oa = mfcc_eers(lambda audio, rate, key: anonymizer.anonymize(audio, rate, voice(key)), corpus)
     assert eer_oa > eer_oo + 0.1, (eer_oo, eer_oa)
 
 
