@@ -7,18 +7,10 @@ from pathlib import Path
 
 from vpeval.api import PluginContext
 from vpeval.testing import AttackerContract, EncoderContract
+from vpeval_asv.params import CPU_TEST_SIZE
 
-TINY_ECAPA = {
-    "channels": [16, 16, 16, 16, 48],
-    "embedding_dim": 16,
-    "epochs": 2,
-    "batch_size": 8,
-    "crop_seconds": 0.5,
-    "lr": 0.005,
-    "lr_schedule": "constant",
-    "validation_share": 0.5,
-}
-TINY_XVECTOR = {**TINY_ECAPA, "channels": [16, 16, 16, 16, 48]}
+TINY_ECAPA = {**CPU_TEST_SIZE, "validation_share": 0.5}
+TINY_XVECTOR = TINY_ECAPA
 
 
 class TestEcapaAttacker(AttackerContract):

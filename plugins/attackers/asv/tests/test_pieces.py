@@ -14,18 +14,11 @@ from vpeval.errors import DataError
 from vpeval.testing.dummies import make_corpus
 from vpeval.types import TrainingData, TrainingStage
 from vpeval_asv.attacker import EcapaAttacker, XvectorAttacker
+from vpeval_asv.params import CPU_TEST_SIZE
 from vpeval_asv.training import EarlyStopping, cyclic_lr, linear_lr
 from vpeval_asv.validation import ValidationTrials, hold_out
 
-TINY = {
-    "channels": [16, 16, 16, 16, 48],
-    "embedding_dim": 16,
-    "epochs": 2,
-    "batch_size": 8,
-    "crop_seconds": 0.5,
-    "lr": 0.005,
-    "lr_schedule": "constant",
-}
+TINY = CPU_TEST_SIZE
 
 
 @pytest.fixture(scope="module")

@@ -108,3 +108,15 @@ class XvectorParams(AsvParams):
     lr_schedule: Literal["cyclic", "linear", "constant"] = Field(
         "linear", description="linear: per epoch from lr to final_lr (the recipe's LinearScheduler); cyclic; constant."
     )
+
+
+# A network small enough to train in seconds on CPU: for contract suites and plugin tests, not results.
+CPU_TEST_SIZE = {
+    "channels": [16, 16, 16, 16, 48],
+    "embedding_dim": 16,
+    "epochs": 2,
+    "batch_size": 8,
+    "crop_seconds": 0.5,
+    "lr": 0.005,
+    "lr_schedule": "constant",
+}
