@@ -11,7 +11,7 @@ from vpeval.api import PluginContext, Voice
 from vpeval.testing.dummies import speaker_voice, synthesize
 from vpeval.types import Utterance
 from vpeval_embedding_anonymizers.compensation import EmotionCompensation
-from vpeval_embedding_anonymizers.prosody import FEATURE_NAMES, prosodic_features
+from vpeval_speech.prosody import FEATURE_NAMES, prosodic_features
 
 # Emotion-like styles: pitch factor and spectral tilt change (the synth corpus varies the same cues).
 STYLES = {"neutral": (1.0, 0.0), "happy": (1.5, 0.03), "sad": (0.7, -0.1), "angry": (1.2, 0.06)}

@@ -108,7 +108,7 @@ class EmotionCompensation(EmbeddingAnonymizer):
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
 
-        from vpeval_embedding_anonymizers.prosody import FEATURE_VERSION, RATE, prosodic_features
+        from vpeval_speech.prosody import FEATURE_VERSION, RATE, prosodic_features
 
         if self.params.emotion_vectors:
             raise DataError("emotion-compensation indicator 'prosody' needs audio: set emotion_corpus, "
@@ -182,7 +182,7 @@ class EmotionCompensation(EmbeddingAnonymizer):
 
     def utterance_features(self, utterance) -> np.ndarray:
         """Prosodic features of one utterance, remembered by path (evaluations ask again for the same)."""
-        from vpeval_embedding_anonymizers.prosody import RATE, prosodic_features
+        from vpeval_speech.prosody import RATE, prosodic_features
 
         memo = self.__dict__.setdefault("_features", {})
         key = str(getattr(utterance, "path", None) or id(utterance))

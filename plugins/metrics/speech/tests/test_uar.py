@@ -96,3 +96,14 @@ def test_uar_interval_brackets_the_value(tmp_path, make_emotional_corpus, make_c
     assert result.details["bootstrap"]["unit"] == "speaker"
     (plain,) = UAR(UAR.Params(bootstrap=0), context=make_context(tmp_path)).compute(MetricInputs(original=corpus))
     assert plain.ci_low is None and plain.value == result.value
+
+
+def test_feature_sets_prosody_functionals_and_both(tmp_path, make_emotional_corpus, make_context):
+    corpus = make_emotional_corpus(tmp_path / "speech", speakers=4, per_emotion=2)
+    dims = {}
+    for kind in ("prosody", "functionals", "both"):
+        (result,) = UAR(UAR.Params(features=kind, bootstrap=0), context=make_context(tmp_path / kind)).compute(
+            MetricInputs(original=corpus))
+        dims[kind] = int(result.details["evaluator"].split(" on ")[1].split()[0])
+        assert 0.0 <= result.value <= 100.0
+    assert dims == {"prosody": 13, "functionals": 70, "both": 83}

@@ -11,7 +11,7 @@ from vpeval.api import Metric, MetricInputs, Params
 from vpeval.errors import MetricInputError
 from vpeval.stats import percentile_interval, speaker_weights
 from vpeval.types import Corpus, MetricResult, Utterance
-from vpeval_speech.acoustic_features import FEATURE_VERSION, functionals
+from vpeval_speech import acoustic_features, prosody
 from vpeval_speech.content_cache import JsonCache, cache_key, file_digest
 from vpeval_speech.emotion_evaluator import (
     FoldOutcome,
@@ -40,8 +40,14 @@ class UAR(Metric):
 
     class Params(Params):
         folds: int = Field(5, ge=2, description="Speaker-independent folds (fewer when there are fewer speakers).")
+        features: Literal["prosody", "functionals", "both"] = Field(
+            "prosody",
+            description="prosody: 13 two-pass Praat prosodic features (pitch level, spread and movement, tempo, "
+            "loudness spread, spectral balance, harmonicity); functionals: 70 eGeMAPS-like functionals with "
+            "MFCCs (the first evaluator; MFCCs also carry the speaker); both: the two side by side.",
+        )
         classifier: Literal["logistic-regression", "linear-svm"] = Field(
-            "logistic-regression", description="Linear classifier on standardised acoustic functionals."
+            "logistic-regression", description="Linear classifier on the standardised features."
         )
         regularization: float = Field(1.0, gt=0, description="Inverse regularisation strength C of the classifier.")
         speaker_normalization: bool = Field(
@@ -161,10 +167,12 @@ class UAR(Metric):
 
     def evaluator_description(self, corpus: Corpus, dimensions: int, folds: int) -> str:
         scaling = "per-speaker z-scored" if self.params.speaker_normalization else "standardised"
+        kind = {"prosody": "two-pass Praat prosodic features", "functionals": "Praat functionals (F0, intensity, "
+                "HNR, MFCC)", "both": "prosodic features and Praat functionals"}[self.params.features]
         return (
             f"vpeval-speech-metrics acoustic emotion evaluator: {self.params.classifier} "
-            f"(C={self.params.regularization}, balanced class weights) on {dimensions} {scaling} Praat "
-            f"functionals (F0, intensity, HNR, MFCC), trained on the original speech of {corpus.name} in "
+            f"(C={self.params.regularization}, balanced class weights) on {dimensions} {scaling} {kind}, "
+            f"trained on the original speech of {corpus.name} in "
             f"{folds} speaker-independent folds; no packaged emotion model exists (VoicePrivacy 2024 uses a "
             "wav2vec2 SER fine-tuned on IEMOCAP), so numbers compare systems within one corpus only."
         )
@@ -180,16 +188,23 @@ class UAR(Metric):
         return rows, self.features(versions, "anonymized") if len(rows) else np.zeros((0, 0))
 
     def features(self, utterances: list[Utterance], speech: str) -> np.ndarray:
-        """Acoustic functionals [U, D], cached by audio content."""
+        """Features [U, D] of the chosen kind, cached by audio content."""
         cache = JsonCache(self.context.folder("features"))
+        kinds = ["prosody", "functionals"] if self.params.features == "both" else [self.params.features]
         rows = []
         for utterance in self.context.progress(utterances, total=len(utterances), description=f"uar: {speech}"):
-            key = cache_key(file_digest(utterance.path), utterance.channel, FEATURE_VERSION, FEATURE_RATE)
-            values = cache.get(key)
-            if values is None:
-                values = list(functionals(utterance.load(FEATURE_RATE), FEATURE_RATE).values())
-                cache.put(key, values)
-            rows.append(values)
+            row: list[float] = []
+            for kind in kinds:
+                version = prosody.FEATURE_VERSION if kind == "prosody" else acoustic_features.FEATURE_VERSION
+                key = cache_key(file_digest(utterance.path), utterance.channel, version, FEATURE_RATE)
+                values = cache.get(key)
+                if values is None:
+                    audio = utterance.load(FEATURE_RATE)
+                    values = (prosody.prosodic_features(audio, FEATURE_RATE).tolist() if kind == "prosody"
+                              else list(acoustic_features.functionals(audio, FEATURE_RATE).values()))
+                    cache.put(key, values)
+                row += values
+            rows.append(row)
         matrix = np.asarray(rows, dtype=np.float64)
         if self.params.speaker_normalization:
             matrix = normalise_per_speaker(matrix, np.array([u.speaker for u in utterances]))

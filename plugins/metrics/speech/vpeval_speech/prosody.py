@@ -1,11 +1,11 @@
-"""Prosodic features of an utterance for the audio-based emotion indicator.
+"""Prosodic features of an utterance: the emotion evaluator's default input and emotion compensation's
+audio indicator (vpeval-embedding-anonymizers).
 
-Seed 003's indicator (emotion2vec+) listens to the audio rather than reading the speaker embedding;
-this is a light stand-in built on Praat (parselmouth): pitch level and spread, pitch movement, voicing,
-tempo, loudness spread, spectral balance and harmonicity, the cues acted emotions (and the synth
-corpus's styles) vary. Pitch is tracked twice, the second time between 0.75 x the first quartile and
-1.5 x the third (Hirst's two-pass rule), and summarised by robust statistics, because octave errors of
-a fixed 75-500 Hz search swamp the pitch-range cue otherwise.
+Built on Praat (parselmouth): pitch level and spread, pitch movement, voicing, tempo, loudness spread,
+spectral balance and harmonicity, the cues acted emotions (and the synth corpus's styles) vary. Pitch
+is tracked twice, the second time between 0.75 x the first quartile and 1.5 x the third (Hirst's
+two-pass rule), and summarised by robust statistics, because octave errors of a fixed 75-500 Hz search
+swamp the pitch-range cue otherwise.
 """
 
 from __future__ import annotations
