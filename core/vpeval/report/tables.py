@@ -92,6 +92,7 @@ def speech_tables(rows: list[dict[str, Any]], extra_key: str | None = None) -> l
                     produced_by.append(f"{key}: {details[key]}")
             setting = ", ".join(f"{k} {details[k]}" for k in SETTING_KEYS if k in details)
             body.append(([str(r.get(extra_key, ""))] if extra_key else []) + [r["anonymizer"], r.get("attacker") or "", setting, r["gender"], fmt_value(r)])
+        header, body = drop_empty_columns(header, body, ("attacker", "setting"))
         text = f"### {metric}{' [' + unit + ']' if unit else ''}\n\n" + markdown_table(header, body)
         for r in items:  # a metric may render its own table (for example seed 003's Table 6)
             if isinstance((r.get("details") or {}).get("table"), str):
@@ -100,3 +101,9 @@ def speech_tables(rows: list[dict[str, Any]], extra_key: str | None = None) -> l
             text += "\n\n" + "\n".join(f"Produced by {p.rstrip('.')}." for p in dict.fromkeys(produced_by))
         out.append(text)
     return out
+
+
+def drop_empty_columns(header: list[str], body: list[list[str]], optional: tuple[str, ...]):
+    """Leave out the optional columns no row fills (a speech metric without attackers or settings)."""
+    keep = [i for i, name in enumerate(header) if name not in optional or any(row[i] for row in body)]
+    return [header[i] for i in keep], [[row[i] for i in keep] for row in body]
