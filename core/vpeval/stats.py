@@ -16,7 +16,6 @@ from collections.abc import Iterator
 import numpy as np
 
 
-
 def equal_error_rate(target_scores: np.ndarray, nontarget_scores: np.ndarray) -> float:
     """EER in [0, 1] as speechbrain (and so VoicePrivacy 2024/2026) defines it, from one sort.
 

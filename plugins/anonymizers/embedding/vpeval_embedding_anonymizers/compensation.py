@@ -184,11 +184,13 @@ class EmotionCompensation(EmbeddingAnonymizer):
         """Prosodic features of one utterance, remembered by path (evaluations ask again for the same)."""
         from vpeval_speech.prosody import RATE, prosodic_features
 
+        path = getattr(utterance, "path", None)
+        if path is None:  # nothing stable to remember it by
+            return prosodic_features(utterance.load(RATE), RATE)
         memo = self.__dict__.setdefault("_features", {})
-        key = str(getattr(utterance, "path", None) or id(utterance))
-        if key not in memo:
-            memo[key] = prosodic_features(utterance.load(RATE), RATE)
-        return memo[key]
+        if path not in memo:
+            memo[path] = prosodic_features(utterance.load(RATE), RATE)
+        return memo[path]
 
     def transform(self, embeddings: np.ndarray, voices: Sequence[Voice]) -> np.ndarray:
         z = self.base.anonymize_embeddings(embeddings, voices)  # draws the pseudo-speaker first

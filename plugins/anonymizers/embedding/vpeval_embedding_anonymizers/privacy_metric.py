@@ -114,12 +114,12 @@ class EmbeddingPrivacy(Metric):
         for label, vectors in systems.items():
             rows.append(Row(label, pairwise_eer(original, vectors, speakers),
                             pairwise_eer(vectors, vectors, speakers), *uar(vectors)))
-        notes = indicator_notes(indicators, emotions, labelled)
-        results = self.results(rows, markdown_table(rows, corpus, self.params) + notes[0])
+        note, indicator_results = indicator_notes(indicators, emotions, labelled)
+        results = self.results(rows, markdown_table(rows, corpus, self.params) + note)
         for r in results:
             if r.metric == "embedding-uar":
                 r.details["split"] = self.params.split  # two entries may differ only in it
-        return results + notes[1]
+        return results + indicator_results
 
     @staticmethod
     def results(rows: list[Row], table: str) -> list[MetricResult]:
