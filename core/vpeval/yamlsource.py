@@ -53,14 +53,32 @@ def load_yaml(path: str | Path) -> YamlDocument:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"Experiment file {path} does not exist.") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}, line {line}: the file is not UTF-8 text (byte {exc.object[exc.start]:#04x}); save it as UTF-8."
+        ) from None
+    except OSError as exc:
         raise ConfigError(f"Experiment file {path} cannot be read: {exc}.") from None
     return parse_yaml(text, str(path))
+
+
+# Aliases share one node, so a few hundred bytes of nested aliases ("billion laughs") would expand to
+# billions of values; an experiment file has hundreds. Building stops past these bounds.
+MAX_VALUES = 100_000
+MAX_DEPTH = 64
 
 
 def parse_yaml(text: str, name: str = "<string>") -> YamlDocument:
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.reader.ReaderError as exc:  # a control character such as NUL, or a lone surrogate
+        line = text[: exc.position].count("\n") + 1
+        raise ConfigError(
+            f"{name}, line {line}: the control character U+{exc.character:04X} is not allowed in YAML; delete it."
+        ) from None
+    except RecursionError:
+        raise ConfigError(f"{name}: the YAML nests deeper than Python can read; flatten it.") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{name}, line {mark.line + 1}" if mark else name
@@ -69,7 +87,7 @@ def parse_yaml(text: str, name: str = "<string>") -> YamlDocument:
     doc = YamlDocument(name, None)
     if node is None:
         raise ConfigError(f"{name}: the file is empty; an experiment needs at least `data` and `attackers`.")
-    doc.data = _build(node, (), doc, name)
+    doc.data = _Builder(doc, name).build(node, ())
     return doc
 
 
@@ -77,40 +95,60 @@ MERGE_TAG = "tag:yaml.org,2002:merge"
 SAFE_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("map", "seq", "str", "int", "float", "bool", "null", "timestamp")}
 
 
-def _build(node: yaml.Node, loc: Loc, doc: YamlDocument, name: str) -> Any:
-    doc.lines.setdefault(loc, node.start_mark.line + 1)
-    if node.tag not in SAFE_TAGS:
-        raise ConfigError(
-            f"{name}, line {node.start_mark.line + 1}: the tag {node.tag} is not allowed; experiment files "
-            "hold plain values and name plugins with `use:`, never Python objects."
-        )
-    if isinstance(node, yaml.MappingNode):
-        out: dict[str, Any] = {}
-        explicit: set[str] = set()
-        for key_node, value_node in node.value:
-            if key_node.tag == MERGE_TAG:  # `<<: *anchor`: the anchor's keys first, explicit keys override
-                merged = [value_node] if isinstance(value_node, yaml.MappingNode) else getattr(value_node, "value", [])
-                for source in merged:
-                    if not isinstance(source, yaml.MappingNode):
-                        raise ConfigError(f"{name}, line {key_node.start_mark.line + 1}: `<<` merges mappings only.")
-                    for key, value in _build(source, loc, doc, name).items():
-                        if key not in explicit:
-                            out.setdefault(key, value)
-                continue
-            key = _scalar(key_node, loc, name)
-            if not isinstance(key, (str, int, float, bool)) or key is None:
-                raise ConfigError(f"{name}, line {key_node.start_mark.line + 1}: a mapping key must be a plain name.")
-            key = str(key)
-            if key in explicit:
-                raise ConfigError(f"{name}, line {key_node.start_mark.line + 1}: the key '{key}' appears twice; keep one.")
-            explicit.add(key)
-            doc.lines[loc + (key,)] = key_node.start_mark.line + 1
-            out[key] = _build(value_node, loc + (key,), doc, name)
-            doc.lines[loc + (key,)] = key_node.start_mark.line + 1
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_build(child, loc + (i,), doc, name) for i, child in enumerate(node.value)]
-    return _scalar(node, loc, name)
+class _Builder:
+    """Turns composed nodes into plain values, counting every value an alias expands to."""
+
+    def __init__(self, doc: YamlDocument, name: str):
+        self.doc, self.name, self.values = doc, name, 0
+
+    def build(self, node: yaml.Node, loc: Loc) -> Any:
+        doc, name = self.doc, self.name
+        self.values += 1
+        if self.values > MAX_VALUES:
+            raise ConfigError(
+                f"{name}, line {node.start_mark.line + 1}: the file expands to more than {MAX_VALUES} values "
+                "(aliases `*name` inside aliases multiply); share settings with fewer nested aliases."
+            )
+        if len(loc) > MAX_DEPTH:
+            raise ConfigError(
+                f"{name}, line {node.start_mark.line + 1}: values nest more than {MAX_DEPTH} levels deep "
+                "(or an alias refers to itself); flatten them."
+            )
+        doc.lines.setdefault(loc, node.start_mark.line + 1)
+        if node.tag not in SAFE_TAGS:
+            raise ConfigError(
+                f"{name}, line {node.start_mark.line + 1}: the tag {node.tag} is not allowed; experiment files "
+                "hold plain values and name plugins with `use:`, never Python objects."
+            )
+        if isinstance(node, yaml.MappingNode):
+            out: dict[str, Any] = {}
+            explicit: set[str] = set()
+            for key_node, value_node in node.value:
+                if key_node.tag == MERGE_TAG:  # `<<: *anchor`: the anchor's keys first, explicit keys override
+                    merged = [value_node] if isinstance(value_node, yaml.MappingNode) else getattr(value_node, "value", [])
+                    if not isinstance(merged, list):
+                        merged = [value_node]
+                    for source in merged:
+                        if not isinstance(source, yaml.MappingNode):
+                            raise ConfigError(f"{name}, line {key_node.start_mark.line + 1}: `<<` merges mappings only.")
+                        for key, value in self.build(source, loc).items():
+                            if key not in explicit:
+                                out.setdefault(key, value)
+                    continue
+                key = _scalar(key_node, loc, name)
+                if not isinstance(key, (str, int, float, bool)) or key is None:
+                    raise ConfigError(f"{name}, line {key_node.start_mark.line + 1}: a mapping key must be a plain name.")
+                key = str(key)
+                if key in explicit:
+                    raise ConfigError(f"{name}, line {key_node.start_mark.line + 1}: the key '{key}' appears twice; keep one.")
+                explicit.add(key)
+                doc.lines[loc + (key,)] = key_node.start_mark.line + 1
+                out[key] = self.build(value_node, loc + (key,))
+                doc.lines[loc + (key,)] = key_node.start_mark.line + 1
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(child, loc + (i,)) for i, child in enumerate(node.value)]
+        return _scalar(node, loc, name)
 
 
 def _scalar(node: yaml.Node, loc: Loc, name: str) -> Any:
@@ -122,4 +160,9 @@ def _scalar(node: yaml.Node, loc: Loc, name: str) -> Any:
         raise ConfigError(
             f"{name}, line {node.start_mark.line + 1}: the tag {node.tag} is not allowed; experiment files "
             "hold plain values and name plugins with `use:`, never Python objects."
+        ) from None
+    except ValueError as exc:  # a date such as 2024-13-45, or an integer of thousands of digits
+        raise ConfigError(
+            f"{name}, line {node.start_mark.line + 1}: the value {node.value[:40]!r} cannot be read ({exc}); "
+            "quote it to keep it as text."
         ) from None
