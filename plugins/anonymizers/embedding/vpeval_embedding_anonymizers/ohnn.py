@@ -26,10 +26,10 @@ import numpy as np
 from pydantic import Field
 
 from vpeval.api import Voice
-from vpeval.errors import DataError
+from vpeval.errors import DataError, MissingModelError
+from vpeval.speakers import PoolEmbeddings
 
 from vpeval_embedding_anonymizers.base import EmbeddingAnonymizer, PoolParams
-from vpeval_embedding_anonymizers.pool import PoolEmbeddings
 
 
 def derangement(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -84,13 +84,26 @@ class OHNNAnonymizer(EmbeddingAnonymizer):
         generator = torch.Generator().manual_seed(self.context.torch_seed("ohnn", index))
         model = HouseholderStack(self.dim, self.params.reflections or self.dim, generator)
         path = self.checkpoint_path(pool, index)
-        if path.is_file():
-            model.load_state_dict(torch.load(path, weights_only=True))
+        state = self.cached_state(path)
+        if state is not None:
+            model.load_state_dict(state)
         else:
             self.train(model, pool, self.context.rng("ohnn-targets", index))
             torch.save(model.state_dict(), path)
         model.eval()
         return model
+
+    def cached_state(self, path):
+        """The state dict this anonymizer cached earlier; None (retrain) when absent or not weights-only."""
+        from vpeval.torchload import load_weights_only
+
+        if not path.is_file():
+            return None
+        try:
+            return load_weights_only(path)
+        except MissingModelError as exc:
+            self.context.log.warning("%s; training it again.", exc)
+            return None
 
     def train(self, model, pool: PoolEmbeddings, rng: np.random.Generator) -> None:
         import torch

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from vpeval.errors import ConfigError, MissingModelError
+from vpeval.torchload import load_weights_only
 
 from vpeval_asv.models import ModelConfig, build_embedding_model
 
@@ -56,7 +57,15 @@ def load_weights(path: str | Path, field: str, expected: ModelConfig | None = No
             f"{_describe(expected)}; set the same architecture parameters or another checkpoint."
         )
     model = build_embedding_model(config)
-    model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+    state = load_weights_only(weights)
+    try:
+        model.load_state_dict(state)
+    except (RuntimeError, TypeError, AttributeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise MissingModelError(
+            f"{field}: {weights} does not hold the weights of {_describe(config)} ({first.rstrip('.:')}); "
+            "copy the whole folder a trained attacker saved."
+        ) from None
     model.eval()
     return config, model
 

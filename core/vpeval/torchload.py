@@ -1,0 +1,40 @@
+"""Reading a torch checkpoint a user (or a cache) hands over: tensors only, never Python objects.
+
+torch.load(weights_only=True) already refuses pickled objects; this turns its refusal, and the errors of
+truncated or foreign files, into one sentence that names the file. torch is imported only when called.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from vpeval.errors import MissingModelError
+
+# Lines of torch's refusal that explain torch, not the file.
+_BOILERPLATE = ("Weights only load failed", "Please file an issue", "Check the documentation", "Re-running")
+
+
+def load_weights_only(path: str | Path) -> Any:
+    """The tensors (usually a state dict) stored in `path`; MissingModelError for anything else."""
+    import pickle
+
+    import torch
+
+    try:
+        return torch.load(Path(path), map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, KeyError, ValueError, AttributeError, TypeError) as exc:
+        raise MissingModelError(
+            f"{path} is not a weights-only checkpoint ({_reason(exc)}); give a file saved with "
+            "torch.save(model.state_dict(), ...) from a source you trust."
+        ) from None
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, EOFError):
+        return "the file ends early"
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    useful = [line for line in lines if not line.startswith(_BOILERPLATE) and not line.endswith("error:")]
+    if isinstance(exc, KeyError) or not useful:
+        return f"unreadable data: {type(exc).__name__}"
+    return useful[0].rstrip(".")[:200]
