@@ -1,0 +1,1 @@
+"""Anonymized speech made by another toolkit, read by utterance id (VoicePrivacy data folders, manifests)."""
