@@ -1,0 +1,121 @@
+"""A whole experiment on speech anonymized outside vpeval, in VoicePrivacy's layout.
+
+The recipe folder holds the original sets (train, dev_enrolls, dev_trials_f/m with trials files) and
+their `_anon` copies written by conftest's external toolkit at 22.05 kHz. The experiment evaluates
+them with a pretrained and a semi-informed attacker and the score metrics, all unchanged plugins.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from vpeval.config import load_experiment_text
+from vpeval.data.audio import read_audio
+from vpeval.errors import DataError
+from vpeval.plugins import get_plugin_manager
+from vpeval.run.runner import Runner
+
+NEEDED = {"attacker": ("ge2e", "ecapa"), "metric": ("eer", "linkability")}
+
+EXPERIMENT = """\
+name: precomputed-test
+seed: 0
+data:
+  corpus:
+    use: kaldi
+    params:
+      root: DATA
+      SETS
+      attacker_train: train
+      evaluation:
+        - {enrolls: dev_enrolls, trials: [dev_trials_f, dev_trials_m]}
+  validation_speakers: 0.2
+anonymizers:
+  - {use: precomputed, label: external, params: {folders: FOLDERS}}
+attackers:
+  - {use: ge2e}
+  - use: ecapa
+    label: ecapa-semi
+    train_on: anonymized
+    params: {channels: [16, 16, 16, 16, 48], embedding_dim: 16, epochs: 2, batch_size: 8, crop_seconds: 0.5,
+             lr: 0.005, lr_schedule: constant}
+protocols: [O-O, O-A, A-A]
+metrics: [eer, linkability]
+output: OUT
+"""
+
+
+@pytest.fixture(autouse=True)
+def _attackers_and_metrics_installed():
+    installed = get_plugin_manager().registry
+    absent = [f"{kind} {name}" for kind, names in NEEDED.items() for name in names if name not in installed.get(kind, {})]
+    if absent:
+        pytest.skip(f"needs the installed plugins {', '.join(absent)}")
+
+
+def experiment_text(recipe, tmp_path, folders=None, sets="sets: []"):
+    folders = recipe.anonymized_folders if folders is None else folders
+    return (EXPERIMENT.replace("DATA", str(recipe.data)).replace("SETS", sets).replace("FOLDERS", json.dumps(folders))
+            .replace("OUT", str(tmp_path / "run")))
+
+
+def run(text, tmp_path):
+    return Runner(load_experiment_text(text, "exp.yaml"), cache_root=tmp_path / "cache", quiet=True).run()
+
+
+def test_every_attacker_and_metric_runs_on_the_external_speech(recipe, tmp_path):
+    result = run(experiment_text(recipe, tmp_path), tmp_path)
+    rows = [r for r in result.rows if r["metric"] == "eer" and r["gender"] == "all"]
+    got = {(r["attacker"], r["protocol"]) for r in rows}
+    assert got == {(a, p) for a in ("ge2e", "ecapa-semi") for p in ("O-O", "O-A", "A-A")}
+    assert all(np.isfinite(float(r["value"])) for r in result.rows if r["value"] is not None), [r for r in result.rows if r["value"] is None]
+    assert {r["metric"] for r in result.rows} >= {"eer", "linkability"}
+    # The evaluated speech is the other toolkit's, resampled from 22.05 to the originals' 16 kHz.
+    anonymized = result.anonymized["external"]
+    assert len(anonymized) == sum(len(recipe.sets[s]) for s in ("dev_enrolls", "dev_trials_f", "dev_trials_m"))
+    for utt in anonymized.utterances[::7]:
+        assert sf.info(utt.path).samplerate == 16000
+        external = _path(recipe, utt.id)
+        np.testing.assert_allclose(utt.load(), read_audio(external, 16000)[0], atol=2 / 32768)
+    # The semi-informed attacker trained on the external copies of train (and its validation part).
+    assert result.executed["anonymize"] == ["external (evaluation)", "external (train)", "external (validation)"]
+    assert result.executed["train"] == ["ecapa-semi on external"]
+
+
+def _path(recipe, uid):
+    for name in recipe.sets:
+        for line in (recipe.anonymized(name) / "wav.scp").read_text().splitlines():
+            key, path = line.split(maxsplit=1)
+            if key == uid:
+                return path
+    raise KeyError(uid)
+
+
+def test_an_evaluation_utterance_without_external_audio_stops_the_run(recipe, tmp_path):
+    folders = [f for f in recipe.anonymized_folders if not f.endswith("dev_trials_m_anon")]
+    with pytest.raises(DataError, match=r"utterance spk0\d\d-u00\d has no audio in .*_anon and 2 more sources"):
+        run(experiment_text(recipe, tmp_path, folders), tmp_path)
+
+
+def test_anonymized_copies_loaded_as_corpus_data_get_a_hint_about_sets(recipe, tmp_path):
+    # Without `sets`, the kaldi corpus also loads the _anon folders, so shared ids get folder prefixes.
+    with pytest.raises(DataError, match=r"prefixed with the folder name .*list only the original folders in its `sets`"):
+        run(experiment_text(recipe, tmp_path, sets=""), tmp_path)
+
+
+def test_the_cli_ends_a_missing_folder_with_one_sentence_and_exit_code_2(recipe, tmp_path):
+    path = tmp_path / "exp.yaml"
+    path.write_text(experiment_text(recipe, tmp_path, [str(tmp_path / "no-such-folder")]))
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-m", "vpeval", "--experiment", str(path), "--cache", str(tmp_path / "cache"), "--quiet"],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 2
+    assert "`folders` names" in done.stderr and "no-such-folder, which is not a folder" in done.stderr
+    assert "Traceback" not in done.stderr
