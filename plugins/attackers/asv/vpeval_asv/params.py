@@ -7,67 +7,73 @@ configs/eval_post.yaml). CPU tests scale channels, epochs, crops and batch size 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from vpeval.api import Params
 
 
+MAX_MELS = 128  # a 25 ms window at 16 kHz has 201 frequency bins
+MAX_CHANNELS = 8192
+Channel = Annotated[int, Field(ge=1, le=MAX_CHANNELS)]
+
+
 class AsvParams(Params):
     """Fields shared by every trained speaker-embedding attacker (model, training, back-end)."""
 
     # -- model ----------------------------------------------------------------------------
-    n_mels: int = Field(80, ge=8, description="Log-mel filterbank channels (speechbrain Fbank, 16 kHz).")
-    channels: tuple[int, ...] = Field(
-        (512, 512, 512, 512, 1536), description="Channels of the five TDNN / SE-Res2Net blocks."
+    # Upper bounds keep a typo from allocating terabytes: the largest published sizes are far below them.
+    n_mels: int = Field(80, ge=8, le=MAX_MELS, description="Log-mel filterbank channels (speechbrain Fbank, 16 kHz).")
+    channels: tuple[Channel, ...] = Field(
+        (512, 512, 512, 512, 1536), description=f"Channels of the five TDNN / SE-Res2Net blocks (1-{MAX_CHANNELS})."
     )
-    embedding_dim: int = Field(192, ge=2, description="Speaker embedding size (the last linear layer).")
+    embedding_dim: int = Field(192, ge=2, le=MAX_CHANNELS, description="Speaker embedding size (the last linear layer).")
 
     # -- loss -----------------------------------------------------------------------------
     loss: Literal["aam", "softmax"] = Field(
         "aam", description="aam: additive angular margin softmax on a cosine classifier; softmax: plain cross-entropy."
     )
-    margin: float = Field(0.2, ge=0.0, description="Angular margin of the AAM softmax (radians).")
-    scale: float = Field(30.0, gt=0.0, description="Scale of the AAM softmax logits.")
+    margin: float = Field(0.2, ge=0.0, lt=1.5, description="Angular margin of the AAM softmax (radians, below pi/2).")
+    scale: float = Field(30.0, gt=0.0, le=100.0, description="Scale of the AAM softmax logits (float32 overflows far above).")
 
     # -- optimisation ---------------------------------------------------------------------
-    epochs: int = Field(10, ge=1, description="Training epochs (an epoch visits every crop-length stretch of audio once).")
-    batch_size: int = Field(256, ge=2, description="Crops per batch.")
-    lr: float = Field(0.01, gt=0.0, description="Peak learning rate of AdamW.")
-    weight_decay: float = Field(2e-6, ge=0.0, description="AdamW weight decay.")
+    epochs: int = Field(10, ge=1, le=10_000, description="Training epochs (an epoch visits every crop-length stretch of audio once).")
+    batch_size: int = Field(256, ge=2, le=8192, description="Crops per batch.")
+    lr: float = Field(0.01, gt=0.0, le=1.0, description="Peak learning rate of AdamW.")
+    weight_decay: float = Field(2e-6, ge=0.0, le=1.0, description="AdamW weight decay.")
     lr_schedule: Literal["cyclic", "linear", "constant"] = Field(
         "cyclic",
         description="cyclic: triangular cyclic LR per batch from base_lr to lr (speechbrain CyclicLRScheduler); "
         "linear: per epoch from lr to final_lr; constant: lr throughout.",
     )
-    base_lr: float = Field(1e-8, ge=0.0, description="Lower bound of the cyclic schedule.")
+    base_lr: float = Field(1e-8, ge=0.0, le=1.0, description="Lower bound of the cyclic schedule.")
     cyclic_step_size: int = Field(65000, ge=1, description="Batches per half cycle of the cyclic schedule.")
-    final_lr: float = Field(1e-4, ge=0.0, description="Last-epoch learning rate of the linear schedule.")
-    crop_seconds: float = Field(3.0, gt=0.0, description="Length of the random training crops (seconds).")
+    final_lr: float = Field(1e-4, ge=0.0, le=1.0, description="Last-epoch learning rate of the linear schedule.")
+    crop_seconds: float = Field(3.0, ge=0.2, le=60.0, description="Length of the random training crops (seconds).")
 
     # -- validation and early stopping -----------------------------------------------------
     validation_share: float = Field(
         0.1, ge=0.0, lt=1.0, description="Share of each speaker's utterances held out when no validation corpus is given."
     )
-    validation_trials: int = Field(2000, ge=10, description="Random validation trial pairs (half target, half non-target).")
+    validation_trials: int = Field(2000, ge=10, le=10_000_000, description="Random validation trial pairs (half target, half non-target).")
     validation_max_utterances: int = Field(1000, ge=4, description="Most validation utterances embedded per epoch.")
     patience: int | None = Field(
         2, ge=1, description="Stop after this many epochs without a lower validation EER; null never stops early."
     )
-    min_epochs: int = Field(2, ge=1, description="Epochs trained before early stopping may stop.")
+    min_epochs: int = Field(2, ge=1, le=10_000, description="Epochs trained before early stopping may stop.")
     init_from: str | None = Field(
         None, description="Checkpoint folder (or its embedding_model.pt) to fine-tune from instead of random weights."
     )
 
     # -- embedding and back-end -------------------------------------------------------------
     embed_max_seconds: float | None = Field(
-        None, gt=0.0, description="Embed at most this many seconds of each utterance (its start); null embeds all."
+        None, ge=0.2, description="Embed at most this many seconds of each utterance (its start); null embeds all."
     )
     backend: Literal["cosine", "plda"] = Field(
         "cosine", description="Scoring: cosine of length-normalised vectors, or two-covariance PLDA."
     )
-    plda_dim: int = Field(150, ge=1, description="LDA dimension before PLDA (capped at speakers - 1).")
+    plda_dim: int = Field(150, ge=1, le=MAX_CHANNELS, description="LDA dimension before PLDA (capped at speakers - 1).")
     as_norm: bool = Field(False, description="Adaptive symmetric score normalisation against the training-speaker cohort.")
     cohort_top_k: int = Field(200, ge=1, description="Closest cohort speakers used by AS-norm.")
     backend_utterances_per_speaker: int = Field(
@@ -95,16 +101,16 @@ class EcapaParams(AsvParams):
 class XvectorParams(AsvParams):
     """The TDNN x-vector as VoicePrivacy 2024's train_x_vectors.yaml trains it."""
 
-    n_mels: int = Field(24, ge=8, description="Log-mel filterbank channels (speechbrain Fbank, 16 kHz).")
-    channels: tuple[int, ...] = Field(
-        (512, 512, 512, 512, 1500), description="Channels of the five TDNN layers."
+    n_mels: int = Field(24, ge=8, le=MAX_MELS, description="Log-mel filterbank channels (speechbrain Fbank, 16 kHz).")
+    channels: tuple[Channel, ...] = Field(
+        (512, 512, 512, 512, 1500), description=f"Channels of the five TDNN layers (1-{MAX_CHANNELS})."
     )
-    embedding_dim: int = Field(512, ge=2, description="x-vector size (the segment-level linear layer).")
+    embedding_dim: int = Field(512, ge=2, le=MAX_CHANNELS, description="x-vector size (the segment-level linear layer).")
     loss: Literal["aam", "softmax"] = Field(
         "softmax", description="softmax: cross-entropy over a linear classifier (the recipe's); aam: angular margin."
     )
-    epochs: int = Field(20, ge=1, description="Training epochs.")
-    lr: float = Field(0.001, gt=0.0, description="Initial learning rate of AdamW.")
+    epochs: int = Field(20, ge=1, le=10_000, description="Training epochs.")
+    lr: float = Field(0.001, gt=0.0, le=1.0, description="Initial learning rate of AdamW.")
     lr_schedule: Literal["cyclic", "linear", "constant"] = Field(
         "linear", description="linear: per epoch from lr to final_lr (the recipe's LinearScheduler); cyclic; constant."
     )

@@ -9,9 +9,9 @@ import os
 import shutil
 from dataclasses import asdict
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from vpeval.api import CorpusSource
 from vpeval.errors import MissingModelError
@@ -26,6 +26,7 @@ PRESETS = {
     # Like an acted emotion corpus (ESD, IEMOCAP scripted): the four emotions equally often and stronger.
     "emotion": (24, 24, (2.0, 8.0), 0.75, 2.0),
 }
+MAX_UTTERANCES = 200_000
 MANIFEST_COLUMNS = ("path", "id", "speaker", "gender", "transcript", "emotion", "session", "sample_rate", "duration")
 
 
@@ -38,35 +39,50 @@ class SynthCorpus(CorpusSource):
         preset: Literal["tiny", "demo", "large", "emotion"] = Field(
             "demo", description="tiny: 6x6 short utterances for tests; demo: 40 speakers x 20; large: 300 x 20; "
             "emotion: 24 x 24 with balanced, strong emotions.")
-        speakers: int | None = Field(None, ge=2, description="Number of speakers (overrides the preset).")
-        utterances: int | None = Field(None, ge=1, description="Utterances per speaker (overrides the preset).")
+        # Upper bounds: generation runs about 20 utterances a second per core, so a typo such as
+        # speakers: 1000000000000 would generate for ever; MAX_UTTERANCES in all is hours already.
+        speakers: int | None = Field(None, ge=2, le=10_000, description="Number of speakers (overrides the preset).")
+        utterances: int | None = Field(None, ge=1, le=1_000, description="Utterances per speaker (overrides the preset).")
         seed: int | None = Field(None, ge=0, description="Corpus seed; None uses the experiment seed.")
-        sample_rate: int = Field(16000, ge=8000, description="Output sample rate in Hz (espeak-ng makes 22050 Hz; resampled with soxr).")
+        sample_rate: int = Field(16000, ge=8000, le=96000, description="Output sample rate in Hz (espeak-ng makes 22050 Hz; resampled with soxr).")
         engine: Literal["espeak"] = Field("espeak", description="Speech engine: espeak-ng formant synthesis.")
-        min_seconds: float | None = Field(None, ge=1.0, description="Shortest utterance in seconds (preset: 2).")
-        max_seconds: float | None = Field(None, ge=2.0, description="Longest utterance in seconds (preset: 8, tiny 4).")
-        sessions: int = Field(4, ge=1, description="Recording sessions per speaker; utterance j is in session j mod sessions.")
-        voice_spread: float = Field(1.0, ge=0.0, description="How far speakers' voices differ (scales pitch, formant and rate spreads).")
+        min_seconds: float | None = Field(None, ge=1.0, le=59.0, description="Shortest utterance in seconds (preset: 2).")
+        max_seconds: float | None = Field(None, ge=2.0, le=60.0, description="Longest utterance in seconds (preset: 8, tiny 4).")
+        sessions: int = Field(4, ge=1, le=1_000, description="Recording sessions per speaker; utterance j is in session j mod sessions.")
+        # Beyond 3 standard-deviation multiples, formant frequencies of some voices turn negative.
+        voice_spread: float = Field(1.0, ge=0.0, le=3.0, description="How far speakers' voices differ (scales pitch, formant and rate spreads).")
         idiolect_alpha: float = Field(0.3, gt=0.0, description="Dirichlet concentration of each speaker's word preferences; smaller = stronger habits.")
-        favourites: int = Field(2, ge=0, description="Favourite phrases per speaker.")
+        favourites: int = Field(2, ge=0, le=100, description="Favourite phrases per speaker.")
         emotion_share: float | None = Field(None, ge=0.0, le=1.0, description="Share of utterances spoken happy, sad or angry, the rest neutral (preset: 0.4; emotion: 0.75).")
-        style_strength: float | None = Field(
-            None, ge=0.0, description="Scales how far happy, sad and angry depart from neutral in pitch level and "
+        style_strength: float | None = Field(  # above 4, sad speech reaches a rate of zero
+            None, ge=0.0, le=4.0, description="Scales how far happy, sad and angry depart from neutral in pitch level and "
             "range, rate, intensity and tilt (preset: 1; emotion: 2, like acted emotional speech).")
-        session_variation: float = Field(1.0, ge=0.0, description="Scales per-session channels and per-utterance rate, pitch and tilt jitter (0 = none).")
-        snr_db: tuple[float, float] = Field((25.0, 40.0), description="Range of signal-to-noise ratios in dB, drawn per utterance.")
-        level_db: tuple[float, float] = Field((-32.0, -18.0), description="Range of speech RMS levels in dBFS, drawn per utterance.")
-        workers: int = Field(1, ge=1, description="Processes generating in parallel (does not change the audio).")
+        session_variation: float = Field(1.0, ge=0.0, le=3.0, description="Scales per-session channels and per-utterance rate, pitch and tilt jitter (0 = none).")
+        snr_db: tuple[Annotated[float, Field(ge=-10.0, le=100.0)], Annotated[float, Field(ge=-10.0, le=100.0)]] = Field(
+            (25.0, 40.0), description="Range [low, high] of signal-to-noise ratios in dB (-10 to 100), drawn per utterance.")
+        # No RMS level reaches 0 dBFS (loud takes are limited to peak 0.98); below -60 is noise floor.
+        level_db: tuple[Annotated[float, Field(ge=-60.0, le=0.0)], Annotated[float, Field(ge=-60.0, le=0.0)]] = Field(
+            (-32.0, -18.0), description="Range [low, high] of speech RMS levels in dBFS (-60 to 0), drawn per utterance.")
+        workers: int = Field(1, ge=1, le=256, description="Processes generating in parallel (does not change the audio).")
+
+        @field_validator("snr_db", "level_db")
+        @classmethod
+        def _low_high(cls, value, info):
+            if value[0] > value[1]:
+                raise ValueError(f"{info.field_name} must be [low, high], got {list(value)}; swap them")
+            return value
 
         @model_validator(mode="after")
         def _ranges(self):
             low, high = self.min_seconds or 2.0, self.max_seconds or PRESETS[self.preset][2][1]
             if low + 1.0 > high:
                 raise ValueError(f"min_seconds ({low}) must be at least 1 s below max_seconds ({high})")
-            for field in ("snr_db", "level_db"):
-                lo, hi = getattr(self, field)
-                if lo > hi:
-                    raise ValueError(f"{field} must be (low, high), got ({lo}, {hi})")
+            speakers, utterances = self.speakers or PRESETS[self.preset][0], self.utterances or PRESETS[self.preset][1]
+            if speakers * utterances > MAX_UTTERANCES:
+                raise ValueError(
+                    f"speakers x utterances is {speakers * utterances}, above the {MAX_UTTERANCES} utterances "
+                    "synth generates; ask for fewer"
+                )
             return self
 
     def settings(self):
@@ -109,6 +125,8 @@ class SynthCorpus(CorpusSource):
 
     def load(self) -> Corpus:
         folder = self.cache_folder()
+        for stale in remove_stale_partials(folder.parent):
+            self.context.log.warning("removed %s, left by a synth generation that was killed", stale)
         rows = _read_manifest(folder)
         if rows is None or not all((folder / r["path"]).is_file() for r in rows):
             if rows is not None:  # someone deleted audio from the cache: make it again
@@ -168,6 +186,33 @@ class SynthCorpus(CorpusSource):
             os.replace(partial, folder)
         except OSError:  # another process finished the same corpus first; its copy is identical
             shutil.rmtree(partial, ignore_errors=True)
+
+
+def remove_stale_partials(work_dir: Path) -> list[Path]:
+    """Delete the `synth-*.partial-PID` folders of generations whose process is gone; return them.
+
+    A generation writes into such a folder and renames it when complete, so one whose process died
+    (kill -9, power loss) would otherwise stay for ever. Folders of live processes are left alone.
+    """
+    removed = []
+    for partial in sorted(Path(work_dir).glob("synth-*.partial-*")):
+        pid = partial.name.rsplit(".partial-", 1)[1]
+        if partial.is_dir() and pid.isdigit() and int(pid) != os.getpid() and not _process_alive(int(pid)):
+            shutil.rmtree(partial, ignore_errors=True)
+            removed.append(partial)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by another user
+        return True
+    except (OverflowError, ValueError):  # not a possible pid
+        return False
+    return True
 
 
 def _read_manifest(folder: Path) -> list[dict] | None:

@@ -2,7 +2,9 @@ import numpy as np
 import pytest
 
 from vpeval.api import PluginContext
-from vpeval.errors import ConfigError, DataError
+from pydantic import ValidationError
+
+from vpeval.errors import DataError
 from vpeval_cpu_frontends.fbank_rvq import FbankRvqFrontend
 from vpeval_cpu_frontends.quantizers import decode_residual
 
@@ -62,7 +64,7 @@ def test_each_residual_stage_lowers_the_reconstruction_error(corpus, fitted):
 
 
 def test_bad_frame_rate_and_too_little_speech_are_user_errors(corpus, tmp_path):
-    with pytest.raises(ConfigError, match="frame_rate"):
+    with pytest.raises(ValidationError, match="frame_rate"):  # at validate time; the config layer adds the line
         make(tmp_path, frame_rate=30.0)
     with pytest.raises(DataError, match="codebook_size"):
         make(tmp_path, codebook_size=4096).fit(corpus)

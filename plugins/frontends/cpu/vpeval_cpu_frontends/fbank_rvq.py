@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from vpeval.api import Frontend, Params
-from vpeval.errors import ConfigError, DataError
+from vpeval.errors import DataError
 from vpeval.types import Corpus, FrontendOutput
 from vpeval_cpu_frontends.fbank import log_mel, stack
 from vpeval_cpu_frontends.quantizers import encode_residual, fit_residual, subsample
@@ -34,23 +34,26 @@ class FbankRvqFrontend(Frontend):
     frame_rate = 25.0
 
     class Params(Params):
-        num_codebooks: int = Field(8, ge=1, description="Residual VQ stages (tokens per frame), as Mimi and Higgs.")
-        codebook_size: int = Field(256, ge=2, description="Codewords per stage, learned by k-means in fit().")
+        num_codebooks: int = Field(8, ge=1, le=64, description="Residual VQ stages (tokens per frame), as Mimi and Higgs.")
+        codebook_size: int = Field(256, ge=2, le=65536, description="Codewords per stage, learned by k-means in fit().")
         frame_rate: float = Field(
-            25.0, description="Token rate in frames/s, 100 divided by a whole number: 25 (Higgs) or 12.5 (Mimi)."
+            25.0, gt=0.0, le=100.0,
+            description="Token rate in frames/s, 100 divided by a whole number: 25 (Higgs) or 12.5 (Mimi).",
         )
-        mel_bands: int = Field(80, ge=8, description="Log-mel filterbank bands per 10 ms frame.")
-        max_fit_frames: int = Field(60000, ge=1, description="At most this many frames feed k-means.")
+        mel_bands: int = Field(80, ge=8, le=128, description="Log-mel filterbank bands per 10 ms frame (25 ms window).")
+        max_fit_frames: int = Field(60000, ge=1, le=10_000_000, description="At most this many frames feed k-means.")
+
+        @field_validator("frame_rate")
+        @classmethod
+        def _divides_100(cls, value):
+            if abs(round(100 / value) * value - 100) > 1e-6:
+                raise ValueError(f"frame_rate must divide the 100 frames/s of the filterbank evenly (25, 12.5, ...), got {value}")
+            return value
 
     def __init__(self, params=None, context=None):
         super().__init__(params, context)
         self.frame_rate = float(self.params.frame_rate)
-        self.stack_factor = int(round(100 / self.frame_rate))
-        if self.frame_rate <= 0 or abs(self.stack_factor * self.frame_rate - 100) > 1e-6:
-            raise ConfigError(
-                f"fbank-rvq parameter frame_rate={self.params.frame_rate} must divide the 100 frames/s of the "
-                "filterbank evenly; use 25 or 12.5."
-            )
+        self.stack_factor = int(round(100 / self.frame_rate))  # Params checked that it divides evenly
         self.books: np.ndarray | None = None
         self.mean: np.ndarray | None = None
         self.std: np.ndarray | None = None

@@ -42,7 +42,7 @@ class HiggsFrontend(TorchFrontend):
         config: dict[str, Any] | None = Field(
             None, description="A HiggsAudioV2TokenizerConfig as a dict: builds random weights instead (tests)."
         )
-        num_codebooks: int | None = Field(None, ge=1, description="Codebooks exposed; None: all of them (8).")
+        num_codebooks: int | None = Field(None, ge=1, le=32, description="Codebooks exposed; None: all of them (8).")
         device: str = Field("cpu", description="torch device to run the tokenizer on.")
 
     def _load(self):

@@ -19,8 +19,11 @@ from vpeval_scoring.sorted_trials import SortedTrials, sorted_trials
 GENDERS = ("f", "m")
 
 
+MAX_BOOTSTRAP = 100_000  # each replicate re-sorts every trial: more would run for hours
+
+
 class BootstrapParams(Params):
-    bootstrap: int = Field(1000, ge=0, description="Speaker-level bootstrap replicates for the confidence interval; 0 disables it.")
+    bootstrap: int = Field(1000, ge=0, le=MAX_BOOTSTRAP, description="Speaker-level bootstrap replicates for the confidence interval; 0 disables it.")
     confidence: float = Field(0.95, gt=0.0, lt=1.0, description="Coverage of the percentile confidence interval.")
 
 

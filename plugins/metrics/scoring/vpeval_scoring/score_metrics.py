@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field
@@ -68,7 +68,9 @@ class MinDCF(ScoreMetric):
     unit = ""
 
     class Params(BootstrapParams):
-        p_target: list[float] = Field([0.01, 0.001], min_length=1, description="Target priors, one result each.")
+        p_target: list[Annotated[float, Field(gt=0, lt=1)]] = Field(
+            [0.01, 0.001], min_length=1, max_length=100, description="Target priors in (0, 1), one result each."
+        )
         c_miss: float = Field(1.0, gt=0, description="Cost of a miss.")
         c_fa: float = Field(1.0, gt=0, description="Cost of a false alarm.")
 
@@ -113,7 +115,7 @@ class Linkability(ScoreMetric):
 
     class Params(BootstrapParams):
         omega: float = Field(1.0, gt=0, description="Prior ratio P(mated) / P(non-mated).")
-        bins: int | None = Field(None, ge=1, description="Histogram bins; None: min(#mated / 10, 100).")
+        bins: int | None = Field(None, ge=1, le=10_000, description="Histogram bins; None: min(#mated / 10, 100).")
 
     def measure(self, trials, weights):
         r = linkability(trials.scores, trials.targets, weights, self.params.omega, self.params.bins)
