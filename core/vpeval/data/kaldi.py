@@ -44,10 +44,14 @@ def read_data_dir(
         )
     cache = Path(pipe_cache) if pipe_cache is not None else Path(tempfile.gettempdir()) / "vpeval-pipes"
     paths = {}
+    origin = {}
     for line, utt, rest in _table(scp, min_fields=2, what="utt-id path"):
         if utt in paths:
             raise DataError(f"{scp} line {line} repeats the utterance id {utt}; each utterance must appear once.")
         paths[utt] = _audio_path(scp, line, rest, folder, allow_pipes, cache)
+        if os.path.isdir(paths[utt]):
+            raise DataError(f"{scp} line {line} names {paths[utt]}, which is a folder, not an audio file; list the audio file itself.")
+        origin[utt] = f"{scp} line {line}"
     speakers = _speakers(folder, paths)
     genders = _column(folder / "spk2gender")
     for spk, g in genders.items():
@@ -73,7 +77,7 @@ def read_data_dir(
         )
     speaker_gender = {spk: GENDERS[g.lower()] for spk, g in genders.items()}
     return Corpus(name=name or folder.name, utterances=utterances, speaker_gender=speaker_gender,
-                  info={"source": str(folder)})
+                  info={"source": str(folder), "origin": origin})
 
 
 def write_data_dir(corpus: Corpus, folder: str | os.PathLike, audio_folder: str | os.PathLike | None = None) -> Path:
@@ -106,6 +110,11 @@ def write_data_dir(corpus: Corpus, folder: str | os.PathLike, audio_folder: str 
 
 def read_trials(path: str | os.PathLike) -> list[tuple[str, str, bool]]:
     """(enroll id, test utterance id, is target) per line of a Kaldi trials file."""
+    return [(enroll, test, target) for _, enroll, test, target in numbered_trials(path)]
+
+
+def numbered_trials(path: str | os.PathLike) -> list[tuple[int, str, str, bool]]:
+    """(line number, enroll id, test utterance id, is target) per non-empty line of a trials file."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"Trials file {path} does not exist; each trials folder needs a `trials` file.")
@@ -119,7 +128,7 @@ def read_trials(path: str | os.PathLike) -> list[tuple[str, str, bool]]:
                 raise DataError(
                     f"{path} line {line} reads '{text.strip()}'; a trial line is 'enroll-id test-id target|nontarget'."
                 )
-            out.append((fields[0], fields[1], fields[2] == "target"))
+            out.append((line, fields[0], fields[1], fields[2] == "target"))
     return out
 
 
@@ -160,7 +169,9 @@ def _speakers(folder: Path, paths: dict[str, str]) -> dict[str, str]:
     speakers: dict[str, str] = {}
     if utt2spk.is_file():
         for line, utt, spk in _table(utt2spk, 2, "utt-id speaker-id"):
-            speakers[utt] = spk.split()[0]
+            if len(spk.split()) != 1:
+                raise DataError(f"{utt2spk} line {line} reads '{utt} {spk}'; expected 'utt-id speaker-id' (ids hold no spaces).")
+            speakers[utt] = spk
         source = utt2spk
     elif spk2utt.is_file():
         for line, spk, utts in _table(spk2utt, 2, "speaker-id utt-id utt-id ..."):

@@ -32,9 +32,13 @@ def read_manifest(path: str | os.PathLike, root: str | os.PathLike | None = None
     if not rows:
         raise DataError(f"Manifest {path} has no rows; add one line per utterance.")
     utterances = [_utterance(path, line, row, base) for line, row in rows]
-    utterances = _with_ids(path, [line for line, _ in rows], [row for _, row in rows], utterances)
-    _check_genders(path, [line for line, _ in rows], utterances)
-    return Corpus(name=name or path.parent.name or path.stem, utterances=utterances, info={"source": str(path)})
+    lines = [line for line, _ in rows]
+    utterances = _with_ids(path, lines, [row for _, row in rows], utterances)
+    _check_genders(path, lines, utterances)
+    # Where each utterance was listed, so later checks (the audio scan) can name the line.
+    origin = {u.id: f"Manifest {path} line {line}" for u, line in zip(utterances, lines)}
+    return Corpus(name=name or path.parent.name or path.stem, utterances=utterances,
+                  info={"source": str(path), "origin": origin})
 
 
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -99,7 +103,17 @@ def _utterance(path: Path, line: int, row: dict[str, Any], base: Path) -> Uttera
     for column in REQUIRED:
         if column not in row:
             raise DataError(f"{where} has an empty '{column}'; every row needs {' and '.join(REQUIRED)}.")
+    for column in ("id", "speaker"):
+        value = str(row.get(column, "x"))
+        if any(c.isspace() for c in value):
+            raise DataError(
+                f"{where} has the {column} '{value}', which holds whitespace; use ids without spaces "
+                "(Kaldi files and score files separate fields by whitespace)."
+            )
     audio = Path(str(row["path"]))
+    full = audio if audio.is_absolute() else base / audio
+    if full.is_dir():
+        raise DataError(f"{where} names {full}, which is a folder, not an audio file; list the audio file itself.")
     gender = row.get("gender")
     if gender is not None:
         gender = GENDERS.get(str(gender).strip().lower())
@@ -108,7 +122,7 @@ def _utterance(path: Path, line: int, row: dict[str, Any], base: Path) -> Uttera
     return Utterance(
         id=str(row.get("id", "")),
         speaker=str(row["speaker"]),
-        path=str(audio if audio.is_absolute() else base / audio),
+        path=str(full),
         gender=gender,
         transcript=_text(row.get("transcript")),
         emotion=_text(row.get("emotion")),

@@ -1,45 +1,99 @@
-"""The experiment's `on_bad_audio` choice: fail on the first unusable file, or skip and list them."""
+"""The experiment's `on_bad_audio` choice: fail on the first unusable file, or skip and list them.
+
+Every file is read whole (blockwise) once: NaN/infinite samples, utterances shorter than
+`audio.MIN_SECONDS`, digital or near silence, floating-point samples beyond full scale and unreadable
+data are all "bad audio" (`audio.audio_problem`). The measures are kept in the fingerprint index under
+the file's content hash, so a later run of an unchanged corpus only stats its files.
+
+Problems with the labels rather than the audio are refused whatever `on_bad_audio` says: ids or
+speakers that are empty or hold whitespace, and a sample rate that contradicts the file's header.
+"""
 
 from __future__ import annotations
 
 import os
 
-from vpeval.data.audio import check_audio
-from vpeval.data.fingerprint import corpus_fingerprint
-from vpeval.errors import BadAudioError
-from vpeval.types import Corpus
+from vpeval.data.audio import audio_problem, measure_audio
+from vpeval.data.fingerprint import FileIndex, corpus_fingerprint
+from vpeval.errors import BadAudioError, DataError
+from vpeval.types import Corpus, Utterance
 
 ON_BAD_AUDIO = ("fail", "skip")
+# Bump when measure_audio changes what it measures: older stored measures are then ignored.
+MEASURES_VERSION = 1
 
 
 def scan_corpus(
     corpus: Corpus, on_bad_audio: str = "fail", fingerprint_cache: str | os.PathLike | None = None
 ) -> tuple[Corpus, list[tuple[str, str, str]]]:
-    """Check every file's header and last frame; return the usable corpus and (id, path, reason) skipped.
+    """Check every file; return the usable corpus and (id, path, reason) of the skipped ones.
 
     "fail" raises the first BadAudioError; "skip" drops those utterances. Sample rates and durations
-    missing from the labels are filled in from the headers. When anything is skipped the returned
-    corpus's fingerprint is recomputed with `fingerprint_cache`, or cleared ("") without one.
+    missing from the labels are filled in from the headers. With `fingerprint_cache` the measures are
+    remembered there; when anything is skipped the returned corpus's fingerprint is recomputed with
+    it, or cleared ("") without one.
     """
     if on_bad_audio not in ON_BAD_AUDIO:
         raise ValueError(f"on_bad_audio must be one of {ON_BAD_AUDIO}, not {on_bad_audio!r}")
+    check_labels(corpus)
     kept = []
     skipped: list[tuple[str, str, str]] = []
-    for u in corpus.utterances:
-        try:
-            frames, rate = check_audio(u.path)
-        except BadAudioError as exc:
-            if on_bad_audio == "fail":
-                raise
-            skipped.append((u.id, u.path, exc.reason))
-            continue
-        if u.sample_rate is None or u.duration is None:
-            duration = u.duration if u.duration is not None else frames / rate
-            u = u.replace(sample_rate=u.sample_rate or rate, duration=duration)
-        kept.append(u)
+    index = FileIndex(fingerprint_cache) if fingerprint_cache is not None else None
+    try:
+        for u in corpus.utterances:
+            try:
+                measures = _measures(u, index)
+                problem = audio_problem(measures)
+                if problem:
+                    raise BadAudioError(u.path, problem)
+            except BadAudioError as exc:
+                if on_bad_audio == "fail":
+                    raise
+                skipped.append((u.id, u.path, exc.reason))
+                continue
+            rate = measures["sample_rate"]
+            if u.sample_rate is not None and u.sample_rate != rate:
+                raise DataError(
+                    f"{_where(corpus, u)} gives sample_rate {u.sample_rate}, but the header of {u.path} says "
+                    f"{rate} Hz; correct the sample rate or leave it empty."
+                )
+            if u.sample_rate is None or u.duration is None:
+                duration = u.duration if u.duration is not None else measures["frames"] / rate
+                u = u.replace(sample_rate=rate, duration=duration)
+            kept.append(u)
+    finally:
+        if index is not None:
+            index.close()
     out = Corpus(corpus.name, kept, dict(corpus.speaker_gender), corpus.fingerprint, dict(corpus.info))
     if skipped:
         out.info["skipped_audio"] = [list(s) for s in skipped]
         # The content changed: refingerprint when an index makes it cheap, else leave it to the caller.
         out.fingerprint = corpus_fingerprint(out, fingerprint_cache) if fingerprint_cache is not None else ""
     return out, skipped
+
+
+def check_labels(corpus: Corpus) -> None:
+    """Refuse ids and speakers that Kaldi files and result tables cannot hold (empty, with whitespace).
+
+    Every corpus source passes through here, so a plugin's corpus is checked as a manifest is, before
+    any computation rather than when the results are written.
+    """
+    for u in corpus.utterances:
+        for label, value in (("utterance id", u.id), ("speaker", u.speaker)):
+            if not isinstance(value, str) or not value or any(c.isspace() for c in value):
+                raise DataError(
+                    f"{_where(corpus, u)} has the {label} {value!r}, which is empty or holds whitespace; "
+                    "use ids without spaces (Kaldi files and score files separate fields by whitespace)."
+                )
+
+
+def _measures(u: Utterance, index: FileIndex | None) -> dict:
+    if index is None:
+        return measure_audio(u.path, u.channel)
+    return index.audio_check(index.file_hash(u.path), u.channel, MEASURES_VERSION, lambda: measure_audio(u.path, u.channel))
+
+
+def _where(corpus: Corpus, u: Utterance) -> str:
+    """Where an utterance was listed: 'Manifest m.csv line 7' when the source recorded it."""
+    origin = corpus.info.get("origin", {}).get(u.id) if isinstance(corpus.info.get("origin"), dict) else None
+    return origin or f"Corpus {corpus.name} (utterance {u.id!r})"
