@@ -93,6 +93,8 @@ def test_failing_pipe_names_the_line(corpus, tmp_path):
         (lambda f: (f / "wav.scp").write_text("lonely-id\n"), r"wav\.scp line 1 reads 'lonely-id'"),
         (lambda f: (f / "spk2gender").write_text("spk000 x\n"), "gender 'x'"),
         (lambda f: (f / "wav.scp").write_text("new-utt /x.wav\n"), "does not give a speaker for new-utt"),
+        (lambda f: (f / "wav.scp").write_text(f"spk000-u000 {f}\n"), r"wav\.scp line 1 names .*, which is a folder"),
+        (lambda f: (f / "utt2spk").write_text("spk000-u000 spk000 extra\n"), r"utt2spk line 1 reads 'spk000-u000 spk000 extra'"),
     ],
 )
 def test_malformed_folders_say_what_is_wrong(corpus, tmp_path, change, expected):

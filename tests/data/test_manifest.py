@@ -85,3 +85,32 @@ def test_unknown_format_and_missing_file(tmp_path):
         read_manifest(tmp_path / "m.xlsx")
     with pytest.raises(DataError, match="does not exist"):
         read_manifest(tmp_path / "nope.csv")
+
+
+def test_a_folder_named_like_a_wav_names_the_line(tmp_path):
+    (tmp_path / "x.wav").mkdir()
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("path,speaker\nx.wav,spk\n")
+    with pytest.raises(DataError, match=rf"Manifest {manifest} line 2 names .*x\.wav, which is a folder, not an audio file"):
+        read_manifest(manifest)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("path,speaker,id\na.wav,x,utt one\n", r"line 2 has the id 'utt one', which holds whitespace"),
+        ("path,speaker\na.wav,x\nb.wav,spk two\n", r"line 3 has the speaker 'spk two', which holds whitespace"),
+    ],
+)
+def test_ids_and_speakers_with_spaces_are_refused_at_load_with_the_line(tmp_path, text, expected):
+    manifest = tmp_path / "m.csv"
+    manifest.write_text(text)
+    with pytest.raises(DataError, match=expected):
+        read_manifest(manifest)
+
+
+def test_the_corpus_remembers_each_utterances_line(tmp_path):
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("path,speaker\n\"a.wav\",x\n\"b.wav\",y\n")
+    corpus = read_manifest(manifest)
+    assert corpus.info["origin"] == {"x-a": f"Manifest {manifest} line 2", "y-b": f"Manifest {manifest} line 3"}
