@@ -64,7 +64,8 @@ def load_yaml(path: str | Path) -> YamlDocument:
 
 
 # Aliases share one node, so a few hundred bytes of nested aliases ("billion laughs") would expand to
-# billions of values; an experiment file has hundreds. Building stops past these bounds.
+# billions of values; an experiment file has hundreds. The composed graph is measured, each node once,
+# and refused past these bounds before anything is expanded.
 MAX_VALUES = 100_000
 MAX_DEPTH = 64
 
@@ -87,8 +88,36 @@ def parse_yaml(text: str, name: str = "<string>") -> YamlDocument:
     doc = YamlDocument(name, None)
     if node is None:
         raise ConfigError(f"{name}: the file is empty; an experiment needs at least `data` and `attackers`.")
+    _measure(node, name, {}, set())
     doc.data = _Builder(doc, name).build(node, ())
     return doc
+
+
+def _measure(node: yaml.Node, name: str, memo: dict[int, tuple[int, int]], open_nodes: set[int]) -> tuple[int, int]:
+    """(values, depth) of `node` once every alias is expanded; ConfigError past the bounds or on a cycle."""
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    line = node.start_mark.line + 1
+    if key in open_nodes:
+        raise ConfigError(f"{name}, line {line}: an alias refers to the value that contains it; write the value out.")
+    open_nodes.add(key)
+    children = [part for pair in node.value for part in pair] if isinstance(node, yaml.MappingNode) else (
+        node.value if isinstance(node, yaml.SequenceNode) else [])
+    values, depth = 1, 0
+    for child in children:
+        child_values, child_depth = _measure(child, name, memo, open_nodes)
+        values, depth = values + child_values, max(depth, child_depth + 1)
+        if values > MAX_VALUES:
+            raise ConfigError(
+                f"{name}, line {line}: this value expands to more than {MAX_VALUES} values (aliases `*name` "
+                "inside aliases multiply); share settings with fewer nested aliases."
+            )
+        if depth > MAX_DEPTH:
+            raise ConfigError(f"{name}, line {line}: values nest more than {MAX_DEPTH} levels deep; flatten them.")
+    open_nodes.discard(key)
+    memo[key] = (values, depth)
+    return values, depth
 
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -96,24 +125,13 @@ SAFE_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("map", "seq", "str", "int", "flo
 
 
 class _Builder:
-    """Turns composed nodes into plain values, counting every value an alias expands to."""
+    """Turns composed nodes (already measured: finite, bounded) into plain values with their lines."""
 
     def __init__(self, doc: YamlDocument, name: str):
-        self.doc, self.name, self.values = doc, name, 0
+        self.doc, self.name = doc, name
 
     def build(self, node: yaml.Node, loc: Loc) -> Any:
         doc, name = self.doc, self.name
-        self.values += 1
-        if self.values > MAX_VALUES:
-            raise ConfigError(
-                f"{name}, line {node.start_mark.line + 1}: the file expands to more than {MAX_VALUES} values "
-                "(aliases `*name` inside aliases multiply); share settings with fewer nested aliases."
-            )
-        if len(loc) > MAX_DEPTH:
-            raise ConfigError(
-                f"{name}, line {node.start_mark.line + 1}: values nest more than {MAX_DEPTH} levels deep "
-                "(or an alias refers to itself); flatten them."
-            )
         doc.lines.setdefault(loc, node.start_mark.line + 1)
         if node.tag not in SAFE_TAGS:
             raise ConfigError(
@@ -151,18 +169,24 @@ class _Builder:
         return _scalar(node, loc, name)
 
 
+_SCALARS = yaml.constructor.SafeConstructor()  # scalar constructors keep no state: one for all values
+SCALAR_TAGS = SAFE_TAGS - {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
+
+
 def _scalar(node: yaml.Node, loc: Loc, name: str) -> Any:
     if not isinstance(node, yaml.ScalarNode):
         raise ConfigError(f"{name}, line {node.start_mark.line + 1}: a mapping key must be a plain name.")
-    try:
-        return yaml.SafeLoader(" ").construct_object(node)
-    except yaml.constructor.ConstructorError:
+    if node.tag not in SCALAR_TAGS:
         raise ConfigError(
             f"{name}, line {node.start_mark.line + 1}: the tag {node.tag} is not allowed; experiment files "
             "hold plain values and name plugins with `use:`, never Python objects."
-        ) from None
-    except ValueError as exc:  # a date such as 2024-13-45, or an integer of thousands of digits
+        )
+    try:
+        return _SCALARS.yaml_constructors[node.tag](_SCALARS, node)
+    except (ValueError, KeyError, AttributeError, TypeError) as exc:
+        # a date such as 2024-13-45, an integer of thousands of digits, `!!bool maybe`
+        reason = exc if isinstance(exc, ValueError) else f"not a {node.tag.rsplit(':', 1)[-1]}"
         raise ConfigError(
-            f"{name}, line {node.start_mark.line + 1}: the value {node.value[:40]!r} cannot be read ({exc}); "
+            f"{name}, line {node.start_mark.line + 1}: the value {node.value[:40]!r} cannot be read ({reason}); "
             "quote it to keep it as text."
         ) from None
