@@ -6,8 +6,10 @@ import json
 import math
 from dataclasses import asdict
 
+from pydantic import ValidationError
+
 from vpeval.api import MetricInputs, PluginContext
-from vpeval.errors import MetricInputError
+from vpeval.errors import ConfigError, MetricInputError
 from vpeval.types import MetricResult
 
 DEFAULT_METRICS = ["eer-step", "eer-rocch", "min-dcf", "min-cllr", "cllr", "linkability"]
@@ -23,6 +25,8 @@ def run_metrics_on_scores(path: str, metric_names: list[str] | None, as_json: bo
     from vpeval.plugins import get_plugin_manager
     from vpeval.scorefile import read_score_file
 
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
+        raise ConfigError(f"--bootstrap is {bootstrap}; give 0 (no confidence intervals) or a positive number of replicates, such as 1000.")
     scores = read_score_file(path)
     manager = get_plugin_manager()
     results: list[MetricResult] = []
@@ -31,7 +35,12 @@ def run_metrics_on_scores(path: str, metric_names: list[str] | None, as_json: bo
         if cls.needs != "scores":
             raise MetricInputError(f"Metric {name} reads {cls.needs}, not verification scores, so it cannot run on a score file.")
         params = {"bootstrap": bootstrap} if "bootstrap" in cls.Params.model_fields else {}
-        metric = cls(cls.Params(**params), PluginContext())
+        try:
+            checked = cls.Params(**params)
+        except ValidationError as exc:
+            reason = exc.errors()[0]["msg"] if exc.errors() else str(exc)
+            raise ConfigError(f"Metric {name} refuses --bootstrap {bootstrap}: {reason[0].lower() + reason[1:]}.") from None
+        metric = cls(checked, PluginContext())
         results += metric.compute(MetricInputs(scores=scores, attributes={"scores": str(path)}))
     if as_json:
         return json.dumps([_jsonable(asdict(r)) for r in results], indent=2)

@@ -7,6 +7,8 @@ VoicePrivacy trials, where the enrollment side is a speaker); the test speaker i
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from pathlib import Path
 from typing import NoReturn
 
@@ -18,10 +20,16 @@ from vpeval.types import Scores
 LABELS = ("target", "nontarget")
 GENDERS = ("f", "m")
 FORMAT = "enroll test score target|nontarget [f|m]"
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def read_score_file(path: str | Path) -> Scores:
-    """Read a score file into Scores (enroll ids double as enroll speakers for the bootstrap)."""
+    """Read a score file into Scores (enroll ids double as enroll speakers for the bootstrap).
+
+    Strict: every line has the same 4 or 5 columns, scores are plain finite decimals (no `1_000`,
+    which Python's float() would take), and no (enroll, test) pair appears twice. The checks are
+    vectorised; the line-by-line pass that names the first bad line runs only on error.
+    """
     path = Path(path)
     try:
         text = path.read_text()
@@ -29,16 +37,21 @@ def read_score_file(path: str | Path) -> Scores:
         raise DataError(f"Score file {path} does not exist; pass a file with lines '{FORMAT}'.") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"Score file {path} cannot be read ({exc}); pass a text file with lines '{FORMAT}'.") from None
-    tokens = text.split()
-    lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-    if len(tokens) not in (4 * lines, 5 * lines):  # blank lines or a broken line: count exactly
-        lines = sum(1 for line in text.splitlines() if line.strip())
-    if lines == 0:
+    # Columns per line, without keeping the split lines: a 5-column line next to a 3-column one
+    # would otherwise re-align every token after it.
+    widths = set(map(len, map(str.split, text.splitlines())))
+    widths.discard(0)
+    if not widths:
         raise DataError(f"Score file {path} has no trials; expected lines '{FORMAT}'.")
-    width = len(tokens) // lines
-    if width not in (4, 5) or width * lines != len(tokens):
+    if len(widths) != 1 or not widths <= {4, 5}:
         _raise_bad_line(path, text)
+    width = widths.pop()
+    tokens = text.split()
+    lines = len(tokens) // width
     columns = [tokens[k::width] for k in range(width)]
+    written = "".join(columns[2])
+    if "_" in written or not written.isascii():  # float() reads '1_000' and non-ASCII digits
+        _raise_bad_line(path, text)
     try:
         values = np.array(columns[2], dtype=np.float64)
     except ValueError:
@@ -50,6 +63,8 @@ def read_score_file(path: str | Path) -> Scores:
         if not set(columns[4]) <= set(GENDERS):
             _raise_bad_line(path, text)
         genders = np.where(np.fromiter(map("f".__eq__, columns[4]), dtype=bool, count=lines), "f", "m")
+    if len(set(map(hash, zip(columns[0], columns[1])))) != lines:  # equal hashes: look exactly
+        _refuse_repeats(path, text)
     enroll = np.array(columns[0])
     return Scores(
         scores=values,
@@ -64,18 +79,36 @@ def read_score_file(path: str | Path) -> Scores:
 
 def _raise_bad_line(path: Path, text: str) -> NoReturn:
     """Find the first line that breaks the format (the slow path, only on error) and name it."""
-    width = None
+    rows = [(number, line.split()) for number, line in enumerate(text.splitlines(), start=1)]
+    rows = [(number, fields) for number, fields in rows if fields]
+    counts = Counter(len(fields) for _, fields in rows if len(fields) in (4, 5))
+    usual = counts.most_common(1)[0][0] if counts else None
+    earlier_usual = False  # true while every line so far had the usual width
+    for k, (number, fields) in enumerate(rows):
+        problem = _line_problem(fields)
+        if usual is not None and len(fields) in (4, 5) and len(fields) != usual:
+            width = f"it has {len(fields)} columns where {'earlier' if earlier_usual else 'most'} lines have {usual}"
+            problem = width if problem is None else f"{width} (and as a {len(fields)}-column line, {problem})"
+        if problem is not None:
+            raise DataError(f"{path}:{number}: {problem}; expected '{FORMAT}'.")
+        earlier_usual = len(fields) == usual and (earlier_usual or k == 0)
+    raise DataError(f"Score file {path} is malformed; expected lines '{FORMAT}'.")
+
+
+def _refuse_repeats(path: Path, text: str) -> None:
+    """Name the first (enroll, test) pair that appears twice, with both lines."""
+    first: dict[tuple[str, str], int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         fields = line.split()
         if not fields:
             continue
-        problem = _line_problem(fields)
-        if problem is None and width is not None and len(fields) != width:
-            problem = f"it has {len(fields)} columns where earlier lines have {width}"
-        if problem is not None:
-            raise DataError(f"{path}:{number}: {problem}; expected '{FORMAT}'.")
-        width = width or len(fields)
-    raise DataError(f"Score file {path} is malformed; expected lines '{FORMAT}'.")
+        pair = (fields[0], fields[1])
+        if pair in first:
+            raise DataError(
+                f"{path}:{number}: the trial '{fields[0]} {fields[1]}' repeats line {first[pair]}; a trial listed "
+                "twice weighs double in every metric, so keep one line per enroll-test pair."
+            )
+        first[pair] = number
 
 
 def _line_problem(fields: list[str]) -> str | None:
@@ -87,6 +120,8 @@ def _line_problem(fields: list[str]) -> str | None:
         return f"the score '{fields[2]}' is not a number"
     if not np.isfinite(value):
         return f"the score is {fields[2]}"
+    if not _PLAIN_NUMBER.fullmatch(fields[2]):
+        return f"the score '{fields[2]}' is not a plain decimal number (digits, '.', an exponent and a sign only)"
     if fields[3] not in LABELS:
         return f"the label '{fields[3]}' is neither target nor nontarget"
     if len(fields) == 5 and fields[4] not in GENDERS:

@@ -33,6 +33,10 @@ def linkability(
     if n_mated <= 0 or n_non <= 0 or bins < 1:
         return Linkability(float("nan"), bins)
     drawn = scores if weights is None else scores[w > 0]
+    # D_sys is invariant to the scale of the scores. Scaling by a power of two is exact, so results are
+    # unchanged, and max - min and the bin densities of scores near 1e308 no longer overflow.
+    exponent = np.frexp(max(abs(float(drawn.min())), abs(float(drawn.max()))))[1]
+    scores, drawn = np.ldexp(scores, -exponent), np.ldexp(drawn, -exponent)
     lo, hi = float(drawn.min()), float(drawn.max())
     if lo == hi:
         return Linkability(float("nan"), bins)
