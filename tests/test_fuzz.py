@@ -114,8 +114,8 @@ def mutate_document(doc, rng: random.Random):
             path, value = rng.choice(numbers)
             return _set(doc, path, _number_mutation(value, rng))
         return _set(doc, path, math.nan)
-    if op == 2:  # an unknown key
-        mappings = [(p, v) for p, v in paths if isinstance(v, dict)]
+    mappings = [(p, v) for p, v in paths if isinstance(v, dict)]
+    if op == 2 and mappings:  # an unknown key
         path, mapping = rng.choice(mappings)
         mapping[rng.choice(["colour", "param", "params", "use", "seed", "chains", "<<", "1"])] = rng.choice(ODD_VALUES)
         return doc
