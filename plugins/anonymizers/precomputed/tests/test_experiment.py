@@ -48,7 +48,6 @@ attackers:
              lr: 0.005, lr_schedule: constant}
 protocols: [O-O, O-A, A-A]
 metrics: [eer, linkability]
-output: OUT
 """
 
 
@@ -62,12 +61,11 @@ def _attackers_and_metrics_installed():
 
 def experiment_text(recipe, tmp_path, folders=None, sets="sets: []"):
     folders = recipe.anonymized_folders if folders is None else folders
-    return (EXPERIMENT.replace("DATA", str(recipe.data)).replace("SETS", sets).replace("FOLDERS", json.dumps(folders))
-            .replace("OUT", str(tmp_path / "run")))
+    return EXPERIMENT.replace("DATA", str(recipe.data)).replace("SETS", sets).replace("FOLDERS", json.dumps(folders))
 
 
 def run(text, tmp_path):
-    return Runner(load_experiment_text(text, "exp.yaml"), cache_root=tmp_path / "cache", quiet=True).run()
+    return Runner(load_experiment_text(text, "exp.yaml"), cache_root=tmp_path / "cache", output=tmp_path / "run", quiet=True).run()
 
 
 def test_every_attacker_and_metric_runs_on_the_external_speech(recipe, tmp_path):
@@ -114,7 +112,8 @@ def test_the_cli_ends_a_missing_folder_with_one_sentence_and_exit_code_2(recipe,
     path = tmp_path / "exp.yaml"
     path.write_text(experiment_text(recipe, tmp_path, [str(tmp_path / "no-such-folder")]))
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-m", "vpeval", "--experiment", str(path), "--cache", str(tmp_path / "cache"), "--quiet"],
+    done = subprocess.run([sys.executable, "-m", "vpeval", "--experiment", str(path), "--cache", str(tmp_path / "cache"),
+                           "--output", str(tmp_path / "run"), "--quiet"],
                           capture_output=True, text=True, env=env)
     assert done.returncode == 2
     assert "`folders` names" in done.stderr and "no-such-folder, which is not a folder" in done.stderr

@@ -30,17 +30,13 @@ class Precomputed(Anonymizer):
         folders: list[str] = Field(
             default_factory=list,
             description="Kaldi / VoicePrivacy data folders of anonymized speech (wav.scp, utt2spk; the "
-            "original utterance ids), for example [data/libri_dev_enrolls_B3, data/libri_dev_trials_f_B3].",
+            "original utterance ids), for example [data/libri_dev_enrolls_B3, data/libri_dev_trials_f_B3]; "
+            "wav.scp shell pipes run only with `vpeval --allow-pipes`.",
         )
         manifest: str | None = Field(
             None,
             description="A CSV or JSONL manifest of anonymized speech read like the `manifest` corpus "
             "(path and speaker required; id, or the file stem as the corpus derives it).",
-        )
-        allow_pipes: bool = Field(
-            False,
-            description="Run wav.scp lines that are shell pipes (cmd |); the experiment's `data: "
-            "allow_pipes: true` allows them too.",
         )
 
         @model_validator(mode="after")
@@ -88,6 +84,7 @@ class Precomputed(Anonymizer):
 
     def _index(self) -> PrecomputedSet:
         if self._set is None:
-            allow_pipes = self.params.allow_pipes or bool(self.context.options.get("allow_pipes"))
+            # Pipes run commands: only the person running vpeval allows them (--allow-pipes), never a file.
+            allow_pipes = bool(self.context.options.get("allow_pipes"))
             self._set = load_precomputed(self.params.folders, self.params.manifest, allow_pipes, self.context.folder("pipes"))
         return self._set

@@ -55,13 +55,15 @@ class PrecomputedSet:
         vpeval's kaldi corpus prefixes an id that two loaded folders share with the folder name, which
         happens when anonymized copies sit beside the originals under the corpus's root.
         """
-        head, _, rest = utterance_id.partition("-")
-        if rest and rest in self.utterances:
-            return (
-                f" ({utterance_id} looks like {rest} prefixed with the folder name {head}, which the kaldi "
-                "corpus does when two of its folders hold the same id: list only the original folders in "
-                "its `sets`)"
-            )
+        # Folder names may hold dashes themselves (train-clean-360), so try every split.
+        for at, char in enumerate(utterance_id):
+            head, rest = utterance_id[:at], utterance_id[at + 1 :]
+            if char == "-" and rest in self.utterances:
+                return (
+                    f" ({utterance_id} looks like {rest} prefixed with the folder name {head}, which the kaldi "
+                    "corpus does when two of its folders hold the same id: list only the original folders in "
+                    "its `sets`)"
+                )
         return ""
 
 
