@@ -70,6 +70,11 @@ CASES = [
     ("anonymizer", "{use: mcadams, params: {win_ms: 20, shift_ms: 30}}", "shift_ms", "must not exceed win_ms"),
     ("anonymizer", "{use: mcadams, params: {shift_ms: 0.0001}}", "shift_ms", "greater than or equal to 1"),
     ("anonymizer", "{use: mcadams, params: {lp_order: 1000000}}", "lp_order", "less than or equal"),
+    # anonymizer ohnn (refused for its parameters before its kind is looked at)
+    ("anonymizer", "{use: ohnn, params: {pool_vectors: p.npz, epochs: 1000000000000}}", "epochs", "less than or equal"),
+    ("anonymizer", "{use: ohnn, params: {pool_vectors: p.npz, scale: 1.0e+40}}", "scale", "less than or equal to 100"),
+    ("anonymizer", "{use: ohnn, params: {pool_vectors: p.npz, rotations: 1000000}}", "rotations", "less than or equal"),
+    ("anonymizer", "{use: ohnn, params: {pool_vectors: p.npz, lr: .inf}}", "lr", "finite"),
     # attackers ecapa, xvector, ge2e
     ("attacker", "{use: ecapa, params: {channels: [512, 512, 512, 512, 1000000000000]}}", "channels[4]",
      "less than or equal to 8192"),
@@ -98,6 +103,8 @@ CASES = [
     ("metric", "{use: linkability, params: {omega: .inf}}", "omega", "finite"),
     ("metric", "{use: cllr, params: {bootstrap: -5}}", "bootstrap", "greater than or equal to 0"),
     ("metric", "{use: inversion, params: {epsilon: .inf}}", "epsilon", "finite"),
+    ("metric", "{use: embedding-privacy, params: {systems: [{use: ohnn}], repeats: 1000000000}}", "repeats",
+     "less than or equal to 1000"),
     # a frontend, inside the attacker that reads it
     ("attacker", "{use: token-probe, frontend: {use: fbank-rvq, params: {frame_rate: 30}}}", "frame_rate",
      "divide the 100 frames/s"),

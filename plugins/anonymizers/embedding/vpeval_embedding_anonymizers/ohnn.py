@@ -49,15 +49,15 @@ class OHNNAnonymizer(EmbeddingAnonymizer):
         """Training settings of the OHNN; AAM margin/scale are the ECAPA recipe's."""
 
         reflections: int | None = Field(
-            None, ge=1, description="Householder reflections K; None = embedding dimension (any rotation reachable)."
+            None, ge=1, le=8192, description="Householder reflections K; None = embedding dimension (any rotation reachable)."
         )
-        margin: float = Field(0.2, ge=0.0, description="AAM softmax additive angular margin m (radians).")
-        scale: float = Field(30.0, gt=0.0, description="AAM softmax scale s.")
+        margin: float = Field(0.2, ge=0.0, lt=1.5, description="AAM softmax additive angular margin m (radians, below pi/2).")
+        scale: float = Field(30.0, gt=0.0, le=100.0, description="AAM softmax scale s (float32 logits overflow far above).")
         aam_weight: float = Field(1.0, ge=0.0, description="Weight of the AAM classification loss.")
         cos_weight: float = Field(1.0, ge=0.0, description="Weight of the cosine similarity to the original.")
-        epochs: int = Field(300, ge=1, description="Full-batch training steps over the pool vectors.")
-        lr: float = Field(0.01, gt=0.0, description="Adam learning rate.")
-        rotations: int = Field(1, ge=1, description="Independently seeded OHNNs; each voice draws one from its rng.")
+        epochs: int = Field(300, ge=1, le=100_000, description="Full-batch training steps over the pool vectors.")
+        lr: float = Field(0.01, gt=0.0, le=1.0, description="Adam learning rate.")
+        rotations: int = Field(1, ge=1, le=100, description="Independently seeded OHNNs; each voice draws one from its rng.")
 
     def fit(self, pool: PoolEmbeddings) -> None:
         if len(pool.speaker_ids) < 2:

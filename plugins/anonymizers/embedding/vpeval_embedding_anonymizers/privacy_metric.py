@@ -58,7 +58,7 @@ class EmbeddingPrivacy(Metric):
         level: Literal["speaker", "utterance"] = Field(
             "utterance", description="Pseudo-speaker per utterance or per speaker (the Voice key and its rng)."
         )
-        repeats: int = Field(5, ge=1, description="Random 85 / 15 splits the emotion UAR is averaged over (as table6.py).")
+        repeats: int = Field(5, ge=1, le=1000, description="Random 85 / 15 splits the emotion UAR is averaged over (as table6.py).")
         split: Literal["utterance", "speaker"] = Field(
             "utterance", description="Emotion classifier split: random utterances (the paper; test speakers are "
             "seen in training) or held-out speakers (as VoicePrivacy's speaker-independent emotion evaluator).",
