@@ -115,9 +115,9 @@ data:
 anonymizers: [myanon]
 attackers: [myatt]
 metrics: [mymet]
-output: {tmp_path / 'run'}
 """)
-    run = subprocess.run(vpeval + ["--experiment", str(tmp_path / "exp.yaml"), "--cache", str(tmp_path / "cache"), "-q"],
+    run = subprocess.run(vpeval + ["--experiment", str(tmp_path / "exp.yaml"), "--cache", str(tmp_path / "cache"), "-q",
+                                   "--output", str(tmp_path / "run")],
                          env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     rows = json.loads((tmp_path / "run" / "results.json").read_text())["rows"]

@@ -15,10 +15,9 @@ data:
 anonymizers: [fake-shift]
 attackers: [fake-spectrum]
 metrics: [fake-eer]
-output: {out}
 """
 
 
 def run_small(tmp_path: Path, seed: int = 0):
-    exp = load_experiment_text(SMALL.format(seed=seed, out=tmp_path / "run"), "small.yaml")
-    return Runner(exp, cache_root=tmp_path / "cache", quiet=True).run()
+    exp = load_experiment_text(SMALL.format(seed=seed), "small.yaml")
+    return Runner(exp, cache_root=tmp_path / "cache", output=tmp_path / "run", quiet=True).run()

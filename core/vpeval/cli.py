@@ -32,12 +32,14 @@ def user_errors(func):
 @click.option("--force", multiple=True, type=click.Choice(STAGES), help="Recompute this stage even if cached (repeatable).")
 @click.option("--no-cache", is_flag=True, help="Compute everything in a throwaway cache.")
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False), help="Cache folder (default $VPEVAL_CACHE or .vpeval-cache).")
-@click.option("--output", type=click.Path(file_okay=False), help="Run folder (overrides the experiment's `output`).")
+@click.option("--output", type=click.Path(file_okay=False), help="Run folder, anywhere (overrides the experiment's `output`).")
+@click.option("--overwrite", is_flag=True, help="Write into an existing folder that vpeval did not create.")
+@click.option("--allow-pipes", is_flag=True, help="Run Kaldi wav.scp lines that are shell pipes (they run commands).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars or log lines on the terminal.")
 @click.version_option(package_name="vpeval")
 @click.pass_context
 @user_errors
-def main(ctx, experiment, force, no_cache, cache_dir, output, quiet):
+def main(ctx, experiment, force, no_cache, cache_dir, output, overwrite, allow_pipes, quiet):
     """vpeval: evaluate speaker anonymization against attackers.
 
     `vpeval --experiment exp.yaml` runs an experiment; the commands below inspect plugins and results.
@@ -51,9 +53,9 @@ def main(ctx, experiment, force, no_cache, cache_dir, output, quiet):
     from vpeval.run.runner import Runner
 
     resolved = load_experiment(experiment)
-    if output:
-        resolved.experiment.output = output
-    result = Runner(resolved, cache_root=cache_dir, force=force, no_cache=no_cache, quiet=quiet).run()
+    runner = Runner(resolved, cache_root=cache_dir, force=force, no_cache=no_cache, quiet=quiet, output=output or None,
+                    overwrite=overwrite, allow_pipes=allow_pipes)
+    result = runner.run()
     click.echo(f"Results in {result.folder}/results.json and {result.folder}/report.md")
 
 
@@ -63,8 +65,10 @@ def main(ctx, experiment, force, no_cache, cache_dir, output, quiet):
 def validate(file):
     """Check an experiment file (schema and every plugin's parameters) without running it."""
     from vpeval.config import load_experiment
+    from vpeval.run.folder import experiment_run_folder
 
     resolved = load_experiment(file)
+    experiment_run_folder(resolved)
     grid = max(1, len(resolved.anonymizers)) * max(1, len(resolved.attackers))
     click.echo(f"{file} is valid: {len(resolved.anonymizers)} anonymizers x {len(resolved.attackers)} attackers "
                f"({grid} systems), protocols {', '.join(resolved.experiment.protocols)}, "

@@ -62,7 +62,7 @@ def test_pipe_is_refused_with_its_line_and_what_to_set(small_corpus, tmp_path):
     with pytest.raises(DataError) as err:
         read_data_dir(folder)
     message = str(err.value)
-    assert f"{folder / 'wav.scp'} line 3 is a shell pipe" in message and "allow_pipes: true" in message
+    assert f"{folder / 'wav.scp'} line 3 is a shell pipe" in message and "--allow-pipes" in message
 
     cache = tmp_path / "pipes"
     corpus_back = read_data_dir(folder, allow_pipes=True, pipe_cache=cache)

@@ -190,8 +190,8 @@ def _audio_path(scp: Path, line: int, rest: str, folder: Path, allow_pipes: bool
     if rest.endswith("|"):
         if not allow_pipes:
             raise DataError(
-                f"{scp} line {line} is a shell pipe ('{rest}'), which vpeval does not run unless you set "
-                "`allow_pipes: true` in the experiment's data section (the kaldi corpus params)."
+                f"{scp} line {line} is a shell pipe ('{rest}'), which runs a command; vpeval runs it only when "
+                "you pass --allow-pipes on the command line (allow_pipes=True in Python)."
             )
         return _run_pipe(scp, line, rest[:-1].strip(), folder, cache)
     path = Path(rest)

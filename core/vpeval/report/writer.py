@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import yaml
 from vpeval import __version__
 from vpeval.report.tables import attack_tables, speech_tables
 from vpeval.run.cache import write_json_atomic, write_text_atomic
+from vpeval.run.names import file_name
 
 CSV_FIELDS = ["anonymizer", "attacker", "scenario", "protocol", "n", "metric", "metric_plugin", "gender", "value", "ci_low", "ci_high", "unit", "details"]
 
@@ -27,10 +27,10 @@ def write_outputs(exp, result, plan, score_sets) -> None:
 
     # Kaldi data folders of the anonymized evaluation speech, as the VoicePrivacy toolkits read them.
     for label, corpus in result.anonymized.items():
-        write_data_dir(corpus, folder / "data" / _file_name(f"evaluation_{label}"))
+        write_data_dir(corpus, folder / "data" / file_name(f"evaluation_{label}"))
     write_data_dir(plan.evaluation, folder / "data" / "evaluation_original")
     for s in score_sets:
-        name = _file_name(f"{s.anonymizer}__{s.attacker}__{s.protocol}__N{s.n}") + ".scores"
+        name = file_name(f"{s.anonymizer}__{s.attacker}__{s.protocol}__N{s.n}") + ".scores"
         write_text_atomic(folder / "scores" / name, kaldi_scores_text(s.scores))
     payload = {
         "experiment": exp.experiment.name,
@@ -92,10 +92,6 @@ def report_markdown(exp, result, payload: dict[str, Any]) -> str:
     lines += ["", "## Stage timings (s)", "", "| stage | seconds |", "|---|---|"]
     lines += [f"| {k} | {v:.1f} |" for k, v in result.timings.items()]
     return "\n".join(lines) + "\n"
-
-
-def _file_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._=+-]+", "_", text)[:180]
 
 
 def combined_report(run_folders: list[Path]) -> str:

@@ -4,6 +4,10 @@ The key hashes the plugin's distribution, version and validated params, the keys
 inputs and the data fingerprint. A folder is complete only once renamed into place, so a run killed
 at any point leaves either a finished entry or nothing (plus a partial folder that a resumed run
 continues from, for stages that produce many files).
+
+One process at a time computes an entry: it holds the entry's lock (`lock`) while it checks, computes
+and stores it, and only the lock's holder writes the partial folder. The lock dies with its process,
+so the next run adopts what a killed run left in the partial folder.
 """
 
 from __future__ import annotations
@@ -13,10 +17,12 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from vpeval.run.locks import file_lock
 
 STAGES = ("data", "anonymize", "frontend", "train", "score", "metrics")
 
@@ -39,8 +45,17 @@ class StageCache:
     def path(self, stage: str, key: str) -> Path:
         return self.root / stage / key[:2] / key
 
+    @contextmanager
+    def lock(self, stage: str, key: str, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+        """Hold the entry's inter-process lock: other processes wait until the block ends."""
+        with file_lock(self.root / stage / key[:2] / f"{key}.lock", on_wait):
+            yield
+
     def partial_path(self, stage: str, key: str) -> Path:
-        """A folder that survives interruption, for stages that write many files one by one."""
+        """A folder that survives interruption, for stages that write many files one by one.
+
+        Write it only while holding the entry's lock, and each file through `atomic_file`.
+        """
         path = self.root / stage / key[:2] / f"{key}.partial"
         if stage in self.force and path not in self._rebuilt and path.exists():
             shutil.rmtree(path)
@@ -72,6 +87,21 @@ class StageCache:
         partial = final.parent / f"{key}.partial"
         if partial.exists():
             shutil.rmtree(partial, ignore_errors=True)
+
+
+@contextmanager
+def atomic_file(path: Path) -> Iterator[Path]:
+    """A temporary path next to `path` (same suffix, hidden name) renamed to `path` when the block succeeds.
+
+    A file cut off by a kill keeps its temporary name, so it is never taken for a finished one.
+    """
+    tmp = path.with_name(f".part-{os.getpid()}-{path.name}")
+    try:
+        yield tmp
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

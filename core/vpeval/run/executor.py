@@ -2,11 +2,20 @@
 
 Stages hand the executor a function and items; the function must write its own output (a file per
 item) and return something small. A distributed executor (Dask) can implement the same `map`.
+
+Workers die with their parent: a killed run (kill -9, SIGTERM) must not leave processes that keep
+writing into the cache, nor keep the cache-entry locks they inherited.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
@@ -14,9 +23,34 @@ from typing import Any
 _TASK: Callable[[Any], Any] | None = None
 
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+PARENT_POLL_SECONDS = 0.5
+
+
 def _call(item: Any) -> Any:
     assert _TASK is not None
     return _TASK(item)
+
+
+def die_with_parent(parent: int) -> None:
+    """Worker initializer: end this process when `parent` ends.
+
+    Linux delivers SIGKILL at the parent's death (PR_SET_PDEATHSIG; it fires when the thread that forked
+    the worker ends, and the pool forks its workers from the thread that calls `map`). A watchdog
+    thread covers other systems and a parent that died before prctl took effect.
+    """
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="vpeval-parent-watch", daemon=True).start()
 
 
 class LocalExecutor:
@@ -35,7 +69,8 @@ class LocalExecutor:
         _TASK = func
         try:
             context = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(max_workers=min(self.workers, len(items)), mp_context=context) as pool:
+            workers = min(self.workers, len(items))
+            with ProcessPoolExecutor(workers, context, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
                 futures = [pool.submit(_call, item) for item in items]
                 for future in as_completed(futures):
                     yield future.result()

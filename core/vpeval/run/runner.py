@@ -1,18 +1,18 @@
 """The staged runner: data -> anonymize -> frontend -> attack (train, represent, score) -> metrics -> report.
 
-Every stage output is cached under a content key (see cache.py), so changing one attacker reruns only
-that attacker and a killed run resumes where it stopped with the same numbers.
+Every stage output, metric rows included, is cached under a content key (see cache.py) through one
+step, `_get_or_build`, so changing one attacker reruns only that attacker and a killed run resumes
+where it stopped with the same numbers. What a run creates as it goes lives in one `RunState`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,10 +22,13 @@ import numpy as np
 from vpeval.api import Anonymizer, Attacker, Frontend, Metric, MetricInputs, Plugin, PluginContext, SimilarityMatrix, Voice
 from vpeval.config import ResolvedAnonymizer, ResolvedAttacker, ResolvedExperiment, ResolvedPlugin
 from vpeval.plugins import get_plugin_manager
-from vpeval.run.cache import StageCache, stable_key
+from vpeval.run.cache import StageCache, atomic_file, stable_key
 from vpeval.run.console import RunConsole
 from vpeval.run.executor import LocalExecutor
-from vpeval.types import Corpus, Scores, TrainingData, TrainingStage, TrialList, Utterance
+from vpeval.run.folder import claim_run_folder, experiment_run_folder, run_folder_lock
+from vpeval.run.names import utterance_file
+from vpeval.run.stored import SpeechFiles, Stored, StoredMetricResults, StoredPlugin, StoredScores, StoredSpeech
+from vpeval.types import Corpus, MetricResult, Scores, TrainingData, TrainingStage, TrialList, Utterance
 
 CACHE_ENV = "VPEVAL_CACHE"
 
@@ -42,6 +45,7 @@ class ScoreSet:
     protocol: str
     n: int
     scores: Scores
+    key: str = ""  # the score stage's cache key: what metrics of these scores are keyed by
 
 
 @dataclass
@@ -54,8 +58,30 @@ class RunResult:
     anonymized: dict[str, Corpus] = field(default_factory=dict)  # anonymizer label -> evaluation speech
 
 
+@dataclass
+class RunState:
+    """What one run creates as it goes; made at the start of `Runner.run`."""
+
+    console: RunConsole
+    executor: LocalExecutor
+    plan: Any = None  # the EvaluationPlan, once the data stage made it
+    fingerprint: str = ""  # the corpus's content fingerprint, part of every stage key
+    timings: dict[str, float] = field(default_factory=dict)
+    executed: dict[str, list[str]] = field(default_factory=dict)  # stage -> labels computed (not reused)
+    anonymized: dict[tuple[str, str], tuple[str, Corpus]] = field(default_factory=dict)  # (label, part) -> (key, corpus)
+    anonymizers: dict[str, list[Anonymizer]] = field(default_factory=dict)  # label -> prepared steps
+    metrics: dict[str, Metric] = field(default_factory=dict)  # metric label -> instance
+    represented: dict[tuple, np.ndarray] = field(default_factory=dict)  # (train key, speech version, side) -> vector
+
+
 class Runner:
-    """Runs one resolved experiment. `force` names stages to recompute; no_cache uses a throwaway cache."""
+    """Runs one resolved experiment.
+
+    `output` is the run folder the caller chose (the command line's --output: any path); without it the
+    experiment's `output` (inside the working directory) or runs/<name>. `overwrite` allows a folder
+    vpeval did not create; `allow_pipes` lets Kaldi wav.scp shell pipes run. `force` names stages to
+    recompute; `no_cache` uses a throwaway cache.
+    """
 
     def __init__(
         self,
@@ -64,31 +90,44 @@ class Runner:
         force: Sequence[str] = (),
         no_cache: bool = False,
         quiet: bool = False,
+        output: str | Path | None = None,
+        overwrite: bool = False,
+        allow_pipes: bool = False,
     ):
+        if output is None:
+            experiment_run_folder(experiment)  # refuses a file's output outside the working directory
+        else:
+            experiment = experiment.model_copy(deep=True)
+            experiment.experiment.output = str(output)  # resolved.yaml records where the run went
         self.exp = experiment
         self.settings = experiment.experiment
         self.folder = experiment.output
+        self.overwrite = overwrite
+        self.allow_pipes = allow_pipes
         self._tmp_cache = Path(tempfile.mkdtemp(prefix="vpeval-nocache-")) if no_cache else None
         self.cache = StageCache(self._tmp_cache or cache_root or default_cache_root(), set(force))
         self.quiet = quiet
         self.manager = get_plugin_manager()
-        self.timings: dict[str, float] = {}
-        self.executed: dict[str, list[str]] = {}
-        self._anonymized: dict[tuple[str, str], tuple[str, Corpus]] = {}
-        self._anonymizer_instances: dict[str, list[Anonymizer]] = {}
-        self._represent_memo: dict[tuple, np.ndarray] = {}
+        self._state: RunState | None = None
+
+    @property
+    def state(self) -> RunState:
+        assert self._state is not None, "the run state exists while run() runs"
+        return self._state
 
     # -- plumbing ----------------------------------------------------------------------------
 
     def _context(self, *parts: str) -> PluginContext:
+        console = self.state.console
         return PluginContext(
             seed=self.settings.seed,
             work_dir=self.cache.root / "work" / Path(*parts),
             threads=self.settings.threads,
-            log=self.console.log.getChild(parts[-1] if parts else "plugin"),
+            workers=self.settings.workers,
+            log=console.log.getChild(parts[-1] if parts else "plugin"),
             plugin_factory=self._make_helper,
-            progress_factory=self.console.track,
-            options={"allow_pipes": self.settings.data.allow_pipes, "cache_root": self.cache.root},
+            progress_factory=console.track,
+            options={"allow_pipes": self.allow_pipes, "cache_root": self.cache.root},
         )
 
     def _instantiate(self, plugin: ResolvedPlugin, *work: str) -> Plugin:
@@ -104,35 +143,53 @@ class Runner:
         identity = {"kind": kind, "use": name, "params": validated.model_dump(mode="json"), "version": cls.version}
         return cls(validated, self._context(f"{kind}-{name}", stable_key(identity)[:16]))
 
+    def _get_or_build(self, stage: str, label: str, key: str, stored: Stored, compute: Callable[[], Any]) -> Any:
+        """The cache-or-compute step of every stage: reuse the entry under `key`, or compute it, store it
+        atomically and record its time. One process at a time builds an entry; others wait and reuse it."""
+        log = self.state.console.log
+
+        def waiting(holder: str) -> None:
+            log.info("%s %s: waiting for %s, which is computing it", stage, label, holder)
+
+        with self.cache.lock(stage, key, waiting):
+            if self.cache.exists(stage, key):
+                log.info("%s %s: reused from cache (key %s)", stage, label, key[:12])
+                return stored.load(self.cache.path(stage, key))
+            started = time.perf_counter()
+            value = compute()
+            with self.cache.build(stage, key) as tmp:
+                stored.save(value, tmp)
+            self._timed(stage, label, started)
+            return stored.load(self.cache.path(stage, key)) if stored.reload else value
+
     def _timed(self, stage: str, label: str, started: float) -> None:
         took = time.perf_counter() - started
-        self.timings[f"{stage}:{label}"] = self.timings.get(f"{stage}:{label}", 0.0) + took
-        self.executed.setdefault(stage, []).append(label)
-        self.console.log.info("%s %s: computed in %.1f s", stage, label, took)
-
-    def _reused(self, stage: str, label: str, key: str) -> None:
-        self.console.log.info("%s %s: reused from cache (key %s)", stage, label, key[:12])
+        state = self.state
+        state.timings[f"{stage}:{label}"] = state.timings.get(f"{stage}:{label}", 0.0) + took
+        state.executed.setdefault(stage, []).append(label)
+        state.console.log.info("%s %s: computed in %.1f s", stage, label, took)
 
     # -- the run -----------------------------------------------------------------------------
 
     def run(self) -> RunResult:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with RunConsole(self.folder / "run.log", quiet=self.quiet) as console:
-            self.console = console
-            try:
+        try:
+            claim_run_folder(self.folder, self.overwrite)
+            with run_folder_lock(self.folder, self.quiet), RunConsole(self.folder / "run.log", quiet=self.quiet) as console:
+                self._state = RunState(console, LocalExecutor(self.settings.workers))
                 console.log.info("run %s -> %s (cache %s)", self.settings.name, self.folder, self.cache.root)
                 return self._run()
-            finally:
-                if self._tmp_cache is not None:
-                    shutil.rmtree(self._tmp_cache, ignore_errors=True)
+        finally:
+            if self._tmp_cache is not None:
+                shutil.rmtree(self._tmp_cache, ignore_errors=True)
 
     def _run(self) -> RunResult:
         from vpeval.report.writer import write_outputs
 
+        state = self.state
         started = time.perf_counter()
         corpus, plan, skipped = self._data()
-        self.plan = plan
-        self.fingerprint = corpus.fingerprint
+        state.plan = plan
+        state.fingerprint = corpus.fingerprint
         score_sets: list[ScoreSet] = []
         speech_rows: list[dict[str, Any]] = []
         needs_train_anon = {a.label for a in self.exp.anonymizers} if any(
@@ -163,54 +220,47 @@ class Runner:
                         speech_rows += self._similarity_metric(metric, att, attacker, train_key, anon, plan, anonymized_eval[anon.label])
 
         rows = self._score_metrics(score_sets) + speech_rows + self._speech_metric_rows(plan, anonymized_eval)
-        self.timings["total"] = time.perf_counter() - started
-        result = RunResult(self.folder, rows, self.timings, self.executed, skipped, anonymized_eval)
+        state.timings["total"] = time.perf_counter() - started
+        result = RunResult(self.folder, rows, state.timings, state.executed, skipped, anonymized_eval)
         write_outputs(self.exp, result, plan, score_sets)
-        self.console.log.info("results: %s", self.folder / "results.json")
+        state.console.log.info("results: %s", self.folder / "results.json")
         return result
 
     # -- stages ------------------------------------------------------------------------------
 
     def _data(self):
         from vpeval.data.fingerprint import corpus_fingerprint
-        from vpeval.data.plan import PlanSettings, make_plan, write_sides, write_trials
+        from vpeval.data.plan import make_plan, write_sides, write_trials
         from vpeval.data.scan import scan_corpus
 
         started = time.perf_counter()
         data = self.settings.data
+        log = self.state.console.log
         source = self._instantiate(self.exp.corpus, "corpus-" + self.exp.corpus.use)
-        corpus = source.load()
-        corpus, skipped = scan_corpus(corpus, data.on_bad_audio, self.cache.root / "fingerprints")
+        # One process at a time loads a corpus: generated corpora write their audio into the cache.
+        with self.cache.lock("data", self.cache.key("data", {"corpus": self.exp.corpus.identity()})):
+            corpus = source.load()
+            corpus, skipped = scan_corpus(corpus, data.on_bad_audio, self.cache.root / "fingerprints")
         for utt_id, path, reason in skipped:
-            self.console.log.warning("skipped %s (%s): %s", utt_id, path, reason)
+            log.warning("skipped %s (%s): %s", utt_id, path, reason)
         if not corpus.fingerprint:
             corpus.fingerprint = corpus_fingerprint(corpus, self.cache.root / "fingerprints")
-        settings = PlanSettings(
-            seed=self.settings.seed,
-            attacker_train_speakers=data.attacker_train_speakers,
-            validation_speakers=data.validation_speakers,
-            enroll_utterances=list(self.settings.enroll_utterances),
-            enroll_share=data.enroll_share,
-            target_trials_per_speaker=data.target_trials_per_speaker,
-            nontarget_trials_per_speaker=data.nontarget_trials_per_speaker,
-            same_gender_nontargets=data.same_gender_nontargets,
-            gender_balanced_split=data.gender_balanced_split,
-        )
+        settings = self.exp.plan_settings  # validated when the experiment was loaded
         plan = source.evaluation_plan(corpus, settings) or make_plan(corpus, settings)
         for note in plan.notes:
-            self.console.log.warning("data plan: %s", note)
+            log.warning("data plan: %s", note)
         trials_dir = self.folder / "trials"
         for n, trial_list in sorted(plan.trial_lists.items()):
             write_trials(trial_list, trials_dir / f"N{n}.trials")
             write_sides(trial_list, trials_dir / f"N{n}.sides")
-        self.console.log.info(
+        log.info(
             "data: %d utterances, %d attacker-train speakers, %d evaluation speakers, trials %s",
             len(corpus),
             len(plan.train.speakers) + (len(plan.validation.speakers) if plan.validation else 0),
             len(plan.evaluation.speakers),
             {n: len(t) for n, t in sorted(plan.trial_lists.items())},
         )
-        self.timings["data"] = time.perf_counter() - started
+        self.state.timings["data"] = time.perf_counter() - started
         return corpus, plan, skipped
 
     def _speech_metrics(self) -> list[Metric]:
@@ -230,31 +280,35 @@ class Runner:
             {
                 "anonymizer": anon.identity(),
                 "seed": self.settings.seed,
-                "data": self.fingerprint,
+                "data": self.state.fingerprint,
                 "utterances": stable_key([u.id for u in corpus.utterances]),
             },
         )
 
     def _anonymize(self, anon: ResolvedAnonymizer, corpus: Corpus, part: str) -> Corpus:
-        from vpeval.data.audio import resample, write_audio
-
         key = self._anonymizer_key(anon, corpus)
         label = f"{anon.label} ({part})"
-        final = self.cache.path("anonymize", key)
-        if self.cache.exists("anonymize", key):
-            self._reused("anonymize", label, key)
-            result = _read_anonymized(final, corpus)
-            self._anonymized[(anon.label, part)] = (key, result)
-            return result
-        started = time.perf_counter()
-        steps = self._anonymizer_instances.get(anon.label)
+        result = self._get_or_build("anonymize", label, key, StoredSpeech(corpus),
+                                    lambda: self._anonymize_files(anon, corpus, key, label))
+        self.state.anonymized[(anon.label, part)] = (key, result)
+        return result
+
+    def _anonymizer_steps(self, anon: ResolvedAnonymizer) -> list[Anonymizer]:
+        steps = self.state.anonymizers.get(anon.label)
         if steps is None:
             steps = [self._instantiate(s, "anonymizer-" + s.use, stable_key(s.identity())[:16]) for s in anon.steps]
             for step in steps:
                 step.prepare()
-            self._anonymizer_instances[anon.label] = steps
+            self.state.anonymizers[anon.label] = steps
+        return steps
+
+    def _anonymize_files(self, anon: ResolvedAnonymizer, corpus: Corpus, key: str, label: str) -> SpeechFiles:
+        """One anonymized file per utterance in the entry's partial folder; what a killed run wrote is kept."""
+        from vpeval.data import audio as audio_io
+
+        steps = self._anonymizer_steps(anon)
         partial = self.cache.partial_path("anonymize", key)
-        entries = [{"id": u.id, "file": _safe_name(u.id) + ".wav"} for u in corpus.utterances]
+        entries = [{"id": u.id, "file": utterance_file(u.id)} for u in corpus.utterances]
         todo = [u for u, e in zip(corpus.utterances, entries) if not (partial / e["file"]).exists()]
 
         def anonymize_one(utt: Utterance) -> str:
@@ -262,26 +316,21 @@ class Runner:
             audio = utt.load(rate)
             for index, step in enumerate(steps):
                 if step.sample_rate and step.sample_rate != rate:
-                    audio, rate = resample(audio, rate, step.sample_rate), step.sample_rate
+                    audio, rate = audio_io.resample(audio, rate, step.sample_rate), step.sample_rate
                 voice_key = utt.id if anon.level == "utterance" else utt.speaker
                 voice = Voice(voice_key, anon.level, self._voice_rng(anon, index, voice_key), utt)
                 audio = np.asarray(step.anonymize(audio, rate, voice), dtype=np.float32)
-            write_audio(partial / (_safe_name(utt.id) + ".wav"), audio, rate)
+            with atomic_file(partial / utterance_file(utt.id)) as tmp:
+                audio_io.write_audio(tmp, audio, rate)
             return utt.id
 
+        console = self.state.console
         if len(todo) < len(entries):
-            self.console.log.info("anonymize %s: resuming, %d of %d utterances already done", label, len(entries) - len(todo), len(entries))
-        results = LocalExecutor(self.settings.workers).map(anonymize_one, todo)
-        for _ in self.console.track(results, total=len(todo), description=f"anonymize {label}"):
+            console.log.info("anonymize %s: resuming, %d of %d utterances already done", label, len(entries) - len(todo), len(entries))
+        results = self.state.executor.map(anonymize_one, todo)
+        for _ in console.track(results, total=len(todo), description=f"anonymize {label}"):
             pass
-        with self.cache.build("anonymize", key) as tmp:
-            for entry in entries:
-                os.replace(partial / entry["file"], tmp / entry["file"])
-            (tmp / "manifest.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
-        result = _read_anonymized(final, corpus)
-        self._anonymized[(anon.label, part)] = (key, result)
-        self._timed("anonymize", label, started)
-        return result
+        return SpeechFiles(partial, entries)
 
     def _voice_rng(self, anon: ResolvedAnonymizer, step: int, key: str) -> np.random.Generator:
         from vpeval.api import stable_int
@@ -292,34 +341,30 @@ class Runner:
         assert att.frontend is not None
         key = self.cache.key(
             "frontend",
-            {"frontend": att.frontend.identity(), "seed": self.settings.seed, "data": self.fingerprint,
+            {"frontend": att.frontend.identity(), "seed": self.settings.seed, "data": self.state.fingerprint,
              "train": stable_key([u.id for u in train.utterances])},
         )
         frontend = self._instantiate(att.frontend, "frontend-" + att.frontend.use, key[:16])
-        if self.cache.exists("frontend", key):
-            frontend.load(self.cache.path("frontend", key))
-            self._reused("frontend", att.frontend.label, key)
+
+        def fit() -> Frontend:
+            frontend.fit(train)
             return frontend
-        started = time.perf_counter()
-        frontend.fit(train)
-        with self.cache.build("frontend", key) as tmp:
-            frontend.save(tmp)
-        self._timed("frontend", att.frontend.label, started)
-        return frontend
+
+        return self._get_or_build("frontend", att.frontend.label, key, StoredPlugin(frontend), fit)
 
     def _training_data(self, att: ResolvedAttacker, system: ResolvedAnonymizer | None) -> tuple[TrainingData, list[str]]:
-        plan = self.plan
+        plan, state = self.state.plan, self.state
         if system is None:
             stages = [TrainingStage("original", plan.train, "original")]
-            keys = [stable_key([self.fingerprint, [u.id for u in plan.train.utterances]])]
+            keys = [stable_key([state.fingerprint, [u.id for u in plan.train.utterances]])]
             validation = plan.validation
         else:
             train = self._anonymize(system, plan.train, "train")
             stages = [TrainingStage(system.label, train, system.label)]
-            keys = [self._anonymized[(system.label, "train")][0]]
+            keys = [state.anonymized[(system.label, "train")][0]]
             validation = self._anonymize(system, plan.validation, "validation") if plan.validation is not None else None
         if validation is not None:
-            keys.append(stable_key([u.id for u in validation.utterances]) if system is None else self._anonymized[(system.label, "validation")][0])
+            keys.append(stable_key([u.id for u in validation.utterances]) if system is None else state.anonymized[(system.label, "validation")][0])
         return TrainingData(stages, validation, att.train_on), keys
 
     def _train(self, att: ResolvedAttacker, system: ResolvedAnonymizer | None, frontend: Frontend | None) -> tuple[Attacker, str]:
@@ -339,21 +384,17 @@ class Runner:
         key = self.cache.key("train", {**identity, "seed": self.settings.seed, "data": data_keys, "init_from": start_key})
         attacker = self._instantiate(att.plugin, "attacker-" + att.plugin.use, key[:16])
         attacker.frontend = frontend
-        if self.cache.exists("train", key):
-            attacker.load(self.cache.path("train", key))
-            self._reused("train", label, key)
-            return attacker, key
-        started = time.perf_counter()
-        if start_key is not None:
-            attacker.init_from(self.cache.path("train", start_key))
-        attacker.train(data)
-        with self.cache.build("train", key) as tmp:
-            attacker.save(tmp)
-        self._timed("train", label, started)
-        return attacker, key
+
+        def train() -> Attacker:
+            if start_key is not None:
+                attacker.init_from(self.cache.path("train", start_key))
+            attacker.train(data)
+            return attacker
+
+        return self._get_or_build("train", label, key, StoredPlugin(attacker), train), key
 
     def _side_corpora(self, protocol: str, anonymized: Corpus | None) -> tuple[Corpus, Corpus]:
-        original = self.plan.evaluation
+        original = self.state.plan.evaluation
         if protocol == "O-O":
             return original, original
         assert anonymized is not None
@@ -364,34 +405,31 @@ class Runner:
         for protocol in self.settings.protocols:
             if protocol != "O-O" and anon is None:
                 continue
-            anon_key = self._anonymized[(anon.label, "evaluation")][0] if anon is not None and protocol != "O-O" else None
+            anon_key = self.state.anonymized[(anon.label, "evaluation")][0] if anon is not None and protocol != "O-O" else None
             for n, trial_list in sorted(plan.trial_lists.items()):
                 key = self.cache.key(
                     "score",
-                    {"train": train_key, "protocol": protocol, "anonymized": anon_key, "data": self.fingerprint,
+                    {"train": train_key, "protocol": protocol, "anonymized": anon_key, "data": self.state.fingerprint,
                      "trials": _trials_key(trial_list)},
                 )
                 label = f"{att.label} {protocol} N={n}" + (f" vs {anon.label}" if anon else "")
-                if self.cache.exists("score", key):
-                    scores = _load_scores(self.cache.path("score", key))
-                    self._reused("score", label, key)
-                else:
-                    started = time.perf_counter()
+
+                def score(protocol=protocol, trial_list=trial_list, anon_key=anon_key) -> Scores:
                     enroll_corpus, test_corpus = self._side_corpora(protocol, anonymized_eval.get(anon.label) if anon else None)
-                    scores = self._score_trials(attacker, train_key, trial_list, enroll_corpus, test_corpus, anon_key, protocol)
-                    with self.cache.build("score", key) as tmp:
-                        _save_scores(tmp, scores)
-                    self._timed("score", label, started)
-                out.append(ScoreSet(anon.label if anon else "none", att.label, att.train_on, protocol, n, scores))
+                    return self._score_trials(attacker, train_key, trial_list, enroll_corpus, test_corpus, anon_key, protocol)
+
+                scores = self._get_or_build("score", label, key, StoredScores, score)
+                out.append(ScoreSet(anon.label if anon else "none", att.label, att.train_on, protocol, n, scores, key))
         return out
 
     def _represent(self, attacker: Attacker, train_key: str, sides: list[tuple[str, ...]], corpus: Corpus, version: str | None) -> np.ndarray:
-        missing = [s for s in dict.fromkeys(sides) if (train_key, version, s) not in self._represent_memo]
+        memo = self.state.represented
+        missing = [s for s in dict.fromkeys(sides) if (train_key, version, s) not in memo]
         if missing:
             vectors = attacker.represent_many([[corpus[i] for i in side] for side in missing])
             for side, vec in zip(missing, vectors):
-                self._represent_memo[(train_key, version, side)] = np.asarray(vec, dtype=np.float64)
-        return np.stack([self._represent_memo[(train_key, version, s)] for s in sides])
+                memo[(train_key, version, side)] = np.asarray(vec, dtype=np.float64)
+        return np.stack([memo[(train_key, version, s)] for s in sides])
 
     def _score_trials(self, attacker, train_key, trial_list: TrialList, enroll_corpus, test_corpus, anon_key, protocol) -> Scores:
         enroll_version = anon_key if protocol == "A-A" else None
@@ -412,31 +450,49 @@ class Runner:
 
     # -- metrics -----------------------------------------------------------------------------
 
-    def _metric_instance(self, plugin: ResolvedPlugin) -> Metric:
-        return self._instantiate(plugin, "metric-" + plugin.use, stable_key(plugin.identity())[:16])
+    def _metric_results(
+        self, plugin: ResolvedPlugin, label: str, inputs_key: dict[str, Any], coords: dict[str, Any], inputs: Callable[[], MetricInputs]
+    ) -> list[MetricResult]:
+        """A metric's results, cached like any stage under its identity, the seed (bootstrap draws), the
+        coordinates it is given and the keys of its inputs."""
+        key = self.cache.key(
+            "metrics", {"metric": plugin.identity(), "seed": self.settings.seed, "inputs": inputs_key, "attributes": coords}
+        )
+
+        def compute() -> list[MetricResult]:
+            metric = self.state.metrics.get(plugin.label)
+            if metric is None:
+                metric = self.state.metrics[plugin.label] = self._instantiate(plugin, "metric-" + plugin.use, stable_key(plugin.identity())[:16])
+            return metric.compute(inputs())
+
+        return self._get_or_build("metrics", f"{plugin.label} on {label}", key, StoredMetricResults, compute)
 
     def _score_metrics(self, score_sets: list[ScoreSet]) -> list[dict[str, Any]]:
         rows = []
         for plugin, _cls in self._metrics("scores"):
-            metric = self._metric_instance(plugin)
             for s in score_sets:
                 coords = {"anonymizer": s.anonymizer, "attacker": s.attacker, "scenario": s.scenario, "protocol": s.protocol, "n": s.n}
-                for r in metric.compute(MetricInputs(scores=s.scores, attributes=coords)):
-                    rows.append(_row(coords, plugin, r))
+                label = f"{s.attacker} {s.protocol} N={s.n} vs {s.anonymizer}"
+                results = self._metric_results(plugin, label, {"scores": s.key}, coords,
+                                               lambda s=s, coords=coords: MetricInputs(scores=s.scores, attributes=coords))
+                rows += [_row(coords, plugin, r) for r in results]
         return rows
 
     def _speech_metric_rows(self, plan, anonymized_eval: dict[str, Corpus]) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
         original = plan.evaluation
+        original_key = stable_key([self.state.fingerprint, [u.id for u in original.utterances]])
         seen_original: set[tuple] = set()
         for plugin, _cls in self._metrics("speech"):
-            metric = self._metric_instance(plugin)
-            started = time.perf_counter()
-            targets = list(self.exp.anonymizers) or [None]
-            for anon in targets:
+            for anon in list(self.exp.anonymizers) or [None]:
                 anonymized = anonymized_eval.get(anon.label) if anon else None
+                anonymized_key = self.state.anonymized[(anon.label, "evaluation")][0] if anon else None
                 coords = {"anonymizer": anon.label if anon else "original", "attacker": "", "scenario": "", "protocol": "", "n": None}
-                for r in metric.compute(MetricInputs(original=original, anonymized=anonymized, attributes=coords)):
+                results = self._metric_results(
+                    plugin, coords["anonymizer"], {"original": original_key, "anonymized": anonymized_key}, coords,
+                    lambda anonymized=anonymized, coords=coords: MetricInputs(original=original, anonymized=anonymized, attributes=coords),
+                )
+                for r in results:
                     c = dict(coords)
                     if r.details.get("speech") == "original":
                         c["anonymizer"] = "original"
@@ -445,33 +501,38 @@ class Runner:
                             continue
                         seen_original.add(sig)
                     rows.append(_row(c, plugin, r))
-            self._timed("metrics", plugin.label, started)
         return rows
 
     def _similarity_metric(self, metric_entry, att, attacker, train_key: str, anon, plan, anonymized: Corpus) -> list[dict[str, Any]]:
         """Utterance-by-utterance score matrices (enrollment pool x trial pool) for GVD-like metrics."""
         plugin, _cls = metric_entry
-        metric = self._metric_instance(plugin)
         rows_ids = [(i,) for i in plan.enroll_ids]
         cols_ids = [(i,) for i in plan.test_ids]
-        anon_key = self._anonymized[(anon.label, "evaluation")][0]
-        matrices = {}
-        for protocol in ("O-O", "O-A", "A-A"):
-            enroll_corpus, test_corpus = self._side_corpora(protocol, anonymized)
-            ev = anon_key if protocol == "A-A" else None
-            tv = anon_key if protocol != "O-O" else None
-            r = self._represent(attacker, train_key, rows_ids, enroll_corpus, ev)
-            c = self._represent(attacker, train_key, cols_ids, test_corpus, tv)
-            grid = attacker.score(np.repeat(r, len(c), axis=0), np.tile(c, (len(r), 1))).reshape(len(r), len(c))
-            matrices[protocol] = SimilarityMatrix(
-                grid,
-                np.array([plan.evaluation[i[0]].speaker for i in rows_ids]),
-                np.array([plan.evaluation[i[0]].speaker for i in cols_ids]),
-                np.array([i[0] for i in rows_ids]),
-                np.array([i[0] for i in cols_ids]),
-            )
+        anon_key = self.state.anonymized[(anon.label, "evaluation")][0]
+
+        def matrices() -> MetricInputs:
+            out = {}
+            for protocol in ("O-O", "O-A", "A-A"):
+                enroll_corpus, test_corpus = self._side_corpora(protocol, anonymized)
+                ev = anon_key if protocol == "A-A" else None
+                tv = anon_key if protocol != "O-O" else None
+                r = self._represent(attacker, train_key, rows_ids, enroll_corpus, ev)
+                c = self._represent(attacker, train_key, cols_ids, test_corpus, tv)
+                grid = attacker.score(np.repeat(r, len(c), axis=0), np.tile(c, (len(r), 1))).reshape(len(r), len(c))
+                out[protocol] = SimilarityMatrix(
+                    grid,
+                    np.array([plan.evaluation[i[0]].speaker for i in rows_ids]),
+                    np.array([plan.evaluation[i[0]].speaker for i in cols_ids]),
+                    np.array([i[0] for i in rows_ids]),
+                    np.array([i[0] for i in cols_ids]),
+                )
+            return MetricInputs(similarity=out, attributes=coords)
+
         coords = {"anonymizer": anon.label, "attacker": att.label, "scenario": att.train_on, "protocol": "", "n": 1}
-        return [_row(coords, plugin, r) for r in metric.compute(MetricInputs(similarity=matrices, attributes=coords))]
+        inputs_key = {"train": train_key, "anonymized": anon_key, "data": self.state.fingerprint,
+                      "pools": stable_key([plan.enroll_ids, plan.test_ids])}
+        results = self._metric_results(plugin, f"{att.label} vs {anon.label}", inputs_key, coords, matrices)
+        return [_row(coords, plugin, r) for r in results]
 
 
 def _row(coords: dict[str, Any], plugin: ResolvedPlugin, r) -> dict[str, Any]:
@@ -495,43 +556,11 @@ def _num(x):
     return None if np.isnan(x) else x
 
 
-def _safe_name(utt_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", utt_id)
-
-
 def _file_rate(path: str) -> int:
     import soundfile as sf
 
     return int(sf.info(path).samplerate)
 
 
-def _read_anonymized(folder: Path, original: Corpus) -> Corpus:
-    from vpeval.data.audio import check_audio
-
-    utts = []
-    for line in (folder / "manifest.jsonl").read_text().splitlines():
-        entry = json.loads(line)
-        src = original[entry["id"]]
-        path = folder / entry["file"]
-        frames, rate = check_audio(path)
-        utts.append(src.replace(path=str(path), sample_rate=rate, duration=frames / rate))
-    return Corpus(original.name + "-anonymized", utts, dict(original.speaker_gender), fingerprint=folder.name)
-
-
 def _trials_key(trial_list: TrialList) -> str:
     return stable_key([trial_list.n, [(t.enroll, t.test, t.target) for t in trial_list.trials]])
-
-
-def _save_scores(folder: Path, s: Scores) -> None:
-    arrays = {"scores": s.scores, "targets": s.targets}
-    for name in ("genders", "enroll_speakers", "test_speakers", "enroll_ids", "test_ids"):
-        value = getattr(s, name)
-        if value is not None:
-            arrays[name] = np.asarray(value).astype(str)
-    np.savez(folder / "scores.npz", **arrays)
-
-
-def _load_scores(folder: Path) -> Scores:
-    with np.load(folder / "scores.npz", allow_pickle=False) as data:
-        get = lambda k: data[k] if k in data.files else None  # noqa: E731
-        return Scores(data["scores"], data["targets"], get("genders"), get("enroll_speakers"), get("test_speakers"), get("enroll_ids"), get("test_ids"))
