@@ -75,7 +75,14 @@ CASES = [
     ("anonymizer", "{use: ohnn, params: {pool_vectors: p.npz, scale: 1.0e+40}}", "scale", "less than or equal to 100"),
     ("anonymizer", "{use: ohnn, params: {pool_vectors: p.npz, rotations: 1000000}}", "rotations", "less than or equal"),
     ("anonymizer", "{use: ohnn, params: {pool_vectors: p.npz, lr: .inf}}", "lr", "finite"),
-    # attackers ecapa, xvector, ge2e
+    # anonymizer poolvc
+    ("anonymizer", "{use: poolvc, params: {frame_period: 0.0001}}", "frame_period", "greater than or equal to 1"),
+    ("anonymizer", "{use: poolvc, params: {n_mels: 20, n_ceps: 40}}", "n_ceps", "must not exceed n_mels"),
+    ("anonymizer", "{use: poolvc, params: {k: 1000000000000}}", "k", "less than or equal"),
+    ("anonymizer", "{use: poolvc, params: {max_pool_seconds: .inf}}", "max_pool_seconds", "finite"),
+    # attackers ecapa, xvector, ge2e, token-probe
+    ("attacker", "{use: token-probe, frontend: fbank-rvq, params: {pca_dim: 1000000000}}", "pca_dim",
+     "less than or equal"),
     ("attacker", "{use: ecapa, params: {channels: [512, 512, 512, 512, 1000000000000]}}", "channels[4]",
      "less than or equal to 8192"),
     ("attacker", "{use: ecapa, params: {channels: [0, 512, 512, 512, 1536]}}", "channels[0]", "greater than or equal"),
@@ -103,6 +110,10 @@ CASES = [
     ("metric", "{use: linkability, params: {omega: .inf}}", "omega", "finite"),
     ("metric", "{use: cllr, params: {bootstrap: -5}}", "bootstrap", "greater than or equal to 0"),
     ("metric", "{use: inversion, params: {epsilon: .inf}}", "epsilon", "finite"),
+    ("metric", "{use: uar, params: {folds: 1000000000}}", "folds", "less than or equal to 100"),
+    ("metric", "{use: uar, params: {bootstrap: 1000000000000}}", "bootstrap", "less than or equal"),
+    ("metric", "{use: wer, params: {bootstrap: 1000000000000}}", "bootstrap", "less than or equal"),
+    ("metric", "{use: wer, params: {max_utterances: 0}}", "max_utterances", "greater than or equal to 1"),
     ("metric", "{use: embedding-privacy, params: {systems: [{use: ohnn}], repeats: 1000000000}}", "repeats",
      "less than or equal to 1000"),
     # a frontend, inside the attacker that reads it
@@ -125,7 +136,7 @@ def test_out_of_range_parameter_is_refused_at_validate(slot, text, field, words)
         load_experiment_text(experiment(slot, text), "exp.yaml")
     message = str(info.value)
     line, where = PLACE[slot]
-    if "frontend:" in text:
+    if "frontend: {use" in text:  # the frontend's own parameters
         where += ".frontend"
     location = f"{where}.params.{field}" if field else f"{where}.params"
     assert f"exp.yaml, line {line} ({location}): " in message, message
