@@ -75,6 +75,10 @@ CASES = [
     ("anonymizer", "{use: ohnn, params: {pool_vectors: p.npz, scale: 1.0e+40}}", "scale", "less than or equal to 100"),
     ("anonymizer", "{use: ohnn, params: {pool_vectors: p.npz, rotations: 1000000}}", "rotations", "less than or equal"),
     ("anonymizer", "{use: ohnn, params: {pool_vectors: p.npz, lr: .inf}}", "lr", "finite"),
+    ("anonymizer", "{use: selection, params: {pool_vectors: p.npz, farthest: 5, select: 10}}", "select",
+     "must not exceed farthest"),
+    ("anonymizer", "{use: selection, params: {pool_vectors: p.npz, farthest: 1000000000000}}", "farthest",
+     "less than or equal"),
     # anonymizer poolvc
     ("anonymizer", "{use: poolvc, params: {frame_period: 0.0001}}", "frame_period", "greater than or equal to 1"),
     ("anonymizer", "{use: poolvc, params: {n_mels: 20, n_ceps: 40}}", "n_ceps", "must not exceed n_mels"),

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 from vpeval.api import Corpus, CorpusSource, PluginContext, SpeakerEncoder, Utterance
-from vpeval.errors import ConfigError, DataError
+from vpeval.errors import DataError
 from vpeval_embedding_anonymizers.selection import Selection, selection_counts
 from vpeval_embedding_anonymizers.synthetic import synthetic_embeddings
 
@@ -56,7 +57,7 @@ def test_same_gender_pool(pool_file, context, evaluation_set, make_voices):
 
 
 def test_bad_params_and_inputs(pool_file, context, tmp_path, make_voices):
-    with pytest.raises(ConfigError):
+    with pytest.raises(ValidationError, match="must not exceed farthest"):  # the config layer adds file and line
         Selection.Params(farthest=5, select=10)
     anon = make(pool_file, context)
     with pytest.raises(DataError):
