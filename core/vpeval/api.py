@@ -41,6 +41,7 @@ class PluginContext:
     seed: int = 0
     work_dir: Path = field(default_factory=lambda: Path(".vpeval-work"))
     threads: int = 1
+    workers: int = 1  # processes for per-item work (map); the experiment's `workers`
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("vpeval.plugin"))
     # Set by the runner; plugins call the methods below instead of these.
     plugin_factory: Callable[[str, str, dict | None], Plugin] | None = None
@@ -76,11 +77,32 @@ class PluginContext:
             return items
         return self.progress_factory(items, total=total, description=description)
 
+    def map(self, func: Callable[[T], Any], items: Iterable[T], description: str = "") -> list[Any]:
+        """func(item) for every item with the run's worker count; results in item order.
+
+        More than one worker forks processes that inherit everything prepared so far (models, caches)
+        without pickling them; only the results travel back, so keep them small (a vector, a row).
+        What func changes in this process's objects is lost with the worker: return it instead.
+        Inside a worker process it runs in-process (no nested pools).
+        """
+        import multiprocessing
+
+        from vpeval.run.executor import LocalExecutor
+
+        items = list(items)
+        workers = 1 if multiprocessing.parent_process() is not None else self.workers
+        out: list[Any] = [None] * len(items)
+        results = LocalExecutor(workers).map(lambda pair: (pair[0], func(pair[1])), list(enumerate(items)))
+        for index, value in self.progress(results, total=len(items), description=description):
+            out[index] = value
+        return out
+
     def child(self, name: str) -> PluginContext:
         return PluginContext(
             seed=self.seed,
             work_dir=self.work_dir / name,
             threads=self.threads,
+            workers=self.workers,
             log=self.log.getChild(name),
             plugin_factory=self.plugin_factory,
             progress_factory=self.progress_factory,
