@@ -1,0 +1,96 @@
+"""Per-utterance results (embeddings, feature vectors) kept on disk by audio content and extractor.
+
+A result is stored under the hash of the audio file's bytes (and channel) and a string naming
+everything else it depends on (the extractor's identity: model weights' digest, parameters,
+version). A renamed copy of a file is served from the cache; a changed file or a retrained model
+never is. Misses are computed with the run's workers (`PluginContext.map`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from vpeval.data.fingerprint import file_hash
+from vpeval.types import Utterance
+
+
+def identity_digest(*parts: object) -> str:
+    """A short hex digest of an extractor's identity parts (text, bytes or numpy arrays)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, np.ndarray):
+            digest.update(str((part.dtype.str, part.shape)).encode())
+            digest.update(np.ascontiguousarray(part).tobytes())
+        elif isinstance(part, bytes):
+            digest.update(part)
+        else:
+            digest.update(repr(part).encode())
+        digest.update(b"\x1f")
+    return digest.hexdigest()[:32]
+
+
+def source_digest(*modules: object) -> str:
+    """Digest of the source files of these modules: a code change retires what they computed."""
+    digest = hashlib.sha256()
+    for module in modules:
+        digest.update(Path(module.__file__).read_bytes())  # type: ignore[attr-defined]
+    return digest.hexdigest()[:32]
+
+
+class ContentCache:
+    """One .npy file per (audio content, extractor) under `root/<extractor>/`."""
+
+    def __init__(self, root: str | os.PathLike, extractor: str):
+        self.folder = Path(root) / extractor
+
+    def path(self, utterance: Utterance) -> Path:
+        content = file_hash(utterance.path)
+        name = content if utterance.channel is None else f"{content}-ch{utterance.channel}"
+        return self.folder / name[:2] / f"{name}.npy"
+
+    def get(self, utterance: Utterance) -> np.ndarray | None:
+        path = self.path(utterance)
+        try:
+            return np.load(path, allow_pickle=False)
+        except (OSError, ValueError):  # absent, or damaged by a killed writer: recompute
+            return None
+
+    def put(self, utterance: Utterance, value: np.ndarray) -> None:
+        path = self.path(utterance)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npy")
+        np.save(temporary, np.asarray(value))
+        temporary.replace(path)  # atomic: parallel workers and runs never read a partial file
+
+
+def cached_map(
+    context,
+    utterances: Sequence[Utterance],
+    extractor: str,
+    compute: Callable[[Utterance], np.ndarray],
+    description: str = "",
+) -> list[np.ndarray]:
+    """compute(u) for every utterance, from the content cache where present, else with the run's workers.
+
+    `context` is the plugin's PluginContext; its options' cache_root (set by the runner) holds the
+    cache. Without one (a plugin used outside a run) nothing is stored, but the work is still parallel.
+    """
+    root = context.options.get("cache_root")
+    cache = ContentCache(Path(root) / "content", extractor) if root else None
+    out: list[np.ndarray | None] = [cache.get(u) if cache else None for u in utterances]
+    missing = [i for i, value in enumerate(out) if value is None]
+
+    def work(index: int) -> np.ndarray:
+        value = np.asarray(compute(utterances[index]))
+        if cache is not None:
+            cache.put(utterances[index], value)
+        return value
+
+    for index, value in zip(missing, context.map(work, missing, description)):
+        out[index] = value
+    return out  # type: ignore[return-value]
