@@ -253,3 +253,30 @@ def test_pipes_run_only_with_allow_pipes_on_the_command_line(tmp_path, fake_plug
     allowed = invoke("--experiment", str(exp), "--cache", str(tmp_path / "cache"), "-q", "--allow-pipes")
     assert allowed.exit_code == 0, allowed.output
     assert json.loads((tmp_path / "run" / "results.json").read_text())["rows"]
+
+
+# -- names and cache entries, directly -------------------------------------------------------------
+
+
+def test_file_names_are_injective_and_keep_plain_names():
+    from vpeval.run.names import file_name, utterance_file
+
+    texts = ["x/y", "x y", "x_y", "x__y", "a" * 200 + "1", "a" * 200 + "2", "", ".", "..", "ok-name", "ok-name~"]
+    names = [file_name(t) for t in texts]
+    assert len(set(names)) == len(texts)
+    assert file_name("fake-shift__fake-spectrum__O-A__N1") == "fake-shift__fake-spectrum__O-A__N1"
+    assert all(len(n) <= 180 and "/" not in n and n not in ("", ".", "..") for n in names)
+    assert utterance_file("s0003/a") != utterance_file("s0003_a") and utterance_file("spk1-u2") == "spk1-u2.wav"
+
+
+def test_a_build_folder_left_by_a_killed_run_is_removed_by_the_next_build(tmp_path):
+    from vpeval.run.cache import StageCache
+
+    cache = StageCache(tmp_path)
+    key = cache.key("score", {"x": 1})
+    stale = cache.path("score", key).parent / f".{key}.killed"
+    stale.mkdir(parents=True)
+    (stale / "scores.npz").write_bytes(b"half")
+    with cache.lock("score", key), cache.build("score", key) as folder:
+        (folder / "done").write_text("1")
+    assert not stale.exists() and (cache.path("score", key) / "done").read_text() == "1"

@@ -71,10 +71,15 @@ class StageCache:
 
     @contextmanager
     def build(self, stage: str, key: str) -> Iterator[Path]:
-        """A temporary folder to fill; renamed to the final path when the block ends without error."""
+        """A temporary folder to fill; renamed to the final path when the block ends without error.
+
+        Call it holding the entry's lock: temporary folders of this key that a killed run left are removed.
+        """
         final = self.path(stage, key)
         final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{key[:12]}.", dir=final.parent))
+        for stale in final.parent.glob(f".{key}.*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=final.parent))
         try:
             yield tmp
         except BaseException:
