@@ -68,3 +68,13 @@ def test_weights_of_another_network_are_refused(folder):
     torch.save(build_embedding_model(other).state_dict(), folder / WEIGHTS)
     with pytest.raises(MissingModelError, match=re.escape(FIELD) + ": .* does not hold the weights of ecapa"):
         load_weights(folder, FIELD)
+
+
+def test_a_config_of_absurd_size_is_refused_before_building(folder):
+    import json
+
+    config = json.loads((folder / "config.json").read_text())
+    config["channels"] = [16, 16, 16, 16, 10**12]
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(MissingModelError, match=re.escape(FIELD) + ": .*config.json describes ecapa"):
+        load_weights(folder, FIELD)

@@ -12,6 +12,7 @@ from vpeval.errors import ConfigError, MissingModelError
 from vpeval.torchload import load_weights_only
 
 from vpeval_asv.models import ModelConfig, build_embedding_model
+from vpeval_asv.params import MAX_CHANNELS, MAX_MELS
 
 WEIGHTS = "embedding_model.pt"
 CONFIG = "config.json"
@@ -42,9 +43,19 @@ def resolve(path: str | Path, field: str) -> tuple[Path, Path]:
 def read_config(path: str | Path, field: str) -> ModelConfig:
     _, config = resolve(path, field)
     try:
-        return ModelConfig.from_json(json.loads(config.read_text()))
+        model = ModelConfig.from_json(json.loads(config.read_text()))
     except (ValueError, KeyError, TypeError) as exc:
         raise MissingModelError(f"{field}: {config} is not a readable model configuration ({exc}).") from exc
+    # The same bounds as the attackers' parameters: an edited config.json must not build a network of
+    # a trillion channels before its weights fail to load.
+    sizes_ok = (len(model.channels) == 5 and all(1 <= c <= MAX_CHANNELS for c in model.channels)
+                and 8 <= model.n_mels <= MAX_MELS and 2 <= model.embedding_dim <= MAX_CHANNELS)
+    if model.architecture not in ("ecapa", "xvector") or not sizes_ok:
+        raise MissingModelError(
+            f"{field}: {config} describes {_describe(model)}, which no ecapa/xvector attacker saves; "
+            "copy the whole folder a trained attacker saved."
+        )
+    return model
 
 
 def load_weights(path: str | Path, field: str, expected: ModelConfig | None = None) -> tuple[ModelConfig, torch.nn.Module]:
