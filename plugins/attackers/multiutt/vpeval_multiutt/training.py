@@ -78,11 +78,18 @@ class Episodes:
     def epoch(self, rng: np.random.Generator) -> list[tuple[np.ndarray, np.ndarray]]:
         """[(speaker labels [S], utterance indices [S, N])] for one epoch."""
         batches = []
-        order = np.array([], dtype=int)
+        order: list[int] = []
+        k = self.batch_speakers
         for _ in range(self.count()):
-            if len(order) < self.batch_speakers:
-                order = np.concatenate([order, rng.permutation(len(self.speakers))])
-            labels, order = order[: self.batch_speakers], order[self.batch_speakers :]
+            if len(order) >= k:
+                labels, order = order[:k], order[k:]
+            else:
+                # Top up from a fresh permutation without repeating a speaker inside the batch (a repeat
+                # would be a false negative for the contrastive loss).
+                fresh = [int(s) for s in rng.permutation(len(self.speakers))]
+                top_up = [s for s in fresh if s not in order][: k - len(order)]
+                labels, order = order + top_up, [s for s in fresh if s not in top_up]
+            labels = np.array(labels)
             picks = np.stack([self._pick(self.members[s], rng) for s in labels])
             batches.append((labels, picks))
         return batches

@@ -1,0 +1,148 @@
+"""The aggregation modules: invariant to the order of the N utterances where the paper's design is,
+and really aggregating (frame-concat pools frames jointly; query attention weights utterances)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from vpeval.api import PluginContext
+from vpeval_multiutt.attacker import MultiUttAttacker
+from vpeval_multiutt.audio_model import AudioConfig, AudioModel, QueryAttention
+from vpeval_multiutt.fusion import weighted_vector
+from vpeval_multiutt.params import CPU_TEST_SIZE
+from vpeval_multiutt.text_model import AuthorshipHead, contrastive_loss
+from vpeval_multiutt.training import Episodes
+
+CONFIG = AudioConfig(frame_dim=20, channels=(16, 16, 16, 16, 48), attention_channels=8, embedding_dim=16)
+
+
+def model(aggregation: str) -> AudioModel:
+    torch.manual_seed(0)
+    m = AudioModel(CONFIG, aggregation, heads=4, temperature=0.3)
+    return m.eval()
+
+
+def utterances(n: int = 4) -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(1)
+    return [torch.randn(60 + 13 * i, CONFIG.frame_dim, generator=generator) for i in range(n)]
+
+
+@pytest.mark.parametrize("aggregation", ["mean", "query-attention", "frame-concat"])
+def test_side_embedding_ignores_utterance_order(aggregation):
+    m, side = model(aggregation), utterances()
+    with torch.no_grad():
+        a = m.side_embedding(side)
+        b = m.side_embedding([side[i] for i in (2, 0, 3, 1)])
+    torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_frame_concat_pools_frames_jointly_not_utterance_vectors():
+    m, side = model("frame-concat"), utterances()
+    with torch.no_grad():
+        joint = m.side_embedding(side)
+        per_utterance = torch.stack([m.utterance_embeddings(f[None])[0] for f in side]).mean(0)
+        alone = m.side_embedding(side[:1])
+    assert not torch.allclose(joint, per_utterance, atol=1e-3)
+    # One utterance alone is the plain ECAPA-TDNN embedding.
+    torch.testing.assert_close(alone, m.utterance_embeddings(side[0][None])[0], rtol=1e-5, atol=1e-5)
+
+
+def test_training_and_side_paths_agree_for_equal_length_crops():
+    """The batched training path (speakers x N crops) computes what a trial side computes."""
+    crops = torch.randn(2 * 3, 50, CONFIG.frame_dim, generator=torch.Generator().manual_seed(2))
+    for aggregation in ("query-attention", "frame-concat"):
+        m = model(aggregation)
+        with torch.no_grad():
+            batch, rows = m.training_embeddings(crops, 3)
+            sides = torch.stack([m.side_embedding(list(crops[3 * s : 3 * s + 3])) for s in range(2)])
+        assert rows == 1
+        torch.testing.assert_close(batch, sides, rtol=1e-4, atol=1e-4)
+
+
+def test_query_attention_is_permutation_invariant_and_uses_the_temperature():
+    torch.manual_seed(0)
+    attention = QueryAttention(16, heads=4, temperature=0.3).eval()
+    x = torch.randn(3, 5, 16)
+    with torch.no_grad():
+        out = attention(x)
+        shuffled = attention(x[:, torch.randperm(5)])
+        attention.temperature = 3.0
+        cooler = attention(x)
+    assert out.shape == (3, 16)
+    torch.testing.assert_close(out, shuffled, rtol=1e-5, atol=1e-5)
+    assert not torch.allclose(out, cooler, atol=1e-4)
+
+
+def test_authorship_head_is_permutation_invariant():
+    torch.manual_seed(0)
+    head = AuthorshipHead(hidden=24, heads=4, out=8).eval()
+    x = torch.randn(2, 5, 24)
+    with torch.no_grad():
+        torch.testing.assert_close(head(x), head(x[:, [4, 2, 0, 1, 3]]), rtol=1e-5, atol=1e-5)
+
+
+def test_weighted_fusion_vector_gives_the_weighted_score():
+    rng = np.random.default_rng(0)
+    a1, a2, t1, t2 = rng.normal(size=(4, 7))
+    cos = lambda x, y: float(x @ y / np.linalg.norm(x) / np.linalg.norm(y))  # noqa: E731
+    for weights in ((0.5, 0.5), (0.2, 0.8)):
+        v1, v2 = weighted_vector(a1, t1, weights), weighted_vector(a2, t2, weights)
+        assert cos(v1, v2) == pytest.approx(weights[0] * cos(a1, a2) + weights[1] * cos(t1, t2))
+
+
+def test_contrastive_loss_prefers_matching_episodes():
+    x = torch.eye(4)
+    assert contrastive_loss(x, x, 0.01) < 1e-3
+    assert contrastive_loss(x, x[[1, 2, 3, 0]], 0.01) > 10
+
+
+def test_episodes_draw_n_distinct_utterances_of_distinct_speakers(train_corpus):
+    episodes = Episodes(train_corpus.utterances, 3, 5)
+    batches = episodes.epoch(np.random.default_rng(0))
+    assert len(batches) == -(-len(train_corpus) // 15)
+    for labels, picks in batches:
+        assert len(set(labels)) == 5 and picks.shape == (5, 3)
+        for label, row in zip(labels, picks):
+            assert len(set(row)) == 3
+            assert {train_corpus.utterances[k].speaker for k in row} == {episodes.speakers[label]}
+    again = episodes.epoch(np.random.default_rng(0))
+    assert all((a[1] == b[1]).all() for a, b in zip(batches, again))
+
+
+def test_params_defaults_are_the_papers():
+    p = MultiUttAttacker.Params()
+    assert (p.system, p.utterances_per_speaker, p.speakers_per_batch, p.crop_seconds) == ("frame-concat", 5, 64, 4.0)
+    assert (p.margin, p.scale, p.lr, p.weight_decay, p.grad_clip, p.lr_step, p.lr_gamma, p.epochs) == (
+        0.2, 30.0, 5e-4, 1e-4, 1.0, 5, 0.5, 30)
+    assert (p.embedding_dim, p.attention_heads, p.query_temperature) == (192, 4, 0.3)
+    assert (p.text_dim, p.text_temperature, p.text_max_tokens, p.text_lr, p.text_batch_speakers, p.text_epochs) == (
+        512, 0.01, 30, 2e-5, 32, 40)
+    assert (p.fusion_dim, p.fusion_weights, p.fusion_epochs, p.fusion_lr) == (256, (0.5, 0.5), 5, 1e-4)
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"channels": [16, 16, 16]}, "5 values"),
+        ({"channels": [12, 16, 16, 16, 48]}, "multiples of 8"),
+        ({"embedding_dim": 30, "attention_heads": 4}, "multiple of attention_heads"),
+        ({"system": "text", "fusion": "weighted"}, "audio-text only"),
+        ({"system": "frame-concat", "base_share": 0.65}, "base_share"),
+        ({"system": "audio-text", "fusion": "weighted", "base_share": 0.65}, "base_share"),
+        ({"query_temperature": 0}, "greater than 0"),
+        ({"fusion_weights": (0, 0)}, "positive sum"),
+        ({"system": "rjca"}, "system"),
+    ],
+)
+def test_params_refuse_bad_values(bad, message):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=message):
+        MultiUttAttacker.Params(**{**CPU_TEST_SIZE, **bad})
+
+
+@pytest.mark.parametrize("system", ["mean", "query-attention", "frame-concat", "text", "audio-text", "audio-prosody"])
+def test_cpu_test_size_is_valid_for_every_system(system):
+    assert MultiUttAttacker(MultiUttAttacker.Params(**{**CPU_TEST_SIZE, "system": system}), PluginContext()).system == system

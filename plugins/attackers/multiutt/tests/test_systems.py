@@ -1,0 +1,120 @@
+"""Each system trains on a tiny corpus and tells held-out speakers apart; checkpoints round-trip."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from vpeval.api import PluginContext
+from vpeval.errors import ConfigError
+from vpeval.types import TrainingData, TrainingStage
+from vpeval_multiutt.attacker import MultiUttAttacker
+from vpeval_multiutt.params import CPU_TEST_SIZE
+
+# Bigger than CPU_TEST_SIZE so that a few seconds of training learn something measurable.
+SYSTEM_TEST = {
+    **CPU_TEST_SIZE,
+    "channels": [32, 32, 32, 32, 96],
+    "embedding_dim": 32,
+    "crop_seconds": 1.0,
+    "speakers_per_batch": 7,
+    "epochs": 10,
+    "text_epochs": 8,
+    "text_dim": 32,
+    "text_batch_speakers": 14,  # every training speaker a negative in each contrastive batch
+    "text_head_lr": 1e-3,
+    "fusion_epochs": 6,
+    "transcripts": "corpus",
+}
+CHANCE_MARGIN = 0.35  # chance is 0.5; every system must stay clearly below
+
+
+def train(system: str, corpus, work, **overrides) -> MultiUttAttacker:
+    params = MultiUttAttacker.Params(**{**SYSTEM_TEST, "system": system, **overrides})
+    attacker = MultiUttAttacker(params, PluginContext(seed=1, work_dir=work))
+    attacker.train(TrainingData([TrainingStage("original", corpus)]))
+    return attacker
+
+
+@pytest.mark.parametrize(
+    "system", [pytest.param("mean", marks=pytest.mark.slow), "query-attention", "frame-concat"]
+)
+def test_audio_system_learns_speakers(system, train_corpus, heldout, tmp_path, eer_of):
+    attacker = train(system, train_corpus, tmp_path)
+    losses = [r.loss for r in attacker.history.epochs]
+    assert losses[-1] < 0.5 * losses[0]
+    untrained = MultiUttAttacker(attacker.params, PluginContext(seed=1, work_dir=tmp_path / "u"))
+    untrained.audio = untrained._build_audio(untrained._audio_config())  # the weights training started from
+    untrained.audio.eval()
+    before, after = eer_of(untrained, heldout), eer_of(attacker, heldout)
+    assert after < CHANCE_MARGIN, f"{system}: held-out EER {after:.2%} is not clearly below chance"
+    assert after < before, f"{system}: training did not help ({before:.2%} -> {after:.2%})"
+
+
+def test_text_system_reads_word_habits(train_corpus, heldout, tmp_path, eer_of):
+    attacker = train("text", train_corpus, tmp_path)
+    assert attacker.audio is None and attacker.fusion is None
+    assert eer_of(attacker, heldout) < CHANCE_MARGIN
+    # Without the word habits the same audio is anonymous to it: transcripts, not audio, carry its evidence.
+    shuffled = heldout.subset([u.id for u in heldout.utterances])
+    plain = [u.replace(transcript="seven table river paper") for u in shuffled.utterances]
+    from vpeval.types import Corpus
+
+    assert eer_of(attacker, Corpus("same-words", plain)) > 0.45
+
+
+@pytest.fixture(scope="module")
+def audio_text(train_corpus, tmp_path_factory):
+    return train("audio-text", train_corpus, tmp_path_factory.mktemp("audio-text"))
+
+
+def test_audio_text_concat_fusion_learns_speakers(audio_text, heldout, eer_of):
+    stages = {r.stage for r in audio_text.history.epochs}
+    assert stages == {"audio-frame-concat", "text", "fusion-audio-text"}
+    assert eer_of(audio_text, heldout) < CHANCE_MARGIN
+
+
+@pytest.mark.slow
+def test_audio_prosody_fusion_learns_speakers(train_corpus, heldout, tmp_path, eer_of):
+    attacker = train("audio-prosody", train_corpus, tmp_path)
+    assert attacker.fusion.prosody.in_features == 6  # frame level: mean and std over the N utterances
+    assert eer_of(attacker, heldout) < CHANCE_MARGIN
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("system", ["audio-text", "audio-prosody"])
+def test_utterance_level_fusion_learns_speakers(system, train_corpus, heldout, tmp_path, eer_of):
+    attacker = train(system, train_corpus, tmp_path, fusion_level="utterance")
+    assert eer_of(attacker, heldout) < CHANCE_MARGIN
+
+
+def test_checkpoint_round_trips_with_weights_only(audio_text, heldout, tmp_path, monkeypatch, eer_of):
+    audio_text.save(tmp_path)
+    calls = []
+    real_load = torch.load
+    monkeypatch.setattr(torch, "load", lambda *a, **k: calls.append(k) or real_load(*a, **k))
+    restored = MultiUttAttacker(audio_text.params, PluginContext(seed=99, work_dir=tmp_path / "w"))
+    restored.load(tmp_path)
+    assert len(calls) == 3 and all(k.get("weights_only") is True for k in calls)
+    sides = [heldout.utterances[:3], heldout.utterances[3:5]]
+    torch.testing.assert_close(torch.from_numpy(restored.represent_many(sides)),
+                               torch.from_numpy(audio_text.represent_many(sides)))
+    # A frozen sentence encoder is not copied into every checkpoint: it loads from its package.
+    assert all(k.startswith("head.") for k in real_load(tmp_path / "text.pt", weights_only=True))
+    other = MultiUttAttacker(MultiUttAttacker.Params(**{**SYSTEM_TEST, "system": "frame-concat"}), PluginContext())
+    with pytest.raises(ConfigError, match="system 'audio-text'"):
+        other.load(tmp_path)
+    wider = MultiUttAttacker(MultiUttAttacker.Params(**{**SYSTEM_TEST, "system": "audio-text", "embedding_dim": 48}),
+                             PluginContext())
+    with pytest.raises(ConfigError, match="audio network"):
+        wider.load(tmp_path)
+
+
+def test_base_share_splits_speakers_between_encoders_and_fusion(train_corpus, tmp_path):
+    attacker = MultiUttAttacker(MultiUttAttacker.Params(**{**SYSTEM_TEST, "system": "audio-prosody", "base_share": 0.65}),
+                                PluginContext(seed=1, work_dir=tmp_path))
+    base, fusion = attacker._split_speakers(train_corpus)
+    base_speakers, fusion_speakers = {u.speaker for u in base}, {u.speaker for u in fusion}
+    assert base_speakers.isdisjoint(fusion_speakers)
+    assert len(base_speakers) == round(0.65 * len(train_corpus.speakers))
+    assert base_speakers | fusion_speakers == set(train_corpus.speakers)
