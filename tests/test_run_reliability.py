@@ -280,3 +280,12 @@ def test_a_build_folder_left_by_a_killed_run_is_removed_by_the_next_build(tmp_pa
     with cache.lock("score", key), cache.build("score", key) as folder:
         (folder / "done").write_text("1")
     assert not stale.exists() and (cache.path("score", key) / "done").read_text() == "1"
+
+
+def test_a_run_folder_of_a_vpeval_without_markers_is_still_vpevals(tmp_path, fake_plugins):
+    from vpeval.run.folder import MARKER
+
+    run(tmp_path)
+    (tmp_path / "run" / MARKER).unlink()  # as an earlier vpeval left it
+    run(tmp_path)
+    assert (tmp_path / "run" / MARKER).is_file()

@@ -8,6 +8,7 @@ the command line names any) is checked when the experiment is loaded, see config
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -51,7 +52,7 @@ def claim_run_folder(folder: Path, overwrite: bool = False) -> None:
         return
     # Names starting with the marker's are vpeval's own (the lock, the marker's temporary file).
     foreign = sorted(p.name for p in folder.iterdir() if not p.name.startswith(MARKER))
-    if not foreign:
+    if not foreign or _written_before_markers(folder):
         write_text_atomic(folder / MARKER, "This folder was created by vpeval, which may write into it again.\n")
     elif not overwrite:
         raise ConfigError(
@@ -59,6 +60,15 @@ def claim_run_folder(folder: Path, overwrite: bool = False) -> None:
             f"{', ...' if len(foreign) > 3 else ''}; it has no {MARKER} marker); choose another `output` or "
             "`--output`, or pass --overwrite to write into it anyway."
         )
+
+
+def _written_before_markers(folder: Path) -> bool:
+    """A run folder of a vpeval version without markers: its results.json says vpeval wrote it."""
+    try:
+        results = json.loads((folder / "results.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(results, dict) and "vpeval_version" in results and "rows" in results
 
 
 @contextmanager
