@@ -11,7 +11,7 @@ from vpeval.api import PluginContext, Voice
 from vpeval.testing.dummies import speaker_voice, synthesize
 from vpeval.types import Utterance
 from vpeval_embedding_anonymizers.compensation import EmotionCompensation
-from vpeval_speech.prosody import FEATURE_NAMES, prosodic_features
+from vpeval_prosody import FEATURE_NAMES, prosodic_features
 
 # Emotion-like styles: pitch factor and spectral tilt change (the synth corpus varies the same cues).
 STYLES = {"neutral": (1.0, 0.0), "happy": (1.5, 0.03), "sad": (0.7, -0.1), "angry": (1.2, 0.06)}
@@ -73,7 +73,7 @@ def test_prosody_indicator_recognises_styles_of_unseen_speakers(tmp_path, pool_f
     )
     anon = EmotionCompensation(params, PluginContext(seed=0, work_dir=tmp_path / "work"))
     # The SVMs learn from embeddings; fit them on the synthetic vectors, the indicator on the audio.
-    from vpeval_embedding_anonymizers.pool import read_npz
+    from vpeval.speakers import read_npz
 
     anon.base = anon.base_anonymizer()
     anon.fit(read_npz(pool_file, "pool"))

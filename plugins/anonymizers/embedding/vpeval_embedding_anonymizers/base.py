@@ -10,17 +10,24 @@ from pydantic import Field
 
 from vpeval.api import Anonymizer, Params, Voice
 from vpeval.errors import DataError
+from vpeval.speakers import POOL_SEED, CorpusSpec, EncoderSpec, PoolEmbeddings, load_pool
 
-from vpeval_embedding_anonymizers.pool import CorpusSpec, EncoderSpec, PoolEmbeddings, load_pool
+# The default pool: 20 speakers of the built-in synth corpus with a seed of their own, so the pool is
+# speaker-disjoint from an evaluation corpus generated with the experiment seed.
+DEFAULT_POOL = {"preset": "tiny", "speakers": 20, "seed": POOL_SEED}
 
 
 class PoolParams(Params):
     """Where the external speaker pool comes from (speaker-disjoint from the evaluation data)."""
 
     pool: CorpusSpec = Field(
-        default_factory=CorpusSpec, description="Pool corpus {use, params} (default: 20 synth speakers, own seed)."
+        default_factory=lambda: CorpusSpec(use="synth", params=dict(DEFAULT_POOL)),
+        description="Pool corpus {use, params} (default: 20 synth speakers, own seed).",
     )
-    encoder: EncoderSpec = Field(default_factory=EncoderSpec, description="Speaker encoder {use, params}.")
+    encoder: EncoderSpec = Field(
+        default_factory=lambda: EncoderSpec(use="ge2e"),
+        description="Speaker encoder {use, params} (default: the pretrained GE2E).",
+    )
     pool_vectors: str | None = Field(
         None, description="Precomputed pool .npz (embeddings [U, D], speakers [U]) used instead of pool + encoder."
     )

@@ -18,9 +18,9 @@ from pydantic import Field
 
 from vpeval.api import Voice, stable_int
 from vpeval.errors import DataError
+from vpeval.speakers import POOL_SEED, CorpusSpec, PoolEmbeddings, load_pool
 
 from vpeval_embedding_anonymizers.base import EmbeddingAnonymizer, PoolParams
-from vpeval_embedding_anonymizers.pool import POOL_SEED, CorpusSpec, PoolEmbeddings, load_pool
 
 # Emotion data defaults to the synth corpus's acted-emotion preset, with a seed of its own (disjoint
 # from the evaluation corpus and the pool), as seed 003 trains its SVMs on a separate emotion corpus.
@@ -43,7 +43,7 @@ class EmotionCompensation(EmbeddingAnonymizer):
             description="Its parameters; pool, encoder and pool_vectors default to this plugin's own.",
         )
         emotion_corpus: CorpusSpec = Field(
-            default_factory=lambda: CorpusSpec(params=dict(DEFAULT_EMOTION_CORPUS)),
+            default_factory=lambda: CorpusSpec(use="synth", params=dict(DEFAULT_EMOTION_CORPUS)),
             description="Emotion-labelled corpus the SVMs and the indicator learn from (utterance emotion field; "
             "default: the synth 'emotion' preset, 24 speakers x 24 utterances, a seed of its own).",
         )
@@ -108,7 +108,7 @@ class EmotionCompensation(EmbeddingAnonymizer):
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
 
-        from vpeval_speech.prosody import FEATURE_VERSION, RATE, prosodic_features
+        from vpeval_prosody import FEATURE_VERSION, RATE, prosodic_features
 
         if self.params.emotion_vectors:
             raise DataError("emotion-compensation indicator 'prosody' needs audio: set emotion_corpus, "
@@ -182,7 +182,7 @@ class EmotionCompensation(EmbeddingAnonymizer):
 
     def utterance_features(self, utterance) -> np.ndarray:
         """Prosodic features of one utterance, remembered by path (evaluations ask again for the same)."""
-        from vpeval_speech.prosody import RATE, prosodic_features
+        from vpeval_prosody import RATE, prosodic_features
 
         path = getattr(utterance, "path", None)
         if path is None:  # nothing stable to remember it by

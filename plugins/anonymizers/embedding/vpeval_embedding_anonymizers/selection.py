@@ -11,13 +11,12 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator
 
 from vpeval.api import Voice
-from vpeval.errors import ConfigError
+from vpeval.speakers import PoolEmbeddings
 
 from vpeval_embedding_anonymizers.base import EmbeddingAnonymizer, PoolParams
-from vpeval_embedding_anonymizers.pool import PoolEmbeddings
 
 B1_POOL_SIZE = 1160  # LibriTTS train-other-500 speakers, the pool the B1 counts refer to
 
@@ -50,17 +49,19 @@ class Selection(EmbeddingAnonymizer):
     class Params(PoolParams):
         """B1 defaults: 200 farthest, 100 averaged, same gender as the source."""
 
-        farthest: int = Field(200, ge=1, description="How many least-similar pool speakers form the candidate set.")
-        select: int = Field(100, ge=1, description="How many candidates (drawn from the voice's rng) are averaged.")
+        farthest: int = Field(200, ge=1, le=100_000, description="How many least-similar pool speakers form the candidate set.")
+        select: int = Field(100, ge=1, le=100_000, description="How many candidates (drawn from the voice's rng) are averaged.")
         same_gender: bool = Field(
             True, description="Restrict the pool to the source's gender when both are known (B1 does)."
         )
 
-        @model_validator(mode="after")
-        def _check(self):
-            if self.select > self.farthest:
-                raise ConfigError(f"selection select ({self.select}) must not exceed farthest ({self.farthest}).")
-            return self
+        @field_validator("select")
+        @classmethod
+        def _check(cls, value, info):  # a ValueError, so the config layer names the file, line and field
+            farthest = info.data.get("farthest")
+            if farthest is not None and value > farthest:
+                raise ValueError(f"select ({value}) must not exceed farthest ({farthest})")
+            return value
 
     def fit(self, pool: PoolEmbeddings) -> None:
         self.pool = pool

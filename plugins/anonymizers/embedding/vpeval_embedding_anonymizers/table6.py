@@ -25,7 +25,7 @@ from vpeval_embedding_anonymizers.evaluation import embedding_space_table, forma
 
 def corpus_split(context: PluginContext, name: str, preset: str, encoder: str, work: Path):
     """(pool file, pool manifest, evaluation vectors, speakers, emotions, utterances)."""
-    from vpeval_embedding_anonymizers.pool import CorpusSpec, EncoderSpec, embed_corpus
+    from vpeval.speakers import CorpusSpec, EncoderSpec, embed_corpus
 
     spec = CorpusSpec(use=name, params={"preset": preset})
     vectors = embed_corpus(context, spec, EncoderSpec(use=encoder))

@@ -128,7 +128,8 @@ def encoder_context(work_dir: Path) -> PluginContext:
         if kind == "encoder":
             return MfccEncoder(None, PluginContext(work_dir=work_dir / "enc"))
         cls = get_plugin_manager().get(kind, name)
-        return cls(cls.Params(**(params or {})), PluginContext(work_dir=work_dir / kind))
+        # Helpers reach their own helpers (an embedding anonymizer its encoder) through this factory too.
+        return cls(cls.Params(**(params or {})), PluginContext(work_dir=work_dir / kind, plugin_factory=factory))
 
     return PluginContext(seed=1, work_dir=work_dir, plugin_factory=factory)
 

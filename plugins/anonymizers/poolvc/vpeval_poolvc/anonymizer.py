@@ -14,20 +14,22 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from vpeval.api import Anonymizer, Params, Voice
-from vpeval.errors import BadAudioError, DataError
-from vpeval_embedding_anonymizers.pool import CorpusSpec, EncoderSpec
-from vpeval_embedding_anonymizers.selection import selection_counts
+from vpeval.errors import BadAudioError, ConfigError, DataError
+from vpeval.speakers import POOL_SEED, CorpusSpec, EncoderSpec, embed_corpus
 
-from vpeval_poolvc.choice import farthest_random_choice, nearest_speaker, random_choice
+from vpeval_poolvc.choice import farthest_count, farthest_random_choice, nearest_speaker, random_choice
 from vpeval_poolvc.features import envelope_cepstra, mean_normalised
 from vpeval_poolvc.knn import knn_average
 from vpeval_poolvc.pool import AnalysisSettings, PoolSpeakers
 from vpeval_poolvc.world import WorldFeatures, analyse, synthesize
 
 MIN_SECONDS = 0.1  # WORLD needs a few frames; shorter input is zero-padded for analysis
+# The default pool: 20 speakers of the built-in synth corpus with a seed of their own, so the pool is
+# speaker-disjoint from an evaluation corpus generated with the experiment seed.
+DEFAULT_POOL = {"preset": "tiny", "speakers": 20, "seed": POOL_SEED}
 
 
 class PoolVC(Anonymizer):
@@ -41,7 +43,7 @@ class PoolVC(Anonymizer):
         """Pool, pseudo-speaker choice and WORLD/kNN settings."""
 
         pool: CorpusSpec = Field(
-            default_factory=CorpusSpec,
+            default_factory=lambda: CorpusSpec(use="synth", params=dict(DEFAULT_POOL)),
             description="External pool corpus {use, params}, speaker-disjoint from the evaluation data "
             "(default: 20 synth speakers, preset tiny, with a seed of their own).",
         )
@@ -59,15 +61,25 @@ class PoolVC(Anonymizer):
         farthest: int = Field(
             200, ge=1, description="Farthest pool speakers to pick from (B1: 200 of 1,160; smaller pools scale)."
         )
-        k: int = Field(4, ge=1, description="Nearest pool frames averaged per source frame (kNN-VC: 4).")
+        k: int = Field(4, ge=1, le=1000, description="Nearest pool frames averaged per source frame (kNN-VC: 4).")
         f0_method: Literal["dio", "harvest"] = Field(
             "dio", description="WORLD F0 estimator: dio + stonemask (fast) or harvest (robust, ~10x slower)."
         )
-        frame_period: float = Field(5.0, gt=0.0, description="WORLD frame period in ms.")
-        n_mels: int = Field(40, ge=8, description="Mel bands of the matching cepstra.")
-        n_ceps: int = Field(20, ge=2, description="Cepstra per frame (c0, the energy, is dropped).")
-        max_pool_seconds: float = Field(120.0, gt=0.0, description="Speech analysed per pool speaker at most.")
+        # Bounds: shorter WORLD frames multiply the frames (and memory) without limit; more bands than
+        # the spectral envelope's bins, or more cepstra than bands, mean nothing.
+        frame_period: float = Field(5.0, ge=1.0, le=50.0, description="WORLD frame period in ms.")
+        n_mels: int = Field(40, ge=8, le=128, description="Mel bands of the matching cepstra.")
+        n_ceps: int = Field(20, ge=2, le=128, description="Cepstra per frame, at most n_mels (c0, the energy, is dropped).")
+        max_pool_seconds: float = Field(120.0, gt=0.0, le=3600.0, description="Speech analysed per pool speaker at most.")
         normalize: bool = Field(True, description="Scale the output to the input's peak amplitude.")
+
+        @field_validator("n_ceps")
+        @classmethod
+        def _ceps_within_bands(cls, value, info):
+            bands = info.data.get("n_mels")
+            if bands is not None and value > bands:
+                raise ValueError(f"n_ceps ({value}) must not exceed n_mels ({bands}): a DCT of {bands} bands has {bands} cepstra")
+            return value
 
     def prepare(self) -> None:
         if getattr(self, "_pool", None) is not None:
@@ -84,8 +96,6 @@ class PoolVC(Anonymizer):
                 self.context.log.info("poolvc: no encoder named, choosing pool speakers at random")
             self._mode = "random"
         if self._mode != "random":
-            from vpeval_embedding_anonymizers.pool import embed_corpus
-
             if p.encoder is None:
                 raise DataError(f"poolvc selection '{p.selection}' needs an encoder; set encoder: {{use: ge2e}}.")
             self._encoder = self.context.get("encoder", p.encoder.use, dict(p.encoder.params))
@@ -94,18 +104,21 @@ class PoolVC(Anonymizer):
             self._embedding_anonymizer = self.make_embedding_anonymizer()
             self._embedding_anonymizer.prepare()
 
-    def make_embedding_anonymizer(self):
-        from vpeval_embedding_anonymizers.compensation import EmotionCompensation
-        from vpeval_embedding_anonymizers.ohnn import OHNNAnonymizer
-        from vpeval_embedding_anonymizers.selection import Selection
-
+    def make_embedding_anonymizer(self) -> Anonymizer:
+        """The anonymizer named in `selection`, through the core. Its vectors must live in this pool's
+        encoder space, so it gets poolvc's pool and encoder where its parameters have fields of those
+        names (as the embedding anonymizers of vpeval-embedding-anonymizers do) and selection_params
+        does not set them."""
         p = self.params
-        params = {"pool": p.pool.model_dump(), "encoder": p.encoder.model_dump(), **p.selection_params}
-        ours = {cls.name: cls for cls in (Selection, OHNNAnonymizer, EmotionCompensation)}
-        if p.selection in ours:
-            cls = ours[p.selection]
-            return cls(cls.Params(**params), self.context.child(f"selection-{cls.name}"))
-        return self.context.get("anonymizer", p.selection, dict(p.selection_params))
+        anonymizer = self.context.get("anonymizer", p.selection, dict(p.selection_params))
+        if "embedding" not in anonymizer.works_on:
+            raise ConfigError(f"poolvc selection '{p.selection}' does not work on speaker embeddings; name "
+                              "'random', 'farthest-random' or an embedding anonymizer such as selection or ohnn.")
+        ours = {"pool": p.pool.model_dump(), "encoder": p.encoder.model_dump()}
+        shared = {k: v for k, v in ours.items() if k in anonymizer.Params.model_fields and k not in p.selection_params}
+        if not shared:
+            return anonymizer
+        return self.context.get("anonymizer", p.selection, {**shared, **p.selection_params})
 
     def choose_speaker(self, audio: np.ndarray, rate: int, voice: Voice) -> str:
         speakers = self._pool.speakers
@@ -113,7 +126,7 @@ class PoolVC(Anonymizer):
             return speakers[random_choice(len(speakers), voice)]
         if self._mode == "farthest-random":
             draw = float(voice.rng.random())  # the voice's draw first: fixed per speaker key
-            n_far, _ = selection_counts(len(speakers), self.params.farthest, 1)
+            n_far = farthest_count(len(speakers), self.params.farthest)
             return speakers[farthest_random_choice(self.embed(audio, rate), self._means, n_far, draw)]
         pseudo = self._embedding_anonymizer.anonymize_embeddings(self.embed(audio, rate)[None], [voice])[0]
         return speakers[nearest_speaker(pseudo, self._means)]

@@ -21,6 +21,17 @@ def unit(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
 
 
+B1_POOL_SIZE = 1160  # LibriTTS train-other-500 speakers, the pool B1's "200 farthest" refers to
+
+
+def farthest_count(pool_size: int, farthest: int) -> int:
+    """`farthest` when the pool has that many speakers, else the same fraction of the pool as B1 keeps
+    of its 1,160 (at least one)."""
+    if pool_size >= farthest:
+        return farthest
+    return max(1, int(round(pool_size * farthest / B1_POOL_SIZE)))
+
+
 def random_choice(n_speakers: int, voice: Voice) -> int:
     return int(voice.rng.integers(n_speakers))
 

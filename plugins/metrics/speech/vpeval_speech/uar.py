@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+import vpeval_prosody as prosody
 from pydantic import Field
 
 from vpeval.api import Metric, MetricInputs, Params
 from vpeval.errors import MetricInputError
 from vpeval.stats import percentile_interval, speaker_weights
 from vpeval.types import Corpus, MetricResult, Utterance
-from vpeval_speech import acoustic_features, prosody
+from vpeval_speech import acoustic_features
 from vpeval_speech.content_cache import JsonCache, cache_key, file_digest
 from vpeval_speech.emotion_evaluator import (
     FoldOutcome,

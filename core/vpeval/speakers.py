@@ -1,4 +1,5 @@
-"""Speaker embeddings of an external pool (or emotion-labelled) corpus, computed once and cached.
+"""Speaker pools that several plugins share: how a plugin names a corpus or a speaker encoder in its
+parameters, and the speaker embeddings of a corpus, computed once through an encoder plugin and cached.
 
 A pool is either a corpus named like the experiment names corpora ({use, params}) embedded by a
 speaker encoder plugin, or a user's precomputed `.npz` file with arrays `embeddings` [U, D],
@@ -17,28 +18,22 @@ from pydantic import Field
 from vpeval.api import Params, PluginContext, stable_int
 from vpeval.errors import DataError
 
-
-# The built-in synth corpus takes the experiment seed by default, so a pool generated with it would
-# repeat the evaluation corpus's first speakers; a pool seed of its own keeps the pool speaker-disjoint.
+# A corpus plugin that takes the experiment seed by default would repeat the evaluation corpus's
+# first speakers in a pool it generates; pools take this seed (and neighbours of it) instead.
 POOL_SEED = 9_000_001
-DEFAULT_POOL = {"preset": "tiny", "speakers": 20, "seed": POOL_SEED}
 
 
 class CorpusSpec(Params):
     """A corpus the way an experiment names one."""
 
-    use: str = Field("synth", description="Corpus source plugin name.")
-    params: dict[str, Any] = Field(
-        default_factory=lambda: dict(DEFAULT_POOL),
-        description="Its parameters (default: 20 synth speakers with a seed of their own, disjoint from the "
-        "evaluation corpus).",
-    )
+    use: str = Field(description="Corpus source plugin name.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Its parameters.")
 
 
 class EncoderSpec(Params):
     """A speaker encoder plugin and its parameters."""
 
-    use: str = Field("ge2e", description="Speaker encoder plugin name (pretrained GE2E by default).")
+    use: str = Field(description="Speaker encoder plugin name.")
     params: dict[str, Any] = Field(default_factory=dict, description="Its parameters.")
 
 

@@ -1,5 +1,9 @@
-"""Prosodic features of an utterance: the emotion evaluator's default input and emotion compensation's
-audio indicator (vpeval-embedding-anonymizers).
+"""Prosodic features of an utterance: the emotion evaluator's default input (vpeval-speech-metrics) and
+emotion compensation's audio indicator (vpeval-embedding-anonymizers).
+
+A library distribution (vpeval-prosody), not a plugin: it registers nothing, so plugins share it
+without importing each other. Plugins key their feature caches by FEATURE_VERSION: change it with
+any change that moves a number.
 
 Built on Praat (parselmouth): pitch level and spread, pitch movement, voicing, tempo, loudness spread,
 spectral balance and harmonicity, the cues acted emotions (and the synth corpus's styles) vary. Pitch
