@@ -5,6 +5,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
+import vpeval.config  # noqa: F401  (imported before the timing below, which is about parsing, not start-up)
 from vpeval.cli import main
 from vpeval.errors import ConfigError
 from vpeval.yamlsource import MAX_VALUES, parse_yaml
