@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Install vpeval into .venv at the repository root: the pinned dependency lock, the core and every
-# plugin under plugins/ (editable). Idempotent: a second call with nothing changed takes seconds.
+# Install vpeval into .venv at the repository root: the exact versions of requirements.lock, then the core
+# and every distribution under plugins/<group>/<name>/ (plugins and libraries), editable. The
+# pyproject.toml files declare version ranges; the lock is what is tested. Idempotent: a second call with
+# nothing changed takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -14,11 +16,12 @@ want=$(cat requirements.lock pyproject.toml $(printf '%s/pyproject.toml ' $plugi
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
-echo "installing pinned dependencies (first time: a few minutes)"
+echo "installing the locked dependencies (first time: a few minutes)"
 .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.lock
-# --no-deps: every dependency is already pinned in requirements.lock.
+# --no-deps: requirements.lock already installed an exact version inside every declared range
+# (tests/test_packaging.py checks that it does).
 args=(-e .)
 for p in $plugins; do args+=(-e "$p"); done
 .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation "${args[@]}"
 echo "$want" > "$stamp"
-echo "installed vpeval and $(echo "$plugins" | grep -c . || true) plugins into .venv"
+echo "installed vpeval and $(echo "$plugins" | grep -c . || true) plugin and library distributions into .venv"

@@ -110,7 +110,7 @@ version = "0.1.0"
 description = "A vpeval {kind} plugin: {name}"
 readme = "README.md"
 requires-python = ">=3.11"
-dependencies = ["vpeval=={__version__}"]
+dependencies = ["vpeval{compatible_range(__version__)}"]
 
 [project.entry-points.vpeval]
 {name} = "{package}.plugin"
@@ -161,6 +161,14 @@ class Test{class_name}({CONTRACTS[kind]}):
     params = {{}}
 ''')
     return root
+
+
+def compatible_range(version: str) -> str:
+    """The vpeval versions a plugin written against `version` can expect to work with: the same minor
+    line while vpeval is 0.x (a minor release may break plugins), else the same major line."""
+    major, minor = (int(part) for part in version.split(".")[:2])
+    upper = f"{major}.{minor + 1}" if major == 0 else f"{major + 1}"
+    return f">={major}.{minor},<{upper}"
 
 
 def _yaml_use(kind: str, name: str) -> str:
