@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vpeval.api import PluginContext, Voice
+from vpeval.api import Voice
+from vpeval.plugins import plugin_context
 from vpeval.data.audio import read_audio
 from vpeval.stats import equal_error_rate
 from vpeval.testing.realdata import real_data_root
@@ -58,7 +59,7 @@ def main():
     speakers = np.array([r["speaker"] for r in rows])
     audios = [read_audio(VCTK / r["path"], sample_rate=16000)[0] for r in rows]
     work = Path(tempfile.mkdtemp(prefix="vpeval-measure-"))
-    context = PluginContext(seed=0, work_dir=work)
+    context = plugin_context(seed=0, work_dir=work)
     encoder = context.get("encoder", "ge2e")
     asr = context.get("asr", "whisper")
     from vpeval_mcadams.anonymizer import McAdams

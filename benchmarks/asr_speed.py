@@ -28,6 +28,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from vpeval.api import MetricInputs, PluginContext  # noqa: E402
+from vpeval.plugins import plugin_context  # noqa: E402
 from vpeval.data.audio import read_audio  # noqa: E402
 from vpeval.types import Corpus, Utterance  # noqa: E402
 
@@ -87,7 +88,7 @@ def fsdd_wer(count: int) -> tuple[float, dict]:
     from vpeval_speech.wer import WER
 
     with tempfile.TemporaryDirectory() as work:
-        metric = WER(context=PluginContext(work_dir=Path(work), threads=1))
+        metric = WER(context=plugin_context(work_dir=Path(work), threads=1))
         result = metric.compute(MetricInputs(original=fsdd_corpus(count)))[0]
         hypotheses = (Path(work) / "hyp_original.txt").read_text().splitlines()
     return result.value, {**result.details, "examples": hypotheses[:5]}

@@ -117,3 +117,81 @@ def test_code_fingerprint_is_part_of_the_identity(fake_plugins):
     plugin = exp.attackers[0].plugin
     assert len(plugin.code) == 16 and plugin.identity()["code"] == plugin.code
     assert exp.to_dict()["attackers"][0]["code"] == plugin.code
+
+
+# -- one settings model: every data setting out of range is refused at validate ---------------------
+
+from pydantic import ValidationError  # noqa: E402
+
+from vpeval.data.plan import PlanSettings  # noqa: E402
+
+BAD_DATA_SETTINGS = [
+    ("attacker_train_speakers", "1.5"),
+    ("attacker_train_speakers", "-1"),
+    ("attacker_train_speakers", "1.0"),
+    ("attacker_train_speakers", "true"),
+    ("attacker_train_speakers", ".nan"),
+    ("attacker_train_speakers", ".inf"),
+    ("validation_speakers", ".nan"),
+    ("enroll_share", "-.inf"),
+    ("enroll_share", "1.0"),
+    ("target_trials_per_speaker", "0"),
+    ("nontarget_trials_per_speaker", "2.5"),
+    ("same_gender_nontargets", "1"),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), BAD_DATA_SETTINGS)
+def test_every_data_setting_out_of_range_is_one_sentence_at_validate(fake_plugins, field, value):
+    text = GOOD.replace("  corpus: {use: fake-corpus, params: {speakers: 8}}\n",
+                        f"  corpus: {{use: fake-corpus, params: {{speakers: 8}}}}\n  {field}: {value}\n")
+    msg = _error(text)
+    assert msg.startswith(f"exp.yaml, line 5 (data.{field}): ") and "\n" not in msg, msg
+
+
+@pytest.mark.parametrize(("field", "value"), BAD_DATA_SETTINGS)
+def test_the_plan_refuses_what_validate_refuses(field, value):
+    """The data plan's settings and the experiment's data section are one model: no drift."""
+    import yaml
+
+    with pytest.raises(ValidationError):
+        PlanSettings.model_validate({field: yaml.safe_load(value)})
+
+
+@pytest.mark.parametrize(("line", "field"), [
+    ("enroll_utterances: []", "enroll_utterances"),
+    ("enroll_utterances: [1, 3, 1]", "enroll_utterances"),
+    ("enroll_utterances: [0]", "enroll_utterances[0]"),
+    ("protocols: []", "protocols"),
+    ("protocols: [O-O, O-O]", "protocols"),
+    ("seed: -7", "seed"),
+    ("seed: true", "seed"),
+])
+def test_top_level_plan_settings_out_of_range(fake_plugins, line, field):
+    msg = _error(GOOD.replace("seed: 3\n", "") + line + "\n")
+    assert msg.startswith(f"exp.yaml, line 10 ({field}): ") and "\n" not in msg, msg
+
+
+def test_nan_anywhere_in_the_data_section_names_its_line(fake_plugins):
+    text = GOOD.replace("params: {speakers: 8}", "params: {speakers: 8, extra: {x: [1, .nan]}}")
+    msg = _error(text)
+    assert msg.startswith("exp.yaml, line 4 (data.corpus.params.extra.x[1]): nan") and "finite" in msg
+
+
+def test_plugin_params_refuse_nan_and_infinity(fake_plugins):
+    msg = _error(GOOD.replace("low: 1.2", "low: .inf"))
+    assert "exp.yaml, line 6 (anonymizers[0].params.low)" in msg and "finite" in msg
+
+
+def test_the_plan_settings_come_from_the_loaded_experiment(fake_plugins):
+    exp = load_experiment_text(GOOD.replace("params: {speakers: 8}}", "params: {speakers: 8}}\n  attacker_train_speakers: 3")
+                               + "enroll_utterances: [1, 2]\n", "exp.yaml")
+    assert exp.plan_settings == PlanSettings(seed=3, attacker_train_speakers=3, enroll_utterances=[1, 2])
+    assert isinstance(exp.plan_settings.attacker_train_speakers, int)
+    assert load_experiment_text(GOOD, "exp.yaml").plan_settings.attacker_train_speakers == 0.5
+
+
+def test_no_attacker_training_speakers_only_for_pretrained_attackers(fake_plugins):
+    text = GOOD.replace("params: {speakers: 8}}", "params: {speakers: 8}}\n  attacker_train_speakers: 0")
+    msg = _error(text)
+    assert msg.startswith("exp.yaml, line 5 (data.attacker_train_speakers): attacker fake-spectrum trains") and "\n" not in msg

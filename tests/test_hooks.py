@@ -138,3 +138,64 @@ def test_every_hook_has_a_test(hook):
 def test_hook_kinds_cover_the_hookspecs():
     specs = {name for name in dir(hookspecs) if name.startswith("register_")}
     assert specs == set(hookspecs.HOOK_KINDS)
+
+
+def test_hooks_are_called_through_pluggy_with_argument_subsetting():
+    """An implementation declares the hook arguments it uses; one written before `core_version` existed
+    (only `register`) keeps working next to one that reads it."""
+    from vpeval.plugins import _core_version
+
+    class Old(Metric):
+        """Registered by an old-style hook."""
+
+        name = "old-style"
+
+        def compute(self, inputs):
+            return [MetricResult("old-style", 0.0)]
+
+    class New(CorpusSource):
+        """Registered by a hook that reads core_version."""
+
+        name = "new-style"
+
+    seen = {}
+    module = types.ModuleType("two_styles")
+
+    def register_metrics(register):
+        register(Old)
+
+    def register_corpora(register, core_version):
+        seen["core_version"] = core_version
+        register(New)
+
+    module.register_metrics = hookimpl(register_metrics)
+    module.register_corpora = hookimpl(register_corpora)
+    manager = PluginManager()
+    manager.register_module(module, "vpeval-two-styles", "1.0")
+    assert not manager.broken, manager.broken
+    assert manager.get("metric", "old-style") is Old and manager.get("corpus", "new-style") is New
+    assert seen["core_version"] == _core_version()
+    assert Old.distribution == New.distribution == "vpeval-two-styles"
+
+
+def test_classes_keep_the_distribution_of_the_module_that_registered_them():
+    """Hooks run per registered module, so each class is attributed to its own distribution."""
+    first, second = (register_through("register_asr", type(n, (ASR,), {"__doc__": "x", "name": n}))
+                     for n in ("asr-one", "asr-two"))
+    manager = PluginManager()
+    for name, dist in (("asr-three", "vpeval-three"), ("asr-four", "vpeval-four")):
+        module = types.ModuleType(f"attribution_{dist}")
+        cls = type(name, (ASR,), {"__doc__": "x", "name": name})
+        module.register_asr = hookimpl(lambda register, _cls=cls: register(_cls))
+        module.register_asr.__name__ = "register_asr"
+        manager.register_module(module, dist, "1.0")
+    assert manager.registry["asr"]["asr-three"].distribution == "vpeval-three"
+    assert manager.registry["asr"]["asr-four"].distribution == "vpeval-four"
+    assert first.registry["asr"]["asr-one"].distribution == second.registry["asr"]["asr-two"].distribution == "vpeval-hook-test"
+
+
+def test_every_hook_argument_is_documented():
+    text = DOCS.read_text()
+    for hook in HOOKS:
+        for argument in getattr(hookspecs, hook).__code__.co_varnames:
+            assert f"`{argument}`" in text, f"docs/plugin-hooks.md does not mention the {hook} argument {argument}"

@@ -1,5 +1,6 @@
 """Plugin discovery: entry points, broken plugins, duplicate names, limiting what loads."""
 
+import importlib
 import types
 from dataclasses import dataclass
 
@@ -26,15 +27,17 @@ class FakeEntryPoint:
         return self._loader()
 
 
-def metric_module(metric_name: str):
-    cls = type(metric_name.title(), (Metric,), {"__doc__": "A metric.", "name": metric_name,
-                                                "compute": lambda self, inputs: [MetricResult(metric_name, 1.0)]})
+def metric_module(metric_name: str, *more: str):
+    classes = [type(n.title(), (Metric,), {"__doc__": "A metric.", "name": n,
+                                          "compute": lambda self, inputs, n=n: [MetricResult(n, 1.0)]})
+               for n in (metric_name, *more)]
 
     module = types.ModuleType(f"mod_{metric_name.replace('-', '_')}")
 
     @hookimpl
     def register_metrics(register):
-        register(cls)
+        for cls in classes:
+            register(cls)
 
     module.register_metrics = register_metrics
     return module
@@ -64,13 +67,45 @@ def test_broken_plugin_is_listed_and_fails_only_when_used(monkeypatch):
     assert "torchx" in str(info.value)
 
 
-def test_duplicate_names_name_both_distributions(monkeypatch):
+def test_a_duplicate_name_breaks_both_registrations_and_nothing_else(monkeypatch):
+    manager = manager_with(monkeypatch, [
+        FakeEntryPoint("a", "vpeval-first", lambda: metric_module("same", "first-only")),
+        FakeEntryPoint("b", "vpeval-second", lambda: metric_module("same")),
+        FakeEntryPoint("c", "vpeval-third", lambda: metric_module("third")),
+    ])
+    # Loading went on: the other classes of both distributions, and other distributions, work.
+    assert manager.names("metric") == ["first-only", "third"]
+    assert sorted(b.distribution for b in manager.broken) == ["vpeval-first", "vpeval-second"]
+    assert all("'same'" in b.error and "vpeval-first" in b.error and "vpeval-second" in b.error for b in manager.broken)
     with pytest.raises(PluginError) as info:
-        manager_with(monkeypatch, [
-            FakeEntryPoint("a", "vpeval-first", lambda: metric_module("same")),
-            FakeEntryPoint("b", "vpeval-second", lambda: metric_module("same")),
-        ])
-    assert "vpeval-first" in str(info.value) and "vpeval-second" in str(info.value)
+        manager.get("metric", "same")
+    sentence = str(info.value)
+    assert "vpeval-first 2.0 and vpeval-second 2.0" in sentence and "\n" not in sentence
+
+
+def test_a_run_naming_a_duplicated_plugin_fails_with_one_sentence(monkeypatch):
+    from vpeval.config import load_experiment_text
+    from vpeval.errors import ConfigError
+
+    manager = manager_with(monkeypatch, [
+        FakeEntryPoint("a", "vpeval-first", lambda: metric_module("same")),
+        FakeEntryPoint("b", "vpeval-second", lambda: metric_module("same")),
+    ])
+    manager.register_module(importlib.import_module("vpeval.builtins"), "vpeval", "0")
+    text = "name: t\ndata: {corpus: {use: manifest, params: {path: m.csv}}}\nprotocols: [O-O]\nmetrics: [same]\n"
+    with pytest.raises(ConfigError) as info:
+        load_experiment_text(text, "exp.yaml", manager=manager)
+    assert str(info.value).startswith("exp.yaml, line 4 (metrics[0].use): The metric name 'same' is registered by two")
+    assert "vpeval-first" in str(info.value) and "vpeval-second" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_third_registration_of_a_duplicated_name_is_broken_too(monkeypatch):
+    manager = manager_with(monkeypatch, [
+        FakeEntryPoint(n, f"vpeval-{n}", lambda: metric_module("same")) for n in ("a", "b", "c")
+    ])
+    assert sorted(b.distribution for b in manager.broken) == ["vpeval-a", "vpeval-b", "vpeval-c"]
+    with pytest.raises(PluginError, match="vpeval-a 2.0 and vpeval-b 2.0 and vpeval-c 2.0"):
+        manager.get("metric", "same")
 
 
 def test_load_plugins_env_limits_loading(monkeypatch):
@@ -119,3 +154,26 @@ def test_builtin_corpus_sources_are_registered():
     manager = get_plugin_manager()
     assert {"manifest", "kaldi"} <= set(manager.names("corpus"))
     assert manager.registry["corpus"]["manifest"].distribution == "vpeval"
+
+
+def test_the_light_import_contract_sees_a_heavy_library(tmp_path, monkeypatch):
+    """The contract's subprocess check reports a heavy module that a plugin's import loads."""
+    from vpeval.testing.contracts import heavy_modules_after_import
+
+    (tmp_path / "eager_plugin.py").write_text("import sys\nsys.modules['torch'] = sys  # as `import torch` would\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    assert heavy_modules_after_import("eager_plugin", "corpus", "manifest", "vpeval") == ["torch"]
+    assert heavy_modules_after_import("vpeval.data.sources", "corpus", "manifest", "vpeval") == []
+
+
+def test_plugin_context_makes_plugins_from_the_registry(tmp_path):
+    from vpeval.api import PluginContext
+    from vpeval.data.sources import ManifestCorpus
+    from vpeval.plugins import plugin_context
+
+    made = plugin_context(seed=5, work_dir=tmp_path).get("corpus", "manifest", {"path": "x.csv"})
+    assert isinstance(made, ManifestCorpus) and made.params.path == "x.csv"
+    assert made.context.seed == 5 and made.context.work_dir == tmp_path / "corpus-manifest"
+    assert made.context.get("corpus", "kaldi", {"root": "r"}).name == "kaldi"  # children can make plugins too
+    with pytest.raises(PluginError, match="no plugin factory.*plugin_context"):
+        PluginContext(work_dir=tmp_path).get("corpus", "manifest", {"path": "x.csv"})

@@ -17,15 +17,42 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from vpeval.types import Corpus, FrontendOutput, MetricResult, Scores, TrainingData, Utterance
+from vpeval.settings import PlanSettings
+from vpeval.types import Corpus, EvaluationPlan, FrontendOutput, MetricResult, Scores, TrainingData, Utterance
 
 T = TypeVar("T")
 
 
 class Params(BaseModel):
-    """Base for plugin parameters: unknown fields are errors, values are validated on assignment."""
+    """Base for plugin parameters: unknown fields are errors, NaN and infinity are refused (a plugin
+    that means something by them sets `allow_inf_nan=True` in its model_config), values are frozen.
+    """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=True, allow_inf_nan=False)
+
+
+@dataclass(frozen=True)
+class PluginRef:
+    """Marks a Params field that names another plugin, so `vpeval validate` checks the name and its params.
+
+    Put it in the field's annotation; the field holds the plugin's name, or a `{use, params}` mapping or
+    model:
+
+        encoder: Annotated[str, PluginRef("encoder", params="encoder_params")] = "ge2e"
+        encoder_params: dict[str, Any] = {}
+        pool: Annotated[CorpusSpec, PluginRef("corpus")]  # CorpusSpec has `use` and `params`
+
+    `params` names the sibling field that holds the named plugin's parameters (for a plain name).
+    `keywords` are values that are built-in choices, not plugin names (for example "random"); None
+    means no plugin. `works_on` requires an anonymizer that works on "waveform" or "embedding".
+    The core validates the name (unknown names get the nearest installed name) and the parameters,
+    recursively, with the file and line of the nested field; the plugin then calls `context.get`.
+    """
+
+    kind: str
+    params: str | None = None
+    keywords: tuple[str, ...] = ()
+    works_on: str | None = None
 
 
 def stable_int(*parts: object) -> int:
@@ -63,12 +90,18 @@ class PluginContext:
         return path
 
     def get(self, kind: str, name: str, params: dict | None = None) -> Plugin:
-        """Another plugin by kind and name, for helpers such as a speaker `encoder` or an `asr`."""
-        if self.plugin_factory is None:
-            from vpeval.plugins import get_plugin_manager
+        """Another plugin by kind and name, for helpers such as a speaker `encoder` or an `asr`.
 
-            cls = get_plugin_manager().get(kind, name)
-            return cls(cls.Params(**(params or {})), self.child(f"{kind}-{name}"))
+        The plugin_factory that builds it is set by whoever makes the context: the runner, or
+        `vpeval.plugins.plugin_context(...)` in scripts and tests.
+        """
+        if self.plugin_factory is None:
+            from vpeval.errors import PluginError
+
+            raise PluginError(
+                f"this plugin context has no plugin factory, so it cannot make the {kind} '{name}'; create the "
+                "context with vpeval.plugins.plugin_context(...) or pass plugin_factory=..."
+            )
         return self.plugin_factory(kind, name, params)
 
     def progress(self, items: Iterable[T], total: int | None = None, description: str = "") -> Iterable[T]:
@@ -322,8 +355,8 @@ class CorpusSource(Plugin):
         """The whole corpus. Generated corpora build and cache themselves under context.work_dir."""
         raise NotImplementedError
 
-    def evaluation_plan(self, corpus: Corpus, settings: Any) -> Any:
-        """A predefined split and trial lists (a `vpeval.data.plan.EvaluationPlan`), or None.
+    def evaluation_plan(self, corpus: Corpus, settings: PlanSettings) -> EvaluationPlan | None:
+        """A predefined split and trial lists, or None.
 
         Sources whose data comes with its own protocol (VoicePrivacy trial files) return it; the
         default None lets the core split speakers and make trials from the experiment's settings.

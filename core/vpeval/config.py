@@ -9,12 +9,15 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from vpeval.api import PluginRef
 from vpeval.errors import ConfigError, PluginError
+from vpeval.settings import EnrollSizes, PlanSettings, Seed, SplitSettings, StrictModel, non_empty_distinct
 from vpeval.yamlsource import Loc, YamlDocument, format_loc, load_yaml, parse_yaml
 
 SCENARIO_ALIASES = {
@@ -37,8 +40,7 @@ def _plugin_shorthand(value: Any) -> Any:
     return {"use": value} if isinstance(value, str) else value
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+Strict = StrictModel  # unknown keys, true-for-a-number and NaN/infinity are all errors
 
 
 class PluginSpec(Strict):
@@ -95,31 +97,42 @@ class AttackerSpec(Strict):
 AttSpec = Annotated[AttackerSpec, BeforeValidator(_plugin_shorthand)]
 
 
-class DataSpec(Strict):
+def _pipes_from_command_line_only(value: bool) -> bool:
+    """An experiment file may come from someone else; only the person running vpeval may allow commands."""
+    if value:
+        raise ValueError("shell pipes in wav.scp run commands, so only the command line can allow them: remove "
+                         "`allow_pipes` and run `vpeval --allow-pipes ...`")
+    return value
+
+
+def _plain_name(value: str) -> str:
+    if not value.strip() or value in (".", "..") or any(c in value for c in "/\\\0"):
+        raise ValueError("the experiment name must be a plain name (no '/', '\\', '.' or '..'): the default run folder is runs/<name>")
+    return value
+
+
+class DataSpec(SplitSettings):
+    """The `data` section: the corpus, how to treat bad audio, and the split settings (vpeval.settings)."""
+
     corpus: Spec
-    attacker_train_speakers: float | int = Field(
-        default=0.5, description="share (0-1) or number of speakers kept for attacker training"
-    )
-    validation_speakers: float = Field(default=0.1, ge=0, lt=1, description="share of attacker-train speakers for early stopping")
-    enroll_share: float = Field(default=0.5, gt=0, lt=1, description="share of an evaluation speaker's utterances used for enrollment")
-    target_trials_per_speaker: int = Field(default=10, ge=1)
-    nontarget_trials_per_speaker: int = Field(default=10, ge=1)
-    same_gender_nontargets: bool = True
-    gender_balanced_split: bool = Field(default=True, description="balance genders between attacker-train and evaluation speakers")
     on_bad_audio: Literal["fail", "skip"] = "fail"
-    allow_pipes: bool = Field(default=False, description="allow shell pipes in Kaldi wav.scp (runs commands)")
+    allow_pipes: Annotated[bool, AfterValidator(_pipes_from_command_line_only)] = Field(
+        default=False, description="refused: pass --allow-pipes on the command line to run wav.scp shell pipes"
+    )
 
 
 class Experiment(Strict):
-    name: str
-    seed: int = 0
+    name: Annotated[str, AfterValidator(_plain_name)]
+    seed: Seed = 0
     data: DataSpec
     anonymizers: list[AnonSpec] = Field(default_factory=list)
     attackers: list[AttSpec] = Field(default_factory=list)
-    protocols: list[Literal["O-O", "O-A", "A-A"]] = Field(default_factory=lambda: ["O-O", "O-A", "A-A"])
-    enroll_utterances: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1])
+    protocols: Annotated[list[Literal["O-O", "O-A", "A-A"]], non_empty_distinct("protocol", "[O-O, O-A, A-A]")] = Field(
+        default_factory=lambda: ["O-O", "O-A", "A-A"]
+    )
+    enroll_utterances: EnrollSizes = Field(default_factory=lambda: [1])
     metrics: list[Spec] = Field(default_factory=lambda: [PluginSpec(use="eer")])
-    output: str | None = Field(default=None, description="run folder (default runs/<name>)")
+    output: str | None = Field(default=None, description="run folder inside the working directory (default runs/<name>); --output names any")
     threads: int = Field(default=1, ge=1, description="CPU threads for torch and numerical libraries")
     workers: int = Field(default=1, ge=1, description="worker processes for per-utterance stages (anonymization)")
 
@@ -130,9 +143,12 @@ class Experiment(Strict):
         needs_anon = {"O-A", "A-A"} & set(self.protocols) or any(a.train_on == "anonymized" for a in self.attackers)
         if needs_anon and not self.anonymizers:
             raise ValueError("protocols O-A / A-A and train_on: anonymized need at least one anonymizer")
-        if len(set(self.enroll_utterances)) != len(self.enroll_utterances):
-            raise ValueError("enroll_utterances has a value twice")
         return self
+
+    def plan_settings(self) -> PlanSettings:
+        """The one settings object the data plan reads: the data section's split settings, seed and N."""
+        split = self.data.model_dump(include=set(SplitSettings.model_fields))
+        return PlanSettings.model_validate({**split, "seed": self.seed, "enroll_utterances": list(self.enroll_utterances)})
 
 
 # -- resolution: plugin classes and validated params ---------------------------------------------
@@ -190,6 +206,11 @@ class ResolvedExperiment(BaseModel):
     @property
     def output(self) -> Path:
         return Path(self.experiment.output or f"runs/{self.experiment.name}")
+
+    @property
+    def plan_settings(self) -> PlanSettings:
+        """How the data plan splits speakers and draws trials (checked when the experiment loaded)."""
+        return self.experiment.plan_settings()
 
     def to_dict(self) -> dict[str, Any]:
         exp = self.experiment.model_dump(mode="json")
@@ -260,6 +281,9 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
 
         manager = get_plugin_manager()
 
+    non_finite = _non_finite(doc, doc.data.get("data"), ("data",))
+    if non_finite:
+        raise ConfigError("\n".join(non_finite))
     errors: list[str] = []
 
     def plugin(kind: str, spec: PluginSpec | AttackerSpec, loc: Loc, use: str | None = None, params=None) -> ResolvedPlugin | None:
@@ -276,6 +300,10 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
             for err in exc.errors():
                 sub = loc + ("params",) + tuple(err["loc"])
                 errors.append(f"{doc.where(sub)}: {_pydantic_sentence(err, f'{kind} {use}')}")
+            return None
+        before = len(errors)
+        check_references(manager, doc, validated, loc + ("params",), f"{kind} {use}", errors)
+        if len(errors) > before:
             return None
         label = getattr(spec, "label", None) or _label(use, params)
         return ResolvedPlugin(
@@ -325,6 +353,10 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
             label = resolved.label + (f"[{frontend.label}]" if frontend else "")
             label += "" if spec.train_on == "original" or not cls.needs_training else "/semi-informed"
         attackers.append(ResolvedAttacker(label=label, plugin=resolved, train_on=spec.train_on, frontend=frontend, init_from=spec.init_from))
+    trained = [a.plugin.use for a in attackers if manager.get("attacker", a.plugin.use).needs_training]
+    if trained and exp.data.attacker_train_speakers == 0:
+        errors.append(f"{doc.where(('data', 'attacker_train_speakers'))}: attacker {trained[0]} trains, but "
+                      "attacker_train_speakers is 0; give a share such as 0.5 or a number of speakers.")
     by_label = {a.label: a for a in attackers}
     for i, a in enumerate(attackers):
         if a.init_from is None:
@@ -343,6 +375,8 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             errors.append(f"{doc.path}: two {kind}s are both labelled '{sorted(dup)[0]}'; give one a `label:`.")
+    for reserved in {"original", "none"} & set(labels):  # results and data/evaluation_original use these for unanonymized speech
+        errors.append(f"{doc.path}: an anonymizer is labelled '{reserved}', which results use for unanonymized speech; give it another `label:`.")
     if errors:
         raise ConfigError("\n".join(errors))
     assert corpus is not None
@@ -354,6 +388,98 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
         attackers=attackers,
         metrics=[m for m in metrics if m is not None],
     )
+
+
+# -- nested plugin references (PluginRef fields of plugin params) -----------------------------------
+
+MAX_NESTING = 8  # a plugin whose defaults name itself would otherwise recurse forever
+
+
+def check_references(manager, doc: YamlDocument, params: BaseModel, loc: Loc, owner: str, errors: list[str], depth: int = 0) -> None:
+    """Check every plugin that `params` names through a PluginRef field (and what those name, in turn).
+
+    Unknown names get the nearest installed name (or built-in keyword); the named plugin's params are
+    validated with its own Params; every sentence carries the file and line of the nested field.
+    """
+    if depth > MAX_NESTING:
+        errors.append(f"{doc.where(loc)}: plugins name each other more than {MAX_NESTING} levels deep; {owner} "
+                      "probably names itself.")
+        return
+    for field_name, info in type(params).model_fields.items():
+        value = getattr(params, field_name)
+        ref = next((m for m in info.metadata if isinstance(m, PluginRef)), None)
+        if ref is not None:
+            _check_reference(manager, doc, ref, params, field_name, loc, owner, errors, depth)
+        for sub_loc, model in _models_in(value, loc + (field_name,)):
+            check_references(manager, doc, model, sub_loc, owner, errors, depth)
+
+
+def _check_reference(manager, doc, ref: PluginRef, params: BaseModel, field_name: str, loc: Loc, owner: str,
+                     errors: list[str], depth: int) -> None:
+    value = getattr(params, field_name)
+    if isinstance(value, (BaseModel, dict)):  # a {use, params} mapping or model
+        spec = value.model_dump() if isinstance(value, BaseModel) else value
+        name, nested, name_loc, params_loc = spec.get("use"), spec.get("params") or {}, loc + (field_name, "use"), loc + (field_name, "params")
+        if name is None:
+            errors.append(f"{doc.where(loc + (field_name,))}: {owner} field '{field_name}' needs `use: <{ref.kind} plugin>`.")
+            return
+    else:
+        name, name_loc = value, loc + (field_name,)
+        nested = getattr(params, ref.params) if ref.params else {}
+        params_loc = loc + (ref.params,) if ref.params else name_loc
+    if name is None or name in ref.keywords:
+        return
+    if not isinstance(name, str):
+        errors.append(f"{doc.where(name_loc)}: {owner} field '{field_name}' names a {ref.kind} plugin; give its name, got {name!r}.")
+        return
+    names = manager.names(ref.kind)
+    if name not in names:
+        errors.append(f"{doc.where(name_loc)}: {owner} field '{field_name}': {_unknown_reference(manager, ref, name)}")
+        return
+    cls = manager.get(ref.kind, name)
+    if ref.works_on and ref.works_on not in getattr(cls, "works_on", ()):
+        errors.append(f"{doc.where(name_loc)}: {owner} field '{field_name}' needs an {ref.kind} that works on "
+                      f"{ref.works_on}s, and {name} works on {' and '.join(cls.works_on)}s only.")
+        return
+    try:
+        validated = cls.Params.model_validate(nested if isinstance(nested, dict) else dict(nested))
+    except ValidationError as exc:
+        for err in exc.errors():
+            errors.append(f"{doc.where(params_loc + tuple(err['loc']))}: {_pydantic_sentence(err, f'{ref.kind} {name}')}")
+        return
+    check_references(manager, doc, validated, params_loc, f"{ref.kind} {name}", errors, depth + 1)
+
+
+def _unknown_reference(manager, ref: PluginRef, name: str) -> str:
+    if not ref.keywords:
+        return manager.unknown_message(ref.kind, name)
+    choices = ", ".join(f"'{k}'" for k in ref.keywords)
+    close = difflib.get_close_matches(name, [*ref.keywords, *manager.names(ref.kind)], n=1, cutoff=0.5)
+    hint = f"did you mean '{close[0]}'?" if close else f"installed {ref.kind} plugins: {', '.join(manager.names(ref.kind)) or 'none'}."
+    return f"'{name}' is neither {choices} nor an installed {ref.kind} plugin; {hint}"
+
+
+def _models_in(value: Any, loc: Loc):
+    """Pydantic models inside a params value (nested models, lists and dicts of them), with their loc."""
+    if isinstance(value, BaseModel):
+        yield loc, value
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _models_in(item, loc + (i,))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _models_in(item, loc + (key,))
+
+
+def _non_finite(doc: YamlDocument, value: Any, loc: Loc) -> list[str]:
+    """Sentences for NaN or infinite numbers anywhere under `loc` (no data setting is meaningful with one)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [f"{doc.where(loc)}: {value} is not a usable number here; write a finite number."]
+    if isinstance(value, dict):
+        return [e for key, item in value.items() for e in _non_finite(doc, item, loc + (key,))]
+    if isinstance(value, list):
+        return [e for i, item in enumerate(value) for e in _non_finite(doc, item, loc + (i,))]
+    return []
 
 
 def _label(use: str, params: dict[str, Any]) -> str:

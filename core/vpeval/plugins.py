@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import os
 import traceback
 from dataclasses import dataclass, field
 from importlib import metadata
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pluggy
 
 from vpeval import hookspecs
-from vpeval.api import KINDS, Plugin
+from vpeval.api import KINDS, Plugin, PluginContext
 from vpeval.errors import PluginError
 
 ENTRY_POINT_GROUP = "vpeval"
@@ -39,11 +42,16 @@ class Registration:
 
 @dataclass
 class PluginManager:
-    """The registry of plugin classes by kind and name."""
+    """The registry of plugin classes by kind and name.
+
+    A name that two distributions register for one kind is in neither `registry` nor `names`: both
+    registrations are listed in `broken`, and `get` names both distributions.
+    """
 
     pm: pluggy.PluginManager = field(default_factory=lambda: pluggy.PluginManager("vpeval"))
     registry: dict[str, dict[str, Registration]] = field(default_factory=lambda: {k: {} for k in KINDS})
     broken: list[BrokenPlugin] = field(default_factory=list)
+    conflicts: dict[tuple[str, str], list[Registration]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.pm.add_hookspecs(hookspecs)
@@ -77,22 +85,21 @@ class PluginManager:
             self.broken.append(BrokenPlugin(plugin_name, distribution, version, _one_line(exc)))
             return
         new: list[tuple[str, type[Plugin]]] = []
+        others = [p for p in self.pm.get_plugins() if p is not module]
         try:
             for hook_name, kind in hookspecs.HOOK_KINDS.items():
-                for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
-                    if impl.plugin is not module:
-                        continue
-                    impl.function(register=lambda cls, _k=kind: new.append((_k, cls)))
+                # pluggy's own caller, limited to this module so each class keeps its distribution; it
+                # passes each implementation only the arguments it declares (old plugins keep working).
+                caller = self.pm.subset_hook_caller(hook_name, remove_plugins=others)
+                caller(register=lambda cls, _k=kind: new.append((_k, cls)), core_version=_core_version())
             for kind, cls in new:
                 self._check_class(kind, cls)
-        except PluginError:
-            raise
         except Exception as exc:
             self.pm.unregister(module)
             self.broken.append(BrokenPlugin(plugin_name, distribution, version, _one_line(exc)))
             return
         for kind, cls in new:
-            self._add(kind, cls, distribution, version)
+            self._add(kind, cls, distribution, version, plugin_name)
 
     def unregister_module(self, module: object) -> None:
         """Remove a module and the classes it registered (tests use this to clean up fakes)."""
@@ -102,6 +109,13 @@ class PluginManager:
         for kind in self.registry.values():
             for name in [n for n, r in kind.items() if getattr(r.cls, "_registered_by", None) is module or r.cls.__module__ == mod_name]:
                 del kind[name]
+        for (kind, name), regs in list(self.conflicts.items()):
+            left = [r for r in regs if r.cls.__module__ != mod_name]
+            if len(left) < len(regs):
+                self.broken = [b for b in self.broken if b.error != _conflict_message(kind, name, regs)]
+                del self.conflicts[(kind, name)]
+                for reg in left:
+                    self._add(kind, reg.cls, reg.distribution, reg.version, reg.distribution)
 
     def _check_class(self, kind: str, cls: type) -> None:
         base = KINDS[kind]
@@ -110,16 +124,22 @@ class PluginManager:
         if not cls.name:
             raise TypeError(f"{cls.__name__} has no `name`")
 
-    def _add(self, kind: str, cls: type[Plugin], distribution: str, version: str) -> None:
+    def _add(self, kind: str, cls: type[Plugin], distribution: str, version: str, source: str) -> None:
+        new = Registration(cls, distribution, version)
+        key = (kind, cls.name)
         existing = self.registry[kind].get(cls.name)
-        if existing is not None and existing.cls is not cls:
-            raise PluginError(
-                f"Two plugins register the {kind} name '{cls.name}': distribution {existing.distribution} "
-                f"and distribution {distribution}; uninstall one of them or limit loading with {LOAD_ENV}."
-            )
+        if key in self.conflicts or (existing is not None and existing.cls is not cls):
+            # Both (all) registrations of the name are broken; every other plugin keeps working.
+            regs = self.conflicts.pop(key, None) or [self.registry[kind].pop(cls.name)]
+            self.broken = [b for b in self.broken if b.error != _conflict_message(kind, cls.name, regs)]
+            regs.append(new)
+            self.conflicts[key] = regs
+            sentence = _conflict_message(kind, cls.name, regs)
+            self.broken += [BrokenPlugin(f"{r.distribution}: {kind} {cls.name}", r.distribution, r.version, sentence) for r in regs]
+            return
         cls.distribution = distribution
         cls.version = version
-        self.registry[kind][cls.name] = Registration(cls, distribution, version)
+        self.registry[kind][cls.name] = new
 
     # -- lookup ----------------------------------------------------------------------------
 
@@ -129,6 +149,8 @@ class PluginManager:
     def get(self, kind: str, name: str) -> type[Plugin]:
         if kind not in self.registry:
             raise PluginError(f"Unknown plugin kind '{kind}'; kinds are: {', '.join(KINDS)}.")
+        if (kind, name) in self.conflicts:
+            raise PluginError(_conflict_message(kind, name, self.conflicts[(kind, name)]))
         reg = self.registry[kind].get(name)
         if reg is not None:
             return reg.cls
@@ -151,6 +173,12 @@ class PluginManager:
 
     def all(self) -> list[tuple[str, Registration]]:
         return [(kind, reg) for kind in self.registry for reg in sorted(self.registry[kind].values(), key=lambda r: r.cls.name)]
+
+
+def _conflict_message(kind: str, name: str, regs: list[Registration]) -> str:
+    dists = " and ".join(f"{r.distribution} {r.version}" for r in regs)
+    return (f"The {kind} name '{name}' is registered by two distributions, {dists}, so neither is used; "
+            f"uninstall one of them or limit loading with {LOAD_ENV}.")
 
 
 def _normal(name: str) -> str:
@@ -181,6 +209,26 @@ def get_plugin_manager(refresh: bool = False) -> PluginManager:
     return _manager
 
 
+def plugin_context(seed: int = 0, work_dir: str | Path = ".vpeval-work", manager: PluginManager | None = None,
+                   **fields: Any) -> PluginContext:
+    """A PluginContext whose `get` makes plugins from the installed registry, for scripts and tests.
+
+    The runner makes its own contexts (with its cache folders and progress bars); anything else that
+    hands a plugin a context from which it may `get` another plugin makes it here. `fields` are other
+    PluginContext fields (threads, options, ...).
+    """
+    context = PluginContext(seed=seed, work_dir=Path(work_dir), **fields)
+    registry = manager
+
+    def make(kind: str, name: str, params: dict | None) -> Plugin:
+        cls = (registry or get_plugin_manager()).get(kind, name)
+        return cls(cls.Params.model_validate(params or {}), context.child(f"{kind}-{name}"))
+
+    context.plugin_factory = make
+    return context
+
+
+@functools.cache
 def _core_version() -> str:
     try:
         return metadata.version("vpeval")

@@ -8,9 +8,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from vpeval.settings import PlanSettings
 
 PROTOCOLS = ("O-O", "O-A", "A-A")
 
@@ -239,3 +242,21 @@ class TrainingData:
                 seen.add(uid)
                 utts.append(u if uid == u.id else u.replace(id=uid))
         return Corpus("training", utts, genders)
+
+
+@dataclass
+class EvaluationPlan:
+    """The split and the trials of one experiment, made by the core or given by a corpus source.
+
+    `evaluation` holds every evaluation utterance (enrollment pool + trial pool); `enroll_ids` and
+    `test_ids` are the two pools, disjoint. `notes` lists what the plan had to compromise on.
+    """
+
+    train: Corpus
+    validation: Corpus | None
+    evaluation: Corpus
+    enroll_ids: list[str]
+    test_ids: list[str]
+    trial_lists: dict[int, TrialList]
+    settings: PlanSettings
+    notes: list[str] = field(default_factory=list)

@@ -1,12 +1,17 @@
 """Contract suites: the behaviour every plugin of a kind promises, as pytest test classes to subclass.
 
 Each suite checks discovery through entry points, the Params contract (defaults validate, unknown
-fields are refused, values round-trip), and the kind's own promises (shapes, sample rates,
-determinism under the seed, save/load).
+fields are refused, values round-trip), that importing the plugin loads no heavy library, and the
+kind's own promises (shapes, sample rates, determinism under the seed, save/load).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -14,10 +19,30 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from vpeval.api import Anonymizer, Attacker, Frontend, MetricInputs, PluginContext, SpeakerEncoder, Voice
+from vpeval.api import ASR, Anonymizer, Attacker, CorpusSource, Frontend, MetricInputs, SpeakerEncoder, Transcript, Voice
 from vpeval.errors import MetricInputError
+from vpeval.plugins import LOAD_ENV, plugin_context
+from vpeval.settings import PlanSettings
 from vpeval.testing.dummies import make_corpus, speaker_voice, synthesize
-from vpeval.types import FrontendOutput, MetricResult, Scores, TrainingData, TrainingStage
+from vpeval.types import Corpus, EvaluationPlan, FrontendOutput, MetricResult, Scores, TrainingData, TrainingStage
+
+# Libraries that take seconds to import or pull in GPU runtimes: a plugin imports them in methods.
+HEAVY_MODULES = ("torch", "transformers", "speechbrain", "faster_whisper", "ctranslate2", "parselmouth")
+
+
+def heavy_modules_after_import(module: str, kind: str, name: str, distribution: str) -> list[str]:
+    """Heavy libraries loaded in a fresh interpreter by importing `module` and registering its plugin."""
+    code = (
+        "import importlib, json, sys\n"
+        f"importlib.import_module({module!r})\n"
+        "from vpeval.plugins import get_plugin_manager\n"
+        f"get_plugin_manager().get({kind!r}, {name!r})\n"
+        f"print(json.dumps(sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules)))\n"
+    )
+    env = {**os.environ, LOAD_ENV: distribution}  # only this plugin's distribution registers
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 class _Contract:
@@ -34,7 +59,7 @@ class _Contract:
     def make(self, tmp_path: Path, seed: int | None = None, **overrides):
         cls = self.plugin_class()
         params = cls.Params.model_validate({**self.params, **overrides})
-        context = PluginContext(seed=self.seed if seed is None else seed, work_dir=Path(tmp_path) / "work")
+        context = plugin_context(seed=self.seed if seed is None else seed, work_dir=Path(tmp_path) / "work")
         return cls(params, context)
 
     def test_discovered_through_entry_points(self):
@@ -55,9 +80,12 @@ class _Contract:
             cls.Params.model_validate({**self.params, "no_such_parameter_xyz": 1})
 
     def test_import_is_light(self):
-        """Heavy dependencies load on use: the class must exist without its models being loaded."""
+        """Heavy dependencies load on use: importing and registering the plugin, in a fresh interpreter,
+        loads none of HEAVY_MODULES (so `vpeval plugins` and `vpeval validate` stay fast)."""
         cls = self.plugin_class()
         assert cls.__doc__, f"{cls.__name__} needs a docstring: `vpeval describe` shows it"
+        heavy = heavy_modules_after_import(cls.__module__, self.kind, self.plugin_name, cls.distribution)
+        assert heavy == [], f"importing {cls.__module__} loads {heavy}; import them inside methods"
 
 
 def _audio(sample_rate: int, seconds: float = 1.0, speaker: int = 0, seed: int = 0) -> np.ndarray:
@@ -127,7 +155,7 @@ class AttackerContract(_Contract):
             from vpeval.plugins import get_plugin_manager
 
             fcls = get_plugin_manager().get("frontend", self.frontend_name)
-            frontend = fcls(fcls.Params.model_validate(self.frontend_params), PluginContext(seed=self.seed, work_dir=tmp_path / "fe"))
+            frontend = fcls(fcls.Params.model_validate(self.frontend_params), plugin_context(seed=self.seed, work_dir=tmp_path / "fe"))
             frontend.fit(train)
             attacker.frontend = frontend
         return attacker
@@ -257,3 +285,104 @@ class EncoderContract(_Contract):
         if encoder.dim:
             assert x.shape[0] == encoder.dim
         np.testing.assert_allclose(self._encoder(tmp_path / "b").embed(audio), x, rtol=1e-5, atol=1e-6)
+
+
+class CorpusContract(_Contract):
+    """A corpus source: a non-empty, well-labelled corpus with readable audio, the same on every load,
+    and an evaluation plan (if it brings one) whose pools and trials stay inside the corpus.
+
+    Sources that read files override `source_params(tmp_path)` to write them and return real params;
+    `params` then only needs to validate.
+    """
+
+    kind = "corpus"
+    audio_checked_per_speaker: ClassVar[int] = 1  # reading every file of a large corpus would be slow
+
+    def source_params(self, tmp_path: Path) -> dict[str, Any]:
+        return dict(self.params)
+
+    def _source(self, tmp_path: Path, work: str = "work") -> CorpusSource:
+        cls = self.plugin_class()
+        params = cls.Params.model_validate(self.source_params(tmp_path))
+        return cls(params, plugin_context(seed=self.seed, work_dir=Path(tmp_path) / work))
+
+    def test_load_gives_labelled_readable_speech(self, tmp_path):
+        corpus = self._source(tmp_path).load()
+        assert isinstance(corpus, Corpus) and len(corpus) > 0, "a corpus source loads at least one utterance"
+        assert corpus.fingerprint, "the cache keys on the corpus fingerprint: set it (vpeval.data.fingerprint)"
+        assert len(corpus.speakers) >= 2, "speaker verification needs at least two speakers"
+        for u in corpus.utterances:
+            assert u.id and not re.search(r"\s", u.id), f"utterance id {u.id!r} is empty or has white space"
+            assert u.speaker and not re.search(r"\s", u.speaker), f"speaker {u.speaker!r} of {u.id} is empty or has white space"
+            assert u.gender in (None, "f", "m"), f"gender of {u.id} is {u.gender!r}, not f, m or None"
+            assert u.sample_rate is None or u.sample_rate > 0
+            assert Path(u.path).is_file(), f"{u.id}: {u.path} is not a file"
+        for utterances in corpus.by_speaker().values():
+            for u in utterances[: self.audio_checked_per_speaker]:
+                audio = u.load()
+                assert audio.dtype == np.float32 and audio.ndim == 1 and len(audio) > 0 and np.isfinite(audio).all()
+
+    def test_load_is_deterministic(self, tmp_path):
+        first = self._source(tmp_path, "a").load()
+        second = self._source(tmp_path, "b").load()
+        assert [(u.id, u.speaker, u.gender) for u in first] == [(u.id, u.speaker, u.gender) for u in second]
+        assert first.fingerprint == second.fingerprint
+
+    def test_evaluation_plan_is_none_or_inside_the_corpus(self, tmp_path):
+        source = self._source(tmp_path)
+        corpus = source.load()
+        plan = source.evaluation_plan(corpus, PlanSettings())
+        if plan is None:
+            return
+        assert isinstance(plan, EvaluationPlan)
+        assert not set(plan.enroll_ids) & set(plan.test_ids), "an utterance is both enrollment and trial"
+        assert set(plan.enroll_ids) | set(plan.test_ids) <= {u.id for u in plan.evaluation}
+        assert not set(plan.train.speakers) & set(plan.evaluation.speakers), "attacker training sees evaluation speakers"
+        for trials in plan.trial_lists.values():
+            for t in trials.trials:
+                assert set(t.enroll) <= set(plan.enroll_ids) and set(t.test) <= set(plan.test_ids)
+
+
+class ASRContract(_Contract):
+    """A speech recognizer: a Transcript with text and time-ordered words inside the audio, the same
+    text on every call, silence without an error, and (where the plugin gives one) a recording read right.
+    """
+
+    kind = "asr"
+
+    def recording(self) -> tuple[np.ndarray, str] | None:
+        """Override: mono float32 speech at the plugin's sample rate and its words, to check accuracy."""
+        return None
+
+    def _speech(self) -> np.ndarray:
+        given = self.recording()
+        return given[0] if given is not None else _audio(self.plugin_class().sample_rate, 1.5)
+
+    def test_transcript_is_well_formed(self, tmp_path):
+        asr = self.make(tmp_path)
+        audio = self._speech()
+        out = asr.transcribe(audio)
+        assert isinstance(out, Transcript) and isinstance(out.text, str)
+        seconds = len(audio) / asr.sample_rate
+        starts = [start for _, start, _ in out.words]
+        assert starts == sorted(starts), "words are in time order"
+        for word, start, end in out.words:
+            assert isinstance(word, str) and 0.0 <= start <= end <= seconds + 0.5, (word, start, end)
+
+    def test_same_audio_same_text(self, tmp_path):
+        audio = self._speech()
+        assert self.make(tmp_path / "a").transcribe(audio).text == self.make(tmp_path / "b").transcribe(audio).text
+
+    def test_silence_is_not_an_error(self, tmp_path):
+        asr = self.make(tmp_path)
+        out = asr.transcribe(np.zeros(asr.sample_rate // 2, dtype=np.float32))
+        assert isinstance(out, Transcript) and isinstance(out.text, str)
+
+    def test_reads_a_recording(self, tmp_path):
+        given = self.recording()
+        if given is None:
+            pytest.skip("the plugin's tests give no recording with its words")
+        audio, words = given
+        def norm(text: str) -> str:
+            return " ".join(re.sub(r"[^a-z0-9' ]", " ", text.lower()).split())
+        assert norm(self.make(tmp_path).transcribe(audio).text) == norm(words)

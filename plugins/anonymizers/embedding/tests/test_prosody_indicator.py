@@ -7,7 +7,8 @@ import csv
 import numpy as np
 import soundfile as sf
 
-from vpeval.api import PluginContext, Voice
+from vpeval.api import Voice
+from vpeval.plugins import plugin_context
 from vpeval.testing.dummies import speaker_voice, synthesize
 from vpeval.types import Utterance
 from vpeval_embedding_anonymizers.compensation import EmotionCompensation
@@ -71,7 +72,7 @@ def test_prosody_indicator_recognises_styles_of_unseen_speakers(tmp_path, pool_f
         pool_vectors=pool_file, emotion_vectors=None, indicator="prosody", base_params={"epochs": 20},
         emotion_corpus={"use": "manifest", "params": {"path": str(manifest)}},
     )
-    anon = EmotionCompensation(params, PluginContext(seed=0, work_dir=tmp_path / "work"))
+    anon = EmotionCompensation(params, plugin_context(seed=0, work_dir=tmp_path / "work"))
     # The SVMs learn from embeddings; fit them on the synthetic vectors, the indicator on the audio.
     from vpeval.speakers import read_npz
 

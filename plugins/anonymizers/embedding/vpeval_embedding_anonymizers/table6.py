@@ -19,6 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from vpeval.api import PluginContext, Voice
+from vpeval.plugins import plugin_context
 
 from vpeval_embedding_anonymizers.evaluation import embedding_space_table, format_table
 
@@ -63,7 +64,7 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="vpeval-table6-"))
     work.mkdir(parents=True, exist_ok=True)
-    context = PluginContext(seed=args.seed, work_dir=work)
+    context = plugin_context(seed=args.seed, work_dir=work)
     args.indicator = args.indicator or ("prosody" if args.corpus else "classifier")
     if args.corpus:
         pool_file, manifest, x, speakers, emotions, utts = corpus_split(context, args.corpus, args.preset,

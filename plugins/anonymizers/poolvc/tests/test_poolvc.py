@@ -11,6 +11,7 @@ import pytest
 import soundfile as sf
 
 from vpeval.api import PluginContext, SpeakerEncoder, Voice
+from vpeval.plugins import plugin_context
 from vpeval.testing.contracts import AnonymizerContract
 from vpeval.testing.dummies import make_corpus
 from vpeval.testing.scorers import mfcc_eers, mfcc_mean
@@ -43,7 +44,7 @@ def voice(key, level="utterance"):
 
 @pytest.fixture(scope="module")
 def anonymizer(tmp_path_factory):
-    anon = PoolVC(PoolVC.Params(pool=POOL, selection="random"), PluginContext(1, tmp_path_factory.mktemp("w")))
+    anon = PoolVC(PoolVC.Params(pool=POOL, selection="random"), plugin_context(1, tmp_path_factory.mktemp("w")))
     anon.prepare()
     return anon
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from vpeval.api import PluginContext
+from vpeval.plugins import plugin_context
 from vpeval.errors import ConfigError, MissingModelError
 from vpeval.testing.dummies import make_corpus
 from vpeval.types import TrainingData, TrainingStage
@@ -144,7 +145,7 @@ def test_encoder_trains_itself_once_on_a_named_corpus(corpus, heldout, tmp_path)
             writer.writerow([u.path, u.speaker, u.gender or ""])
     params = EcapaEncoder.Params(train_corpus={"use": "manifest", "params": {"path": str(manifest)}},
                                  train_params={**TINY, "epochs": 6})
-    encoder = EcapaEncoder(params, PluginContext(seed=1, work_dir=tmp_path / "work"))
+    encoder = EcapaEncoder(params, plugin_context(seed=1, work_dir=tmp_path / "work"))
     vectors = np.stack([encoder.embed(u.load(16000)) for u in heldout.utterances])
     assert vectors.shape == (len(heldout), TINY["embedding_dim"])
     # The network learned speakers: cosine EER on speakers it never saw is far below chance.
@@ -156,7 +157,7 @@ def test_encoder_trains_itself_once_on_a_named_corpus(corpus, heldout, tmp_path)
     # A second encoder with the same parameters and work folder loads the cached model.
     (model,) = (tmp_path / "work" / "trained").glob("*/embedding_model.pt")
     stamp = model.stat().st_mtime_ns
-    again = EcapaEncoder(params, PluginContext(seed=1, work_dir=tmp_path / "work"))
+    again = EcapaEncoder(params, plugin_context(seed=1, work_dir=tmp_path / "work"))
     np.testing.assert_array_equal(again.embed(heldout.utterances[0].load(16000)), vectors[0])
     assert model.stat().st_mtime_ns == stamp
     with pytest.raises(MissingModelError, match="train_corpus needs `use"):
