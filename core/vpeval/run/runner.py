@@ -28,7 +28,7 @@ from vpeval.run.executor import LocalExecutor
 from vpeval.run.folder import claim_run_folder, experiment_run_folder, run_folder_lock
 from vpeval.run.names import utterance_file
 from vpeval.run.stored import SpeechFiles, Stored, StoredMetricResults, StoredPlugin, StoredScores, StoredSpeech
-from vpeval.types import Corpus, MetricResult, Scores, TrainingData, TrainingStage, TrialList, Utterance
+from vpeval.types import Corpus, EvaluationPlan, MetricResult, Scores, TrainingData, TrainingStage, TrialList, Utterance
 
 CACHE_ENV = "VPEVAL_CACHE"
 
@@ -64,7 +64,7 @@ class RunState:
 
     console: RunConsole
     executor: LocalExecutor
-    plan: Any = None  # the EvaluationPlan, once the data stage made it
+    plan: EvaluationPlan | None = None  # once the data stage made it
     fingerprint: str = ""  # the corpus's content fingerprint, part of every stage key
     timings: dict[str, float] = field(default_factory=dict)
     executed: dict[str, list[str]] = field(default_factory=dict)  # stage -> labels computed (not reused)
@@ -263,7 +263,7 @@ class Runner:
         self.state.timings["data"] = time.perf_counter() - started
         return corpus, plan, skipped
 
-    def _speech_metrics(self) -> list[Metric]:
+    def _speech_metrics(self) -> list[tuple[ResolvedPlugin, type[Metric]]]:
         return self._metrics("speech")
 
     def _metrics(self, needs: str) -> list[tuple[ResolvedPlugin, type[Metric]]]:
