@@ -289,3 +289,8 @@ def test_a_run_folder_of_a_vpeval_without_markers_is_still_vpevals(tmp_path, fak
     (tmp_path / "run" / MARKER).unlink()  # as an earlier vpeval left it
     run(tmp_path)
     assert (tmp_path / "run" / MARKER).is_file()
+
+
+def test_an_anonymizer_cannot_take_the_label_of_original_speech(fake_plugins):
+    with pytest.raises(ConfigError, match="labelled 'original'"):
+        load_experiment_text(SMALL.replace("anonymizers: [fake-shift]", "anonymizers: [{use: fake-shift, label: original}]"))
