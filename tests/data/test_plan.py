@@ -148,3 +148,24 @@ def test_trial_and_side_files_round_trip(plan, tmp_path):
         assert first == [tl.trials[0].enroll_id, tl.trials[0].test_id, "target" if tl.trials[0].target else "nontarget"]
         assert read_sides(sides)[tl.trials[0].enroll_id] == tl.trials[0].enroll
         assert _as_rows(read_trial_list(trials, sides, plan.evaluation, n)) == _as_rows(tl)
+
+
+def test_n_equal_to_the_pool_size_gives_distinct_trials_only_and_a_note():
+    # Two evaluation speakers of 6 utterances: pools of 3, so N = 3 has one set per side.
+    corpus = labels_corpus(speakers=2, utterances=6, sessions=0)
+    plan = make_plan(corpus, PlanSettings(seed=0, attacker_train_speakers=0, enroll_utterances=[3]))
+    trials = plan.trial_lists[3].trials
+    pairs = [(frozenset(t.enroll), frozenset(t.test), t.target) for t in trials]
+    assert len(pairs) == len(set(pairs)) == 4  # one target and one non-target per speaker
+    assert [n for n in plan.notes if n.startswith("N=3")] and "2 target and 2 non-target trials instead of 20 and 20" in plan.notes[-1]
+
+
+def test_a_pool_a_little_larger_than_n_gives_every_distinct_pair_it_can():
+    # Pools of 4 and N = 3: 4 sets a side, 16 distinct target pairs, more than the 10 asked.
+    corpus = labels_corpus(speakers=2, utterances=8, sessions=0)
+    plan = make_plan(corpus, PlanSettings(seed=0, attacker_train_speakers=0, enroll_utterances=[3]))
+    targets = [(frozenset(t.enroll), frozenset(t.test)) for t in plan.trial_lists[3].trials if t.target]
+    assert len(targets) == len(set(targets)) == 2 * 10
+    nontargets = [(frozenset(t.enroll), frozenset(t.test)) for t in plan.trial_lists[3].trials if not t.target]
+    assert len(nontargets) == len(set(nontargets)) == 2 * 10
+    assert not [n for n in plan.notes if n.startswith("N=3")]

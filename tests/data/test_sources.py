@@ -39,7 +39,7 @@ def kaldi_source(root, work, **params):
 
 @pytest.fixture
 def vpc(tmp_path):
-    corpus = make_corpus(tmp_path / "wav", speakers=6, utterances=6, seconds=0.1)
+    corpus = make_corpus(tmp_path / "wav", speakers=6, utterances=6, seconds=0.15)
     lines = vpc_layout(tmp_path / "data", corpus)
     return tmp_path / "data", corpus, lines
 
@@ -144,7 +144,10 @@ def test_manifest_source_loads_real_vctk_with_a_fingerprint(tmp_path):
     checked, skipped = scan_corpus(corpus, "fail")
     assert not skipped and all(u.sample_rate == 16000 for u in checked)
     plan = make_plan(checked, PlanSettings(attacker_train_speakers=2, enroll_utterances=[1, 5]))
-    assert len(plan.evaluation.speakers) == 2 and len(plan.trial_lists[5]) == 2 * 20
+    # 10 utterances a speaker: pools of 5, so N = 5 has one distinct set per side: one target and one
+    # non-target trial per speaker (not 10 copies of each), and a note says so.
+    assert len(plan.evaluation.speakers) == 2 and len(plan.trial_lists[5]) == 2 * 2
+    assert any("N=5" in note and "distinct" in note for note in plan.notes)
 
 
 def test_experiment_level_allow_pipes_reaches_the_kaldi_source(small_corpus, tmp_path):
@@ -156,3 +159,41 @@ def test_experiment_level_allow_pipes_reaches_the_kaldi_source(small_corpus, tmp
         KaldiCorpus(params, PluginContext(work_dir=tmp_path / "w")).load()
     allowed = KaldiCorpus(params, PluginContext(work_dir=tmp_path / "w", options={"allow_pipes": True})).load()
     assert len(allowed) == len(small_corpus) and all(u.path.startswith(str(tmp_path / "w" / "pipes")) for u in allowed)
+
+
+def test_an_utterance_in_both_the_enrolls_and_a_trials_folder_is_refused_with_both_lines(vpc, tmp_path):
+    root, corpus, _ = vpc
+    enrolls, trials = root / "libri_dev_enrolls", root / "libri_dev_trials_f"
+    shared = (enrolls / "wav.scp").read_text().splitlines()[0]  # same id, same file
+    utt = shared.split()[0]
+    for name in ("wav.scp", "utt2spk"):
+        line = next(l for l in (enrolls / name).read_text().splitlines() if l.split()[0] == utt)
+        (trials / name).write_text((trials / name).read_text() + line + "\n")
+    source = kaldi_source(root, tmp_path / "work")
+    loaded = source.load()  # the shared id is prefixed per folder, so ids alone cannot tell
+    count = len((trials / "wav.scp").read_text().splitlines())
+    with pytest.raises(DataError, match=rf"trials_f/wav\.scp line {count} lists .*, which .*enrolls/wav\.scp line 1 lists for enrollment"):
+        source.evaluation_plan(loaded, PlanSettings())
+
+
+def test_a_repeated_trial_line_is_refused_with_both_lines(vpc, tmp_path):
+    root, _, lines = vpc
+    trials = root / "libri_dev_trials_m" / "trials"
+    trials.write_text(trials.read_text() + "\n" + lines["m"][1] + "\n")
+    source = kaldi_source(root, tmp_path / "work")
+    with pytest.raises(DataError, match=rf"trials line {len(lines['m']) + 2} repeats the trial '{' '.join(lines['m'][1].split()[:2])}' of"):
+        source.evaluation_plan(source.load(), PlanSettings())
+
+
+@pytest.mark.parametrize("flip", ["target", "nontarget"])
+def test_a_trial_label_that_contradicts_utt2spk_is_refused(vpc, tmp_path, flip):
+    root, _, lines = vpc
+    trials = root / "libri_dev_trials_f" / "trials"
+    k = next(i for i, line in enumerate(lines["f"]) if line.split()[2] == flip)
+    wrong = lines["f"][:]
+    spk, utt, _ = wrong[k].split()
+    wrong[k] = f"{spk} {utt} {'nontarget' if flip == 'target' else 'target'}"
+    trials.write_text("\n".join(wrong) + "\n")
+    source = kaldi_source(root, tmp_path / "work")
+    with pytest.raises(DataError, match=rf"trials line {k + 1} labels '{spk} {utt}' .*utt2spk gives {utt} the speaker"):
+        source.evaluation_plan(source.load(), PlanSettings())

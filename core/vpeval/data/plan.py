@@ -18,21 +18,90 @@ state, and adding a speaker or an N leaves everything else as it was.
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from vpeval.api import stable_int
-from vpeval.data.kaldi import read_trials
+from vpeval.data.kaldi import numbered_trials, read_trials
 from vpeval.errors import DataError
+from vpeval.types import Corpus, Trial, TrialList, Utterance
 
-# PlanSettings and EvaluationPlan live in leaf modules (vpeval.api types them); importable from here too.
-from vpeval.settings import PlanSettings
-from vpeval.types import Corpus, EvaluationPlan, Trial, TrialList, Utterance
+
+class PlanSettings(BaseModel):
+    """How the core splits a corpus and makes trials (the experiment's data section)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seed: int = Field(0, description="Seed of every split and trial draw.")
+    attacker_train_speakers: int | float = Field(
+        0.5,
+        description="Speakers for attacker training: a fraction in (0, 1) of all speakers, or a count; "
+        "the rest are evaluation speakers.",
+    )
+    validation_speakers: float = Field(
+        0.1, ge=0.0, lt=1.0, description="Fraction of the attacker-train speakers held out for early stopping."
+    )
+    enroll_utterances: list[int] = Field(
+        default_factory=lambda: [1],
+        description="Utterances per trial side, N; 1 is VoicePrivacy's single-utterance trials, larger N "
+        "draws nested sets from the pools (seed 000).",
+    )
+    enroll_share: float = Field(
+        0.5, gt=0.0, lt=1.0, description="Fraction of an evaluation speaker's utterances in its enrollment pool."
+    )
+    target_trials_per_speaker: int = Field(10, ge=0, description="Target trials per evaluation speaker and N.")
+    nontarget_trials_per_speaker: int = Field(10, ge=0, description="Non-target trials per evaluation speaker and N.")
+    same_gender_nontargets: bool = Field(True, description="Draw non-target trials from speakers of the same gender.")
+    gender_balanced_split: bool = Field(
+        True, description="Split each gender in the same proportion between attacker training and evaluation."
+    )
+
+    @field_validator("attacker_train_speakers")
+    @classmethod
+    def _share_or_count(cls, value: int | float) -> int | float:
+        if isinstance(value, bool):
+            raise ValueError("give a fraction in (0, 1) or a number of speakers")
+        if isinstance(value, float) and not 0.0 < value < 1.0:
+            raise ValueError("a fraction must be in (0, 1); give a whole number for a count of speakers")
+        if isinstance(value, int) and value < 0:
+            raise ValueError("a count of speakers cannot be negative")
+        return value
+
+    @field_validator("enroll_utterances")
+    @classmethod
+    def _positive_unique(cls, value: list[int]) -> list[int]:
+        if not value:
+            raise ValueError("give at least one N, for example [1]")
+        if any(n < 1 for n in value):
+            raise ValueError("every N must be at least 1")
+        if len(set(value)) != len(value):
+            raise ValueError("an N appears twice")
+        return value
+
+
+@dataclass
+class EvaluationPlan:
+    """The split and the trials of one experiment.
+
+    `evaluation` holds every evaluation utterance (enrollment pool + trial pool); `enroll_ids` and
+    `test_ids` are the two pools, disjoint. `notes` lists what the plan had to compromise on.
+    """
+
+    train: Corpus
+    validation: Corpus | None
+    evaluation: Corpus
+    enroll_ids: list[str]
+    test_ids: list[str]
+    trial_lists: dict[int, TrialList]
+    settings: PlanSettings
+    notes: list[str] = field(default_factory=list)
 
 
 def make_plan(corpus: Corpus, settings: PlanSettings) -> EvaluationPlan:
@@ -64,7 +133,7 @@ def make_plan(corpus: Corpus, settings: PlanSettings) -> EvaluationPlan:
             trials = _single_trials(pools, genders, impostors, settings)
         else:
             _check_pool_sizes(pools, n, settings)
-            trials = _multi_trials(pools, genders, impostors, settings, n)
+            trials = _multi_trials(pools, genders, impostors, settings, n, notes)
         trial_lists[n] = TrialList(n=n, trials=trials, name=f"n{n}")
     enroll_ids = [u.id for spk in pools for u in pools[spk][0]]
     test_ids = [u.id for spk in pools for u in pools[spk][1]]
@@ -167,6 +236,10 @@ def _split_pools(utts: list[Utterance], settings: PlanSettings, spk: str) -> tup
     return [u for i, u in enumerate(utts) if i in chosen], [u for i, u in enumerate(utts) if i not in chosen]
 
 
+# Draws tried per asked target trial before a speaker is taken to have no more distinct pairs.
+_DRAWS_PER_TRIAL = 20
+
+
 def _check_pool_sizes(pools: dict[str, tuple[list[Utterance], list[Utterance]]], n: int, settings: PlanSettings) -> None:
     for side, k in (("enrollment", 0), ("trial", 1)):
         spk = min(pools, key=lambda s: (len(pools[s][k]), s))
@@ -200,11 +273,14 @@ def _single_trials(pools, genders, impostors, settings: PlanSettings) -> list[Tr
     return trials
 
 
-def _multi_trials(pools, genders, impostors, settings: PlanSettings, n: int) -> list[Trial]:
+def _multi_trials(pools, genders, impostors, settings: PlanSettings, n: int, notes: list[str] | None = None) -> list[Trial]:
     """Seed 000 trials: N enrollment-pool utterances vs N trial-pool utterances, nested in N.
 
-    Speaker s has sides E(s, j) and T(s, j), j < J; target trial j pairs E(s, j) with T(s, j), and
-    non-target trials pair E(s, j) with T(impostor, k) for distinct (impostor, k) drawn per speaker.
+    Speaker s has sides E(s, j) and T(s, j); target trials pair E(s, j) with T(s, j), and non-target
+    trials pair E(s, j) with T(impostor, k) for distinct (impostor, k) drawn per speaker. Every trial is
+    distinct as a pair of utterance sets: a draw that repeats an earlier pair is passed over, and where a
+    pool holds fewer distinct pairs than asked (N close to the pool size) the speaker gets fewer trials
+    and `notes` says so. Without repeats j runs 0, 1, 2, ..., so side j is the same set at every N.
     """
     sides = max(settings.target_trials_per_speaker, settings.nontarget_trials_per_speaker)
 
@@ -219,20 +295,58 @@ def _multi_trials(pools, genders, impostors, settings: PlanSettings, n: int) -> 
     def test_id(spk: str, j: int) -> str:
         return f"{spk}-n{n}-t{j}"
 
+    def pair(enroll: tuple[str, ...], test: tuple[str, ...]) -> tuple[frozenset, frozenset]:
+        return frozenset(enroll), frozenset(test)
+
     trials = []
+    short: dict[str, tuple[int, int]] = {}
     for spk in pools:
-        for j in range(settings.target_trials_per_speaker):
-            trials.append(
-                Trial(side(spk, 0, j), side(spk, 1, j), True, genders[spk], spk, spk, enroll_id(spk, j), test_id(spk, j))
-            )
-        pairs = [(other, k) for other in impostors[spk] for k in range(sides)]
-        order = _rng(settings.seed, "nontarget", spk).permutation(len(pairs))
-        for j, p in enumerate(order[: settings.nontarget_trials_per_speaker]):
-            other, k = pairs[p]
+        want = settings.target_trials_per_speaker
+        # Distinct target pairs the pools can give; past that, or after many repeated draws, stop.
+        available = math.comb(len(pools[spk][0]), n) * math.comb(len(pools[spk][1]), n)
+        seen: set = set()
+        j = 0
+        while len(seen) < min(want, available) and j < _DRAWS_PER_TRIAL * want:
+            enroll, test = side(spk, 0, j), side(spk, 1, j)
+            if pair(enroll, test) not in seen:
+                seen.add(pair(enroll, test))
+                trials.append(Trial(enroll, test, True, genders[spk], spk, spk, enroll_id(spk, j), test_id(spk, j)))
+            j += 1
+        targets = len(seen)
+        want = settings.nontarget_trials_per_speaker
+        available = math.comb(len(pools[spk][0]), n) * sum(math.comb(len(pools[o][1]), n) for o in impostors[spk])
+        seen = set()
+        for j, (other, k) in enumerate(_impostor_sides(impostors[spk], sides, settings.seed, spk)):
+            if len(seen) == min(want, available):
+                break
             # Enrollment side j also serves target trial j (when there is one): fewer sides to represent.
             enroll, test = side(spk, 0, j), side(other, 1, k)
-            trials.append(Trial(enroll, test, False, genders[spk], spk, other, enroll_id(spk, j), test_id(other, k)))
+            if pair(enroll, test) not in seen:
+                seen.add(pair(enroll, test))
+                trials.append(Trial(enroll, test, False, genders[spk], spk, other, enroll_id(spk, j), test_id(other, k)))
+        if targets < settings.target_trials_per_speaker or len(seen) < want:
+            short[spk] = (targets, len(seen))
+    if short and notes is not None:
+        asked = (settings.target_trials_per_speaker, settings.nontarget_trials_per_speaker)
+        got = [sum(t for t, _ in short.values()), sum(m for _, m in short.values())]
+        names = ", ".join(sorted(short)[:3]) + (f" and {len(short) - 3} more" if len(short) > 3 else "")
+        notes.append(
+            f"N={n}: the pools of {len(short)} speaker(s) ({names}) hold too few distinct sets of {n} utterances, so "
+            f"they have {got[0]} target and {got[1]} non-target trials instead of {asked[0] * len(short)} and "
+            f"{asked[1] * len(short)}; every trial is distinct (lower N or use speakers with more utterances)"
+        )
     return trials
+
+
+def _impostor_sides(impostors: list[str], sides: int, seed: int, spk: str) -> Iterator[tuple[str, int]]:
+    """(impostor, test side index) in a random order: first the `sides` sides of each impostor, then,
+    only for speakers whose draws repeat, further sides to replace the repeats."""
+    pairs = [(other, k) for other in impostors for k in range(sides)]
+    for p in _rng(seed, "nontarget", spk).permutation(len(pairs)):
+        yield pairs[p]
+    more = [(other, k) for other in impostors for k in range(sides, _DRAWS_PER_TRIAL * sides)]
+    for p in _rng(seed, "nontarget-more", spk).permutation(len(more)):
+        yield more[p]
 
 
 # -- files -------------------------------------------------------------------------------------
@@ -347,13 +461,22 @@ def predefined_plan(
         enroll_ids += [u.id for u in s.enrolls.utterances]
         utterances.update((u.id, u) for u in s.enrolls.utterances)
         genders.update(s.enrolls.speaker_gender)
+        seen_trials: dict[tuple[str, str], str] = {}
         for folder in s.trials:
+            _refuse_shared_files(s.enrolls, folder.corpus)
             test_ids += [u.id for u in folder.corpus.utterances]
             utterances.update((u.id, u) for u in folder.corpus.utterances)
             genders.update(folder.corpus.speaker_gender)
             folder_gender = {"_f": "f", "_m": "m"}.get(folder.name[-2:])
-            for line, (spk, utt, target) in enumerate(read_trials(folder.trials_file), start=1):
+            for line, spk, utt, target in numbered_trials(folder.trials_file):
                 uid = folder.renamed.get(utt, utt)
+                where = f"{folder.trials_file} line {line}"
+                if (spk, uid) in seen_trials:
+                    raise DataError(
+                        f"{where} repeats the trial '{spk} {utt}' of {seen_trials[spk, uid]}; a trial counted twice "
+                        "weighs double in every metric, so remove the repeat."
+                    )
+                seen_trials[spk, uid] = where
                 if uid in s.dropped or (spk not in enroll_by_speaker and spk in s.dropped_speakers):
                     notes.append(f"{folder.name} line {line} dropped: its audio was skipped as bad")
                     continue
@@ -368,6 +491,11 @@ def predefined_plan(
                 side = tuple(u.id for u in enroll_by_speaker[spk])
                 gender = folder_gender or s.enrolls.gender_of(spk)
                 test_speaker = folder.corpus[uid].speaker
+                if target != (test_speaker == spk):
+                    raise DataError(
+                        f"{where} labels '{spk} {utt}' {'target' if target else 'nontarget'}, but "
+                        f"{folder.name}/utt2spk gives {utt} the speaker {test_speaker}; correct the label or utt2spk."
+                    )
                 trials.append(Trial(side, (uid,), target, gender, spk, test_speaker, prefix + spk, uid))
     overlap = set(enroll_ids) & set(test_ids)
     if overlap:
@@ -395,6 +523,23 @@ def predefined_plan(
         settings=settings,
         notes=notes,
     )
+
+
+def _refuse_shared_files(enrolls: Corpus, trials: Corpus) -> None:
+    """An utterance tested against an enrollment that holds it would be scored against itself.
+
+    Ids cannot tell (an id in two folders gets each folder's name as prefix), so compare the files.
+    """
+    enrolled = {os.path.realpath(u.path): u for u in enrolls.utterances}
+    for u in trials.utterances:
+        twin = enrolled.get(os.path.realpath(u.path))
+        if twin is not None:
+            where = trials.info.get("origin", {}).get(u.id, f"trial folder {trials.name}")
+            there = enrolls.info.get("origin", {}).get(twin.id, f"enrollment folder {enrolls.name}")
+            raise DataError(
+                f"{where} lists {u.path}, which {there} lists for enrollment; an utterance cannot be tested "
+                "against an enrollment that holds it, so remove it from one of the folders."
+            )
 
 
 def plan_summary(plan: EvaluationPlan) -> dict[str, Any]:

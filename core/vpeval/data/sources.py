@@ -12,10 +12,9 @@ from vpeval.api import CorpusSource, Params, PluginContext
 from vpeval.data.fingerprint import corpus_fingerprint
 from vpeval.data.kaldi import read_data_dir
 from vpeval.data.manifest import read_manifest
-from vpeval.data.plan import PredefinedSet, TrialFolder, predefined_plan
+from vpeval.data.plan import EvaluationPlan, PlanSettings, PredefinedSet, TrialFolder, predefined_plan
 from vpeval.errors import DataError
-from vpeval.settings import PlanSettings
-from vpeval.types import Corpus, EvaluationPlan
+from vpeval.types import Corpus
 
 
 class ManifestCorpus(CorpusSource):
@@ -98,12 +97,14 @@ class KaldiCorpus(CorpusSource):
         # Speakers recur across folders (enrolls and trials); an utterance id in two folders is a copy
         # (an anonymized set, say), so both copies get their folder name as prefix.
         renamed = {name: {u.id: f"{name}-{u.id}" for u in c.utterances if counts[u.id] > 1} for name, c in folders.items()}
-        utterances, genders = [], {}
+        utterances, genders, origin = [], {}, {}
         for name, c in folders.items():
             utterances += [u.replace(id=renamed[name][u.id]) if u.id in renamed[name] else u for u in c.utterances]
             genders.update(c.speaker_gender)
+            origin.update((renamed[name].get(i, i), where) for i, where in c.info.get("origin", {}).items())
         info: dict[str, Any] = {
             "source": str(root),
+            "origin": origin,
             "kaldi_sets": {name: [renamed[name].get(u.id, u.id) for u in c.utterances] for name, c in folders.items()},
             "kaldi_renamed": {name: m for name, m in renamed.items() if m},
         }
@@ -111,9 +112,10 @@ class KaldiCorpus(CorpusSource):
         corpus.fingerprint = corpus_fingerprint(corpus, _fingerprint_cache(self.context))
         return corpus
 
-    def evaluation_plan(self, corpus: Corpus, settings: PlanSettings) -> EvaluationPlan | None:
+    def evaluation_plan(self, corpus: Corpus, settings: Any) -> EvaluationPlan | None:
         if not self.params.evaluation:
             return None
+        settings = settings if isinstance(settings, PlanSettings) else PlanSettings(**dict(settings or {}))
         sets_ids: dict[str, list[str]] = corpus.info.get("kaldi_sets", {})
         renamed: dict[str, dict[str, str]] = corpus.info.get("kaldi_renamed", {})
         root = Path(self.params.root)
