@@ -197,3 +197,29 @@ def test_a_trial_label_that_contradicts_utt2spk_is_refused(vpc, tmp_path, flip):
     source = kaldi_source(root, tmp_path / "work")
     with pytest.raises(DataError, match=rf"trials line {k + 1} labels '{spk} {utt}' .*utt2spk gives {utt} the speaker"):
         source.evaluation_plan(source.load(), PlanSettings())
+
+
+def test_the_manifest_source_sees_a_same_size_rewrite_with_the_mtime_put_back(small_corpus, tmp_path, monkeypatch):
+    # The path the runner takes: ManifestCorpus.load with the run cache's fingerprint index.
+    import os
+    import time
+
+    import numpy as np
+
+    from vpeval.data import fingerprint as fp
+
+    monkeypatch.setattr(fp, "_clock_ns", lambda: time.time_ns() + 60 * 10**9, raising=False)  # rows trusted at once
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("path,speaker\n" + "".join(f"{u.path},{u.speaker}\n" for u in small_corpus))
+    context = PluginContext(work_dir=tmp_path / "work", options={"cache_root": str(tmp_path / "cache")})
+    source = ManifestCorpus(ManifestCorpus.Params(path=str(manifest)), context)
+    before = source.load().fingerprint
+    assert source.load().fingerprint == before
+    path = small_corpus.utterances[0].path
+    stat = os.stat(path)
+    data = bytearray(open(path, "rb").read())
+    data[44:] = np.random.default_rng(1).integers(0, 256, len(data) - 44, dtype=np.uint8).tobytes()
+    open(path, "r+b").write(data)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # touch -r
+    assert os.stat(path).st_size == stat.st_size and os.stat(path).st_mtime_ns == stat.st_mtime_ns
+    assert source.load().fingerprint != before
