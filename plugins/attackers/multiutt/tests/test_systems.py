@@ -37,7 +37,8 @@ def train(system: str, corpus, work, **overrides) -> MultiUttAttacker:
 
 
 @pytest.mark.parametrize(
-    "system", [pytest.param("mean", marks=pytest.mark.slow), "query-attention", "frame-concat"]
+    "system",
+    [pytest.param("mean", marks=pytest.mark.slow), pytest.param("query-attention", marks=pytest.mark.slow), "frame-concat"],
 )
 def test_audio_system_learns_speakers(system, train_corpus, heldout, tmp_path, eer_of):
     attacker = train(system, train_corpus, tmp_path)

@@ -6,11 +6,11 @@ seconds); nothing else in the plugin hard-codes a size.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from vpeval.api import Params
+from vpeval.api import Params, PluginRef
 
 AUDIO_SYSTEMS = ("mean", "query-attention", "frame-concat")
 SYSTEMS = AUDIO_SYSTEMS + ("text", "audio-text", "audio-prosody")
@@ -33,7 +33,7 @@ class MultiUttParams(Params):
     )
 
     # -- frozen frame frontend ---------------------------------------------------------------
-    frame_source: str = Field(
+    frame_source: Annotated[str, PluginRef("frontend", params="frame_source_params", keywords=("fbank",))] = Field(
         "fbank",
         description="fbank: 80-band log-mel filterbanks (speechbrain Fbank, mean-normalised, 100 frames/s); any "
         "other value names a vpeval frontend plugin whose `features` feed the ECAPA-TDNN frozen (the paper: "
@@ -74,7 +74,8 @@ class MultiUttParams(Params):
         description="asr: transcribe the audio actually attacked (IV-A: anonymized audio in O-A/A-A); corpus: the "
         "corpus's reference transcripts (only meaningful for original speech).",
     )
-    asr: str = Field("whisper", description="The vpeval asr plugin that transcribes (the paper: Whisper-medium).")
+    asr: Annotated[str, PluginRef("asr", params="asr_params")] = Field(
+        "whisper", description="The vpeval asr plugin that transcribes (the paper: Whisper-medium).")
     asr_params: dict[str, Any] = Field(default_factory=dict, description="Parameters of that asr plugin.")
     text_model_path: str | None = Field(
         None,

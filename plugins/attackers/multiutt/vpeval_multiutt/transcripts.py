@@ -8,6 +8,7 @@ rerun never transcribes the same audio twice.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,7 @@ class Transcriber:
         self.context = context
         self.cache = JsonCache(cache_folder)
         self._asr = None
-        self._memo: dict[tuple[str, int | None], Words] = {}
+        self._memo: dict[tuple, Words] = {}
         self.transcribed = 0  # how many times the asr actually ran (tests and logs read it)
 
     @property
@@ -53,7 +54,8 @@ class Transcriber:
     def get(self, utterance: Utterance) -> Words:
         if self.source == "corpus":
             return Words(utterance.transcript or "")
-        memo_key = (utterance.path, utterance.channel)
+        stat = os.stat(utterance.path)  # a file rewritten in place is a new memo entry
+        memo_key = (utterance.path, utterance.channel, stat.st_size, stat.st_mtime_ns)
         if memo_key in self._memo:
             return self._memo[memo_key]
         key = cache_key(file_digest(utterance.path), utterance.channel, self.settings())

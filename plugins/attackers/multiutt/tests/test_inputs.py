@@ -1,0 +1,116 @@
+"""What the systems read besides filterbanks: transcripts (asr plugin, cached by audio content),
+prosody (Praat F0, voicing, CMUdict syllables over word timestamps) and frontend frames."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from vpeval.api import ASR, PluginContext, Transcript
+from vpeval.plugins import plugin_context
+from vpeval.testing.dummies import speaker_voice, synthesize
+from vpeval.types import TrainingData, TrainingStage
+from vpeval_multiutt.attacker import MultiUttAttacker
+from vpeval_multiutt.params import CPU_TEST_SIZE
+from vpeval_multiutt.prosody import side_statistics, syllables, utterance_prosody
+from vpeval_multiutt.transcripts import Transcriber, Words
+
+
+class CountingASR(ASR):
+    """Says how long the audio was; counts its calls."""
+
+    name = "counting"
+    calls: list[int] = []
+
+    def transcribe(self, audio: np.ndarray) -> Transcript:
+        CountingASR.calls.append(len(audio))
+        return Transcript(f"samples {len(audio)}", [("hello", 0.1, 0.4), ("banana", 0.5, 1.1)])
+
+
+def asr_context(tmp_path, asked: list):
+    def factory(kind, name, params):
+        asked.append((kind, name, params))
+        return CountingASR(CountingASR.Params(), PluginContext())
+
+    return PluginContext(seed=0, work_dir=tmp_path / "work", plugin_factory=factory)
+
+
+def test_transcripts_come_from_the_asr_plugin_once_per_audio_content(train_corpus, tmp_path):
+    CountingASR.calls.clear()
+    asked: list = []
+    attacker = MultiUttAttacker(MultiUttAttacker.Params(**{**CPU_TEST_SIZE, "system": "text", "asr_params": {"beam_size": 1}}),
+                                asr_context(tmp_path, asked))
+    utts = train_corpus.utterances[:3]
+    first = attacker.transcriber.get_many(utts)
+    assert asked == [("asr", "whisper", {"beam_size": 1})]
+    assert [w.text for w in first] == [f"samples {len(u.load(16000))}" for u in utts]
+    assert first[0].words == (("hello", 0.1, 0.4), ("banana", 0.5, 1.1))
+    assert len(CountingASR.calls) == 3
+    # A new process (fresh memo) with the same cache folder transcribes nothing again.
+    again = Transcriber("asr", "whisper", {"beam_size": 1}, asr_context(tmp_path, []), tmp_path / "work" / "transcripts")
+    assert again.get_many(utts) == first and len(CountingASR.calls) == 3
+    # The key is the audio's bytes: a copy under another name is a hit, changed audio is transcribed.
+    copy = tmp_path / "copy.wav"
+    shutil.copy(utts[0].path, copy)
+    assert again.get(utts[0].replace(id="x", path=str(copy))) == first[0] and len(CountingASR.calls) == 3
+    audio, rate = sf.read(copy, dtype="float32")
+    sf.write(copy, audio[: len(audio) // 2], rate)
+    assert again.get(utts[0].replace(id="y", path=str(copy))).text == f"samples {len(audio) // 2}"
+    assert len(CountingASR.calls) == 4
+    # Other asr settings are another key.
+    other = Transcriber("asr", "whisper", {"beam_size": 5}, asr_context(tmp_path, []), tmp_path / "work" / "transcripts")
+    other.get(utts[1])
+    assert len(CountingASR.calls) == 5
+
+
+def test_reference_transcripts_need_no_asr(train_corpus, tmp_path):
+    asked: list = []
+    transcriber = Transcriber("corpus", "whisper", {}, asr_context(tmp_path, asked), tmp_path / "t")
+    u = train_corpus.utterances[0]
+    assert transcriber.get(u) == Words(u.transcript) and asked == []
+
+
+@pytest.mark.parametrize("word, count", [("banana", 3), ("the", 1), ("Hello,", 2), ("zorblatt", 2), ("", 0)])
+def test_syllables_from_cmudict_with_vowel_group_fallback(word, count):
+    assert syllables(word) == count
+
+
+def test_prosody_reads_pitch_voicing_and_speaking_rate():
+    voice = speaker_voice(1)
+    audio = synthesize(voice, 1.5, 16000, np.random.default_rng(0))
+    words = Words("hello banana", (("hello", 0.2, 0.6), ("banana", 0.7, 1.2)))
+    f0, rate, voiced = utterance_prosody(audio, 16000, words)
+    assert f0 == pytest.approx(voice["f0"], rel=0.15)
+    assert voiced > 0.6
+    assert rate == pytest.approx(5 / 1.0)  # (2 + 3 syllables) / (1.2 s - 0.2 s)
+    silent = utterance_prosody(np.zeros(16000, dtype=np.float32), 16000, Words(""))
+    np.testing.assert_array_equal(silent, [0.0, 0.0, 0.0])
+
+
+def test_prosody_without_timestamps_uses_the_voiced_span():
+    audio = np.concatenate([np.zeros(8000), synthesize(speaker_voice(1), 1.0, 16000, np.random.default_rng(1)), np.zeros(8000)])
+    _, rate, _ = utterance_prosody(audio.astype(np.float32), 16000, Words("banana banana"))
+    assert rate == pytest.approx(6 / 1.0, rel=0.1)
+
+
+def test_side_statistics_are_mean_and_std_over_utterances():
+    x = np.array([[100.0, 4.0, 0.5], [120.0, 6.0, 0.7]])
+    np.testing.assert_allclose(side_statistics(x), [110, 5, 0.6, 10, 1, 0.1], rtol=1e-6)
+
+
+def test_frames_can_come_from_a_frontend_plugin(train_corpus, tmp_path):
+    """frame_source names a vpeval frontend: it is fitted, its features feed the ECAPA, it is saved with the model."""
+    params = {**CPU_TEST_SIZE, "system": "frame-concat", "frame_source": "fbank-rvq",
+              "frame_source_params": {"num_codebooks": 1, "codebook_size": 4, "frame_rate": 25.0}}
+    corpus = train_corpus.with_speakers(train_corpus.speakers[:4])
+    attacker = MultiUttAttacker(MultiUttAttacker.Params(**params), plugin_context(seed=0, work_dir=tmp_path / "a"))
+    attacker.train(TrainingData([TrainingStage("original", corpus)]))
+    assert attacker.frames.frame_rate == 25.0 and attacker.audio.config.frame_dim == 4 * 80
+    attacker.save(tmp_path / "saved")
+    restored = MultiUttAttacker(MultiUttAttacker.Params(**params), plugin_context(seed=0, work_dir=tmp_path / "b"))
+    restored.load(tmp_path / "saved")
+    sides = [corpus.utterances[:2], corpus.utterances[2:3]]
+    np.testing.assert_allclose(restored.represent_many(sides), attacker.represent_many(sides), rtol=1e-5, atol=1e-6)
