@@ -110,3 +110,9 @@ def test_a_negative_bootstrap_is_one_sentence(tmp_path, bootstrap):
     result = CliRunner().invoke(main, ["metrics", "--scores", str(path), "--bootstrap", str(bootstrap)])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "--bootstrap" in result.output and len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_a_bootstrap_beyond_a_metrics_bound_is_one_sentence(tmp_path):
+    path = _file(tmp_path, GOOD)
+    with pytest.raises(ConfigError, match=r"refuses --bootstrap 1000000000: input should be less than or equal to"):
+        run_metrics_on_scores(str(path), ["eer-step"], False, 10**9)
