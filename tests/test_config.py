@@ -195,3 +195,134 @@ def test_no_attacker_training_speakers_only_for_pretrained_attackers(fake_plugin
     text = GOOD.replace("params: {speakers: 8}}", "params: {speakers: 8}}\n  attacker_train_speakers: 0")
     msg = _error(text)
     assert msg.startswith("exp.yaml, line 5 (data.attacker_train_speakers): attacker fake-spectrum trains") and "\n" not in msg
+
+
+# -- plugins named inside plugin params (vpeval.api.PluginRef) -------------------------------------
+
+import types  # noqa: E402
+from typing import Annotated, Any  # noqa: E402
+
+from vpeval import hookimpl  # noqa: E402
+from vpeval.api import Anonymizer, Params, PluginRef  # noqa: E402
+
+
+class CorpusRef(Params):
+    use: Annotated[str, PluginRef("corpus", params="params")] = "fake-corpus"
+    params: dict[str, Any] = {}
+
+
+class Chooser(Anonymizer):
+    """Waveform anonymizer that names other plugins in its params."""
+
+    name = "ref-chooser"
+
+    class Params(Params):
+        pool: CorpusRef = CorpusRef()
+        selection: Annotated[str, PluginRef("anonymizer", params="selection_params",
+                                            keywords=("random", "farthest-random"), works_on="embedding")] = "random"
+        selection_params: dict[str, Any] = {}
+        helper: Annotated[dict[str, Any] | None, PluginRef("corpus")] = None
+        fixed: Annotated[dict[str, Any], PluginRef("corpus", name="fake-corpus")] = {}
+
+
+class Embedder(Anonymizer):
+    """Embedding anonymizer with a pool of its own."""
+
+    name = "ref-embedding"
+    works_on = ("embedding",)
+
+    class Params(Params):
+        pool: CorpusRef = CorpusRef()
+        level: int = 1
+
+
+class Loop(Anonymizer):
+    """Names itself by default: a plugin bug the check must survive."""
+
+    name = "ref-loop"
+
+    class Params(Params):
+        inner: Annotated[str, PluginRef("anonymizer", params="inner_params")] = "ref-loop"
+        inner_params: dict[str, Any] = {}
+
+
+@pytest.fixture
+def ref_manager(fake_plugins):
+    from vpeval.plugins import PluginManager
+
+    module = types.ModuleType("ref_plugins")
+    module.register_anonymizers = hookimpl(lambda register: [register(c) for c in (Chooser, Embedder, Loop)])
+    module.register_anonymizers.__name__ = "register_anonymizers"
+    manager = PluginManager()
+    manager.register_module(fake_plugins, "vpeval-fakes", "1.0")
+    manager.register_module(module, "vpeval-refs", "1.0")
+    assert not manager.broken, manager.broken
+    return manager
+
+
+REF = """\
+name: t
+data:
+  corpus: fake-corpus
+protocols: [O-O]
+attackers: [fake-spectrum]
+metrics: [fake-eer]
+anonymizers:
+  - use: ref-chooser
+    params:
+      PARAMS
+"""
+
+
+def _ref_error(manager, params: str) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_experiment_text(REF.replace("PARAMS", params), "exp.yaml", manager=manager)
+    return str(info.value)
+
+
+def test_nested_plugin_references_that_are_right_resolve(ref_manager):
+    text = REF.replace("PARAMS", "{pool: {use: fake-corpus, params: {speakers: 4}}, selection: ref-embedding, "
+                       "selection_params: {pool: {params: {utterances: 3}}}, helper: {use: fake-corpus}, fixed: {speakers: 5}}")
+    exp = load_experiment_text(text, "exp.yaml", manager=ref_manager)
+    assert exp.anonymizers[0].steps[0].params["selection"] == "ref-embedding"
+
+
+def test_a_typo_in_a_keyword_choice_suggests_the_keyword_not_a_missing_encoder(ref_manager):
+    msg = _ref_error(ref_manager, "{selection: farthest-randon}")
+    assert msg.startswith("exp.yaml, line 10 (anonymizers[0].params.selection): anonymizer ref-chooser field 'selection'")
+    assert "did you mean 'farthest-random'?" in msg and "encoder" not in msg and "\n" not in msg
+
+
+def test_an_unknown_nested_name_gets_the_nearest_installed_name(ref_manager):
+    msg = _ref_error(ref_manager, "{pool: {use: fake-corpse}}")
+    assert msg.startswith("exp.yaml, line 10 (anonymizers[0].params.pool.use): ")
+    assert "No corpus plugin named 'fake-corpse'" in msg and "did you mean 'fake-corpus'?" in msg
+
+
+def test_nested_params_are_validated_with_the_nested_line(ref_manager):
+    params = "\n      ".join(["pool:", "  use: fake-corpus", "  params:", "    speakers: many"])
+    msg = _ref_error(ref_manager, params)
+    assert msg.startswith("exp.yaml, line 13 (anonymizers[0].params.pool.params.speakers): ") and "corpus fake-corpus" in msg
+
+
+def test_a_referenced_plugin_must_work_on_what_the_field_needs(ref_manager):
+    msg = _ref_error(ref_manager, "{selection: fake-shift}")
+    assert "needs an anonymizer that works on embeddings, and fake-shift works on waveforms only" in msg
+
+
+def test_references_are_checked_recursively(ref_manager):
+    msg = _ref_error(ref_manager, "{selection: ref-embedding, selection_params: {pool: {use: fake-corpuss}}}")
+    assert msg.startswith("exp.yaml, line 10 (anonymizers[0].params.selection_params.pool.use): anonymizer ref-embedding")
+
+
+def test_mapping_and_fixed_name_references(ref_manager):
+    assert "(anonymizers[0].params.helper.use)" in _ref_error(ref_manager, "{helper: {use: nope}}")
+    assert "needs `use: <corpus plugin>`" in _ref_error(ref_manager, "{helper: {params: {}}}")
+    msg = _ref_error(ref_manager, "{fixed: {speakerz: 3}}")
+    assert "(anonymizers[0].params.fixed.speakerz)" in msg and "corpus fake-corpus has no field 'speakerz'" in msg
+
+
+def test_a_plugin_that_names_itself_ends_in_one_sentence(ref_manager):
+    text = REF.replace("use: ref-chooser", "use: ref-loop").replace("PARAMS", "{}")
+    with pytest.raises(ConfigError, match="names itself"):
+        load_experiment_text(text, "exp.yaml", manager=ref_manager)

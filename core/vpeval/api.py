@@ -45,6 +45,8 @@ class PluginRef:
     `params` names the sibling field that holds the named plugin's parameters (for a plain name).
     `keywords` are values that are built-in choices, not plugin names (for example "random"); None
     means no plugin. `works_on` requires an anonymizer that works on "waveform" or "embedding".
+    `name` fixes the plugin (the field then holds only its parameters):
+    `train_params: Annotated[dict[str, Any], PluginRef("attacker", name="ecapa")]`.
     The core validates the name (unknown names get the nearest installed name) and the parameters,
     recursively, with the file and line of the nested field; the plugin then calls `context.get`.
     """
@@ -53,6 +55,7 @@ class PluginRef:
     params: str | None = None
     keywords: tuple[str, ...] = ()
     works_on: str | None = None
+    name: str | None = None
 
 
 def stable_int(*parts: object) -> int:

@@ -395,12 +395,14 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
 MAX_NESTING = 8  # a plugin whose defaults name itself would otherwise recurse forever
 
 
-def check_references(manager, doc: YamlDocument, params: BaseModel, loc: Loc, owner: str, errors: list[str], depth: int = 0) -> None:
+def check_references(manager, doc: YamlDocument, params: BaseModel, loc: Loc, owner: str, errors: list[str], depth: int = 0,
+                     owner_loc: Loc | None = None) -> None:
     """Check every plugin that `params` names through a PluginRef field (and what those name, in turn).
 
     Unknown names get the nearest installed name (or built-in keyword); the named plugin's params are
     validated with its own Params; every sentence carries the file and line of the nested field.
     """
+    owner_loc = loc if owner_loc is None else owner_loc
     if depth > MAX_NESTING:
         errors.append(f"{doc.where(loc)}: plugins name each other more than {MAX_NESTING} levels deep; {owner} "
                       "probably names itself.")
@@ -409,19 +411,25 @@ def check_references(manager, doc: YamlDocument, params: BaseModel, loc: Loc, ow
         value = getattr(params, field_name)
         ref = next((m for m in info.metadata if isinstance(m, PluginRef)), None)
         if ref is not None:
-            _check_reference(manager, doc, ref, params, field_name, loc, owner, errors, depth)
+            _check_reference(manager, doc, ref, params, field_name, loc, owner, owner_loc, errors, depth)
         for sub_loc, model in _models_in(value, loc + (field_name,)):
-            check_references(manager, doc, model, sub_loc, owner, errors, depth)
+            check_references(manager, doc, model, sub_loc, owner, errors, depth, owner_loc)
 
 
 def _check_reference(manager, doc, ref: PluginRef, params: BaseModel, field_name: str, loc: Loc, owner: str,
-                     errors: list[str], depth: int) -> None:
+                     owner_loc: Loc, errors: list[str], depth: int) -> None:
     value = getattr(params, field_name)
-    if isinstance(value, (BaseModel, dict)):  # a {use, params} mapping or model
+    shown = format_loc((loc + (field_name,))[len(owner_loc):])  # as the user wrote it, e.g. pool.use
+    if ref.name is not None:  # a fixed plugin: the field holds its params
+        name, nested, name_loc = ref.name, value if value is not None else {}, loc + (field_name,)
+        params_loc = name_loc
+        if isinstance(nested, BaseModel):
+            nested = nested.model_dump()
+    elif isinstance(value, (BaseModel, dict)):  # a {use, params} mapping or model
         spec = value.model_dump() if isinstance(value, BaseModel) else value
         name, nested, name_loc, params_loc = spec.get("use"), spec.get("params") or {}, loc + (field_name, "use"), loc + (field_name, "params")
         if name is None:
-            errors.append(f"{doc.where(loc + (field_name,))}: {owner} field '{field_name}' needs `use: <{ref.kind} plugin>`.")
+            errors.append(f"{doc.where(loc + (field_name,))}: {owner} field '{shown}' needs `use: <{ref.kind} plugin>`.")
             return
     else:
         name, name_loc = value, loc + (field_name,)
@@ -430,15 +438,18 @@ def _check_reference(manager, doc, ref: PluginRef, params: BaseModel, field_name
     if name is None or name in ref.keywords:
         return
     if not isinstance(name, str):
-        errors.append(f"{doc.where(name_loc)}: {owner} field '{field_name}' names a {ref.kind} plugin; give its name, got {name!r}.")
+        errors.append(f"{doc.where(name_loc)}: {owner} field '{shown}' names a {ref.kind} plugin; give its name, got {name!r}.")
         return
-    names = manager.names(ref.kind)
-    if name not in names:
-        errors.append(f"{doc.where(name_loc)}: {owner} field '{field_name}': {_unknown_reference(manager, ref, name)}")
+    try:
+        cls = manager.get(ref.kind, name)
+    except PluginError as exc:
+        unknown = ref.keywords and name not in manager.names(ref.kind) and (ref.kind, name) not in getattr(manager, "conflicts", {})
+        reason = _unknown_reference(manager, ref, name) if unknown else str(exc)
+        errors.append(f"{doc.where(name_loc)}: {owner} field '{shown}': {reason}")
         return
-    cls = manager.get(ref.kind, name)
     if ref.works_on and ref.works_on not in getattr(cls, "works_on", ()):
-        errors.append(f"{doc.where(name_loc)}: {owner} field '{field_name}' needs an {ref.kind} that works on "
+        article = "an" if ref.kind[0] in "aeiou" else "a"
+        errors.append(f"{doc.where(name_loc)}: {owner} field '{shown}' needs {article} {ref.kind} that works on "
                       f"{ref.works_on}s, and {name} works on {' and '.join(cls.works_on)}s only.")
         return
     try:
@@ -447,7 +458,7 @@ def _check_reference(manager, doc, ref: PluginRef, params: BaseModel, field_name
         for err in exc.errors():
             errors.append(f"{doc.where(params_loc + tuple(err['loc']))}: {_pydantic_sentence(err, f'{ref.kind} {name}')}")
         return
-    check_references(manager, doc, validated, params_loc, f"{ref.kind} {name}", errors, depth + 1)
+    check_references(manager, doc, validated, params_loc, f"{ref.kind} {name}", errors, depth + 1, params_loc)
 
 
 def _unknown_reference(manager, ref: PluginRef, name: str) -> str:

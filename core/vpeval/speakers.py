@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import Field
 
-from vpeval.api import Params, PluginContext, stable_int
+from vpeval.api import Params, PluginContext, PluginRef, stable_int
 from vpeval.errors import DataError
 
 # A corpus plugin that takes the experiment seed by default would repeat the evaluation corpus's
@@ -26,14 +26,14 @@ POOL_SEED = 9_000_001
 class CorpusSpec(Params):
     """A corpus the way an experiment names one."""
 
-    use: str = Field(description="Corpus source plugin name.")
+    use: Annotated[str, PluginRef("corpus", params="params")] = Field(description="Corpus source plugin name.")
     params: dict[str, Any] = Field(default_factory=dict, description="Its parameters.")
 
 
 class EncoderSpec(Params):
     """A speaker encoder plugin and its parameters."""
 
-    use: str = Field(description="Speaker encoder plugin name.")
+    use: Annotated[str, PluginRef("encoder", params="params")] = Field(description="Speaker encoder plugin name.")
     params: dict[str, Any] = Field(default_factory=dict, description="Its parameters.")
 
 

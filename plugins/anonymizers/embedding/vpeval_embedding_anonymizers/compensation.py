@@ -11,12 +11,12 @@ encoders whose vectors have another typical norm.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
 
-from vpeval.api import Voice, stable_int
+from vpeval.api import PluginRef, Voice, stable_int
 from vpeval.errors import DataError
 from vpeval.speakers import POOL_SEED, CorpusSpec, PoolEmbeddings, load_pool
 
@@ -37,7 +37,8 @@ class EmotionCompensation(EmbeddingAnonymizer):
     class Params(PoolParams):
         """Paper defaults: OHNN base, alpha 35 / 0 / -35 / 35, SVMs on original embeddings."""
 
-        base: str = Field("ohnn", description="The embedding anonymizer whose output is compensated.")
+        base: Annotated[str, PluginRef("anonymizer", params="base_params", works_on="embedding")] = Field(
+            "ohnn", description="The embedding anonymizer whose output is compensated.")
         base_params: dict = Field(
             default_factory=dict,
             description="Its parameters; pool, encoder and pool_vectors default to this plugin's own.",

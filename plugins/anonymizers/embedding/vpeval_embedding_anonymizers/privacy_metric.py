@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field
 
-from vpeval.api import Metric, MetricInputs, Params, Voice
+from vpeval.api import Metric, MetricInputs, Params, PluginRef, Voice
 from vpeval.errors import MetricInputError
 from vpeval.types import Corpus, MetricResult
 
@@ -31,7 +31,8 @@ SYSTEM_LABELS = {"ohnn": "+ OHNN", "emotion-compensation": "+ OHNN + EC", "selec
 class SystemSpec(Params):
     """One embedding anonymizer of the table."""
 
-    use: str = Field(description="Embedding anonymizer plugin name (ohnn, emotion-compensation, selection, ...).")
+    use: Annotated[str, PluginRef("anonymizer", params="params", works_on="embedding")] = Field(
+        description="Embedding anonymizer plugin name (ohnn, emotion-compensation, selection, ...).")
     params: dict[str, Any] = Field(
         default_factory=dict, description="Its parameters; `encoder` defaults to the metric's encoder."
     )
@@ -49,7 +50,8 @@ class EmbeddingPrivacy(Metric):
     needs = "speech"
 
     class Params(Params):
-        encoder: str = Field("ge2e", description="Speaker encoder plugin that embeds the evaluation speech.")
+        encoder: Annotated[str, PluginRef("encoder", params="encoder_params")] = Field(
+            "ge2e", description="Speaker encoder plugin that embeds the evaluation speech.")
         encoder_params: dict[str, Any] = Field(default_factory=dict, description="Its parameters.")
         systems: list[SystemSpec] = Field(
             default_factory=_default_systems,

@@ -11,12 +11,12 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, field_validator
 
-from vpeval.api import Anonymizer, Params, Voice
+from vpeval.api import Anonymizer, Params, PluginRef, Voice
 from vpeval.errors import BadAudioError, ConfigError, DataError
 from vpeval.speakers import POOL_SEED, CorpusSpec, EncoderSpec, embed_corpus
 
@@ -47,7 +47,8 @@ class PoolVC(Anonymizer):
             description="External pool corpus {use, params}, speaker-disjoint from the evaluation data "
             "(default: 20 synth speakers, preset tiny, with a seed of their own).",
         )
-        selection: str = Field(
+        selection: Annotated[str, PluginRef("anonymizer", params="selection_params", works_on="embedding",
+                                            keywords=("random", "farthest-random"))] = Field(
             "farthest-random",
             description="'farthest-random' (B1 rule; needs encoder, else falls back to 'random'), 'random', or "
             "the name of an embedding anonymizer whose pseudo-speaker vector picks the nearest pool speaker.",
@@ -97,6 +98,8 @@ class PoolVC(Anonymizer):
             self._mode = "random"
         if self._mode != "random":
             if p.encoder is None:
+                # an embedding anonymizer's name: a misspelt one is reported as such, not as a missing encoder
+                self.context.get("anonymizer", p.selection, dict(p.selection_params))
                 raise DataError(f"poolvc selection '{p.selection}' needs an encoder; set encoder: {{use: ge2e}}.")
             self._encoder = self.context.get("encoder", p.encoder.use, dict(p.encoder.params))
             self._means = embed_corpus(self.context, p.pool, p.encoder).speaker_means

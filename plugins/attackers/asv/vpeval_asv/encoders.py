@@ -10,12 +10,12 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
 from pydantic import Field
 
-from vpeval.api import Params, SpeakerEncoder, stable_int
+from vpeval.api import Params, PluginRef, SpeakerEncoder, stable_int
 from vpeval.errors import MissingModelError
 
 
@@ -23,7 +23,7 @@ class CheckpointParams(Params):
     checkpoint: str | None = Field(
         None, description="Folder a trained ecapa/xvector attacker saved (embedding_model.pt + config.json)."
     )
-    train_corpus: dict[str, Any] | None = Field(
+    train_corpus: Annotated[dict[str, Any] | None, PluginRef("corpus")] = Field(
         None, description="Without a checkpoint: {use, params} of a corpus to train the same-named attacker on "
         "(every speaker; its validation share held out), once; the model is cached in the encoder's work folder.",
     )
@@ -112,6 +112,10 @@ class EcapaEncoder(CheckpointEncoder):
     architecture: ClassVar[str] = "ecapa"
     dim: ClassVar[int] = 192
 
+    class Params(CheckpointParams):
+        train_params: Annotated[dict[str, Any], PluginRef("attacker", name="ecapa")] = Field(
+            default_factory=dict, description="Parameters of the ecapa attacker trained on train_corpus.")
+
 
 class XvectorEncoder(CheckpointEncoder):
     """x-vector embeddings (512-d by default) from a checkpoint the xvector attacker trained."""
@@ -119,3 +123,7 @@ class XvectorEncoder(CheckpointEncoder):
     name: ClassVar[str] = "xvector"
     architecture: ClassVar[str] = "xvector"
     dim: ClassVar[int] = 512
+
+    class Params(CheckpointParams):
+        train_params: Annotated[dict[str, Any], PluginRef("attacker", name="xvector")] = Field(
+            default_factory=dict, description="Parameters of the xvector attacker trained on train_corpus.")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import Field
 
-from vpeval.api import Metric, MetricInputs, Params
+from vpeval.api import Metric, MetricInputs, Params, PluginRef
 from vpeval.stats import percentile_interval, speaker_weights
 from vpeval.errors import MetricInputError
 from vpeval.types import Corpus, MetricResult, Utterance
@@ -25,7 +25,8 @@ class WER(Metric):
     needs = "speech"
 
     class Params(Params):
-        asr: str = Field("whisper", description="Name of the ASR plugin that transcribes the speech.")
+        asr: Annotated[str, PluginRef("asr", params="asr_params")] = Field(
+            "whisper", description="Name of the ASR plugin that transcribes the speech.")
         asr_params: dict[str, Any] = Field(
             default_factory=dict, description="Parameters of that ASR plugin (for whisper: model_path, ...)."
         )
