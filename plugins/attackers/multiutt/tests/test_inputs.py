@@ -33,7 +33,7 @@ class CountingASR(ASR):
 def asr_context(tmp_path, asked: list):
     def factory(kind, name, params):
         asked.append((kind, name, params))
-        return CountingASR(CountingASR.Params(), PluginContext())
+        return CountingASR(CountingASR.Params(), PluginContext(work_dir=tmp_path / "asr"))
 
     return PluginContext(seed=0, work_dir=tmp_path / "work", plugin_factory=factory)
 
@@ -49,8 +49,9 @@ def test_transcripts_come_from_the_asr_plugin_once_per_audio_content(train_corpu
     assert [w.text for w in first] == [f"samples {len(u.load(16000))}" for u in utts]
     assert first[0].words == (("hello", 0.1, 0.4), ("banana", 0.5, 1.1))
     assert len(CountingASR.calls) == 3
-    # A new process (fresh memo) with the same cache folder transcribes nothing again.
-    again = Transcriber("asr", "whisper", {"beam_size": 1}, asr_context(tmp_path, []), tmp_path / "work" / "transcripts")
+    assert list((tmp_path / "asr" / "transcripts").rglob("*.json"))
+    # Another attacker (fresh memo) whose asr has the same work folder transcribes nothing again.
+    again = Transcriber("asr", "whisper", {"beam_size": 1}, asr_context(tmp_path, []))
     assert again.get_many(utts) == first and len(CountingASR.calls) == 3
     # The key is the audio's bytes: a copy under another name is a hit, changed audio is transcribed.
     copy = tmp_path / "copy.wav"
@@ -61,14 +62,14 @@ def test_transcripts_come_from_the_asr_plugin_once_per_audio_content(train_corpu
     assert again.get(utts[0].replace(id="y", path=str(copy))).text == f"samples {len(audio) // 2}"
     assert len(CountingASR.calls) == 4
     # Other asr settings are another key.
-    other = Transcriber("asr", "whisper", {"beam_size": 5}, asr_context(tmp_path, []), tmp_path / "work" / "transcripts")
+    other = Transcriber("asr", "whisper", {"beam_size": 5}, asr_context(tmp_path, []))
     other.get(utts[1])
     assert len(CountingASR.calls) == 5
 
 
 def test_reference_transcripts_need_no_asr(train_corpus, tmp_path):
     asked: list = []
-    transcriber = Transcriber("corpus", "whisper", {}, asr_context(tmp_path, asked), tmp_path / "t")
+    transcriber = Transcriber("corpus", "whisper", {}, asr_context(tmp_path, asked))
     u = train_corpus.utterances[0]
     assert transcriber.get(u) == Words(u.transcript) and asked == []
 

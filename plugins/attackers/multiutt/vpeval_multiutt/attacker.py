@@ -97,7 +97,7 @@ class MultiUttAttacker(Attacker):
             from vpeval_multiutt.transcripts import Transcriber
 
             p = self.params
-            self._transcriber = Transcriber(p.transcripts, p.asr, p.asr_params, self.context, self.context.folder("transcripts"))
+            self._transcriber = Transcriber(p.transcripts, p.asr, p.asr_params, self.context)
         return self._transcriber
 
     # -- building -------------------------------------------------------------------------

@@ -11,7 +11,6 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from vpeval.api import PluginContext
 from vpeval.types import Utterance
@@ -32,13 +31,13 @@ class Words:
 class Transcriber:
     """Transcribes utterances once per distinct audio content (disk cache plus an in-process memo)."""
 
-    def __init__(self, source: str, asr: str, asr_params: dict, context: PluginContext, cache_folder: Path):
+    def __init__(self, source: str, asr: str, asr_params: dict, context: PluginContext):
         self.source = source
         self.asr_name = asr
         self.asr_params = dict(asr_params)
         self.context = context
-        self.cache = JsonCache(cache_folder)
         self._asr = None
+        self._cache: JsonCache | None = None
         self._memo: dict[tuple, Words] = {}
         self.transcribed = 0  # how many times the asr actually ran (tests and logs read it)
 
@@ -47,6 +46,14 @@ class Transcriber:
         if self._asr is None:
             self._asr = self.context.get("asr", self.asr_name, self.asr_params)
         return self._asr
+
+    @property
+    def cache(self) -> JsonCache:
+        """In the asr's own work folder, which the runner keys by the asr's settings alone, so every
+        attacker (every system) that reads the same audio through the same asr shares the transcripts."""
+        if self._cache is None:
+            self._cache = JsonCache(self.asr.context.folder("transcripts"))
+        return self._cache
 
     def settings(self) -> str:
         return json.dumps({"asr": self.asr_name, "params": self.asr_params}, sort_keys=True)
