@@ -26,82 +26,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from vpeval.api import stable_int
 from vpeval.data.kaldi import numbered_trials, read_trials
 from vpeval.errors import DataError
-from vpeval.types import Corpus, Trial, TrialList, Utterance
 
-
-class PlanSettings(BaseModel):
-    """How the core splits a corpus and makes trials (the experiment's data section)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    seed: int = Field(0, description="Seed of every split and trial draw.")
-    attacker_train_speakers: int | float = Field(
-        0.5,
-        description="Speakers for attacker training: a fraction in (0, 1) of all speakers, or a count; "
-        "the rest are evaluation speakers.",
-    )
-    validation_speakers: float = Field(
-        0.1, ge=0.0, lt=1.0, description="Fraction of the attacker-train speakers held out for early stopping."
-    )
-    enroll_utterances: list[int] = Field(
-        default_factory=lambda: [1],
-        description="Utterances per trial side, N; 1 is VoicePrivacy's single-utterance trials, larger N "
-        "draws nested sets from the pools (seed 000).",
-    )
-    enroll_share: float = Field(
-        0.5, gt=0.0, lt=1.0, description="Fraction of an evaluation speaker's utterances in its enrollment pool."
-    )
-    target_trials_per_speaker: int = Field(10, ge=0, description="Target trials per evaluation speaker and N.")
-    nontarget_trials_per_speaker: int = Field(10, ge=0, description="Non-target trials per evaluation speaker and N.")
-    same_gender_nontargets: bool = Field(True, description="Draw non-target trials from speakers of the same gender.")
-    gender_balanced_split: bool = Field(
-        True, description="Split each gender in the same proportion between attacker training and evaluation."
-    )
-
-    @field_validator("attacker_train_speakers")
-    @classmethod
-    def _share_or_count(cls, value: int | float) -> int | float:
-        if isinstance(value, bool):
-            raise ValueError("give a fraction in (0, 1) or a number of speakers")
-        if isinstance(value, float) and not 0.0 < value < 1.0:
-            raise ValueError("a fraction must be in (0, 1); give a whole number for a count of speakers")
-        if isinstance(value, int) and value < 0:
-            raise ValueError("a count of speakers cannot be negative")
-        return value
-
-    @field_validator("enroll_utterances")
-    @classmethod
-    def _positive_unique(cls, value: list[int]) -> list[int]:
-        if not value:
-            raise ValueError("give at least one N, for example [1]")
-        if any(n < 1 for n in value):
-            raise ValueError("every N must be at least 1")
-        if len(set(value)) != len(value):
-            raise ValueError("an N appears twice")
-        return value
-
-
-@dataclass
-class EvaluationPlan:
-    """The split and the trials of one experiment.
-
-    `evaluation` holds every evaluation utterance (enrollment pool + trial pool); `enroll_ids` and
-    `test_ids` are the two pools, disjoint. `notes` lists what the plan had to compromise on.
-    """
-
-    train: Corpus
-    validation: Corpus | None
-    evaluation: Corpus
-    enroll_ids: list[str]
-    test_ids: list[str]
-    trial_lists: dict[int, TrialList]
-    settings: PlanSettings
-    notes: list[str] = field(default_factory=list)
+# PlanSettings and EvaluationPlan live in leaf modules (vpeval.api types them); importable from here too.
+from vpeval.settings import PlanSettings
+from vpeval.types import Corpus, EvaluationPlan, Trial, TrialList, Utterance
 
 
 def make_plan(corpus: Corpus, settings: PlanSettings) -> EvaluationPlan:

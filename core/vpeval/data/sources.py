@@ -12,9 +12,10 @@ from vpeval.api import CorpusSource, Params, PluginContext
 from vpeval.data.fingerprint import corpus_fingerprint
 from vpeval.data.kaldi import read_data_dir
 from vpeval.data.manifest import read_manifest
-from vpeval.data.plan import EvaluationPlan, PlanSettings, PredefinedSet, TrialFolder, predefined_plan
+from vpeval.data.plan import PredefinedSet, TrialFolder, predefined_plan
 from vpeval.errors import DataError
-from vpeval.types import Corpus
+from vpeval.settings import PlanSettings
+from vpeval.types import Corpus, EvaluationPlan
 
 
 class ManifestCorpus(CorpusSource):
@@ -112,10 +113,9 @@ class KaldiCorpus(CorpusSource):
         corpus.fingerprint = corpus_fingerprint(corpus, _fingerprint_cache(self.context))
         return corpus
 
-    def evaluation_plan(self, corpus: Corpus, settings: Any) -> EvaluationPlan | None:
+    def evaluation_plan(self, corpus: Corpus, settings: PlanSettings) -> EvaluationPlan | None:
         if not self.params.evaluation:
             return None
-        settings = settings if isinstance(settings, PlanSettings) else PlanSettings(**dict(settings or {}))
         sets_ids: dict[str, list[str]] = corpus.info.get("kaldi_sets", {})
         renamed: dict[str, dict[str, str]] = corpus.info.get("kaldi_renamed", {})
         root = Path(self.params.root)
