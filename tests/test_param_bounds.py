@@ -120,6 +120,13 @@ CASES = [
     ("metric", "{use: wer, params: {max_utterances: 0}}", "max_utterances", "greater than or equal to 1"),
     ("metric", "{use: embedding-privacy, params: {systems: [{use: ohnn}], repeats: 1000000000}}", "repeats",
      "less than or equal to 1000"),
+    # plugins named inside another plugin's parameters: their bounds hold there too
+    ("metric", "{use: wer, params: {asr_params: {beam_size: 1000000}}}", "asr_params.beam_size", "less than or equal to 64"),
+    ("metric", "{use: wer, params: {asr_params: {temperature: [0, .inf]}}}", "asr_params.temperature[1]", "finite"),
+    ("anonymizer", "{use: poolvc, params: {pool: {use: synth, params: {speakers: 1000000000000}}}}",
+     "pool.params.speakers", "less than or equal to 10000"),
+    ("anonymizer", "{use: poolvc, params: {encoder: {use: ecapa, params: {embed_max_seconds: 0.0001}}}}",
+     "encoder.params.embed_max_seconds", "greater than or equal to 0.2"),
     # a frontend, inside the attacker that reads it
     ("attacker", "{use: token-probe, frontend: {use: fbank-rvq, params: {frame_rate: 30}}}", "frame_rate",
      "divide the 100 frames/s"),
