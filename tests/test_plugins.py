@@ -177,3 +177,23 @@ def test_plugin_context_makes_plugins_from_the_registry(tmp_path):
     assert made.context.get("corpus", "kaldi", {"root": "r"}).name == "kaldi"  # children can make plugins too
     with pytest.raises(PluginError, match="no plugin factory.*plugin_context"):
         PluginContext(work_dir=tmp_path).get("corpus", "manifest", {"path": "x.csv"})
+
+
+def test_vpeval_plugins_lists_both_registrations_of_a_duplicate(monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from vpeval.cli import main
+
+    manager = manager_with(monkeypatch, [
+        FakeEntryPoint("a", "vpeval-first", lambda: metric_module("same", "kept")),
+        FakeEntryPoint("b", "vpeval-second", lambda: metric_module("same")),
+    ])
+    monkeypatch.setattr("vpeval.plugins.get_plugin_manager", lambda refresh=False: manager)
+    result = CliRunner().invoke(main, ["plugins", "--json"])
+    assert result.exit_code == 0, result.output
+    listing = json.loads(result.output)
+    assert [p["name"] for p in listing["plugins"]] == ["kept"]
+    assert sorted(b["distribution"] for b in listing["broken"]) == ["vpeval-first", "vpeval-second"]
+    assert all("registered by two distributions" in b["error"] for b in listing["broken"])
