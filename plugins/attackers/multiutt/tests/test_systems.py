@@ -119,3 +119,20 @@ def test_base_share_splits_speakers_between_encoders_and_fusion(train_corpus, tm
     assert base_speakers.isdisjoint(fusion_speakers)
     assert len(base_speakers) == round(0.65 * len(train_corpus.speakers))
     assert base_speakers | fusion_speakers == set(train_corpus.speakers)
+
+
+@pytest.mark.slow
+def test_fine_tuned_sentence_encoder_is_trained_saved_and_restored(train_corpus, heldout, tmp_path):
+    attacker = train("text", train_corpus.with_speakers(train_corpus.speakers[:6]), tmp_path / "w",
+                     text_finetune=True, text_epochs=1, text_lr=1e-4)
+    fresh = attacker._build_text()
+    tuned = attacker.text.state_dict()
+    changed = [k for k, v in fresh.state_dict().items() if k.startswith("sentence.") and not torch.equal(v, tuned[k])]
+    assert changed, "fine-tuning left the sentence encoder unchanged"
+    attacker.save(tmp_path / "saved")
+    assert any(k.startswith("sentence.") for k in torch.load(tmp_path / "saved" / "text.pt", weights_only=True))
+    restored = MultiUttAttacker(attacker.params, PluginContext(seed=5, work_dir=tmp_path / "r"))
+    restored.load(tmp_path / "saved")
+    sides = [heldout.utterances[:2], heldout.utterances[2:4]]
+    torch.testing.assert_close(torch.from_numpy(restored.represent_many(sides)),
+                               torch.from_numpy(attacker.represent_many(sides)))
