@@ -111,3 +111,14 @@ def test_mcadams_raises_eer_of_mfcc_scorer(corpus):
     anon = McAdams(McAdams.Params(alpha_range=(0.5, 0.9)))
     eer_oo, eer_oa = mfcc_eers(lambda audio, rate, key: anon.anonymize(audio, rate, voice(key)), corpus)
     assert eer_oa > eer_oo + 0.1, (eer_oo, eer_oa)
+
+
+def test_blocks_of_frames_give_the_same_bits_as_one_batch(corpus, monkeypatch):
+    import vpeval_mcadams.transform as transform
+
+    audio, rate = load(corpus.utterances[3])
+    blocked = mcadams(audio, rate, 0.7)
+    monkeypatch.setattr(transform, "BLOCK_FRAMES", 10**9)
+    assert np.array_equal(blocked, mcadams(audio, rate, 0.7))
+    monkeypatch.setattr(transform, "BLOCK_FRAMES", 7)
+    assert np.array_equal(blocked, mcadams(audio, rate, 0.7))

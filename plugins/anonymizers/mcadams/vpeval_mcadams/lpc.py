@@ -14,23 +14,30 @@ _TINY = np.finfo(np.float64).tiny
 def burg_lpc(frames: np.ndarray, order: int) -> np.ndarray:
     """Burg's LPC coefficients [F, order + 1] (a[:, 0] = 1) of frames [F, W].
 
-    The same recursion as librosa.lpc (which the VoicePrivacy B2 code calls per frame), batched.
+    The same recursion as librosa.lpc (which the VoicePrivacy B2 code calls per frame), batched. The
+    prediction errors are updated in place in two buffers (the same operations in the same order as
+    `fwd + k * bwd`, so the same bits), which keeps a block of frames in the CPU cache.
     """
     frames = np.asarray(frames, dtype=np.float64)
     n_frames = frames.shape[0]
     a = np.zeros((n_frames, order + 1))
     a[:, 0] = 1.0
-    fwd = frames[:, 1:]
-    bwd = frames[:, :-1]
+    fwd = frames[:, 1:].copy()
+    bwd = frames[:, :-1].copy()
+    k_bwd = np.empty_like(fwd)
+    k_fwd = np.empty_like(fwd)
     den = np.einsum("fw,fw->f", fwd, fwd) + np.einsum("fw,fw->f", bwd, bwd)
     for i in range(order):
         k = -2.0 * np.einsum("fw,fw->f", bwd, fwd) / (den + _TINY)
-        prev = a.copy()
-        a[:, 1 : i + 2] = prev[:, 1 : i + 2] + k[:, None] * prev[:, i::-1]
-        fwd, bwd = fwd + k[:, None] * bwd, bwd + k[:, None] * fwd
+        kc = k[:, None]
+        a[:, 1 : i + 2] = a[:, 1 : i + 2] + kc * a[:, i::-1]  # right side is evaluated first
+        np.multiply(kc, bwd, out=k_bwd)
+        np.multiply(kc, fwd, out=k_fwd)
+        np.add(fwd, k_bwd, out=fwd)
+        np.add(bwd, k_fwd, out=bwd)
         den = (1.0 - k**2) * den - bwd[:, -1] ** 2 - fwd[:, 0] ** 2
-        fwd = fwd[:, 1:]
-        bwd = bwd[:, :-1]
+        fwd, bwd = fwd[:, 1:], bwd[:, :-1]
+        k_bwd, k_fwd = k_bwd[:, 1:], k_fwd[:, 1:]
     return a
 
 

@@ -13,6 +13,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from vpeval_mcadams.lpc import all_pole_rows, burg_lpc, fir_rows, poly_from_roots, poly_roots
 
 EPS = float(np.finfo(np.float32).eps)
+BLOCK_FRAMES = 256
 
 
 def frame_layout(n_samples: int, sample_rate: int, win_ms: float, shift_ms: float) -> tuple[int, int, int]:
@@ -40,10 +41,16 @@ def warp_poles(poles: np.ndarray, alpha: float) -> np.ndarray:
 
 def mcadams_frames(frames: np.ndarray, alpha: float, order: int) -> np.ndarray:
     """Anonymized frames [F, W] from windowed frames [F, W] (before the synthesis window)."""
-    a = burg_lpc(frames + EPS, order)
+    a = np.empty((len(frames), order + 1))
+    residual = np.empty_like(frames)
+    # Frames are independent, so Burg and the inverse filter on blocks of frames give the same bits as
+    # on one batch; a block's passes over its arrays stay in the CPU cache, the whole utterance's do not.
+    for start in range(0, len(frames), BLOCK_FRAMES):
+        block = slice(start, start + BLOCK_FRAMES)
+        a[block] = burg_lpc(frames[block] + EPS, order)
+        residual[block] = fir_rows(a[block], frames[block])
     poles = warp_poles(poly_roots(a), alpha)
     a_new = poly_from_roots(poles).real
-    residual = fir_rows(a, frames)
     return all_pole_rows(a_new, residual)
 
 
@@ -63,7 +70,8 @@ def mcadams(
     padded[:n] = samples
     window = analysis_window(win, shift)
     frames = sliding_window_view(padded, win)[::shift] * window
-    out_frames = mcadams_frames(frames, alpha, order) * window
+    out_frames = mcadams_frames(frames, alpha, order)
+    out_frames *= window
     return overlap_add(out_frames, shift, len(padded))[:n]
 
 
