@@ -326,3 +326,18 @@ def test_a_plugin_that_names_itself_ends_in_one_sentence(ref_manager):
     text = REF.replace("use: ref-chooser", "use: ref-loop").replace("PARAMS", "{}")
     with pytest.raises(ConfigError, match="names itself"):
         load_experiment_text(text, "exp.yaml", manager=ref_manager)
+
+
+def test_resolved_yaml_reruns_and_refuses_another_installed_version(fake_plugins):
+    """resolved.yaml records each plugin's distribution, version and code hash; it validates as an experiment."""
+    import yaml
+
+    exp = load_experiment_text(GOOD, "exp.yaml")
+    resolved = exp.to_dict()
+    again = load_experiment_text(yaml.safe_dump(resolved, sort_keys=False), "resolved.yaml")
+    assert again.to_dict() == resolved
+    resolved["metrics"][0]["version"] = "0.9"
+    with pytest.raises(ConfigError) as info:
+        load_experiment_text(yaml.safe_dump(resolved, sort_keys=False), "resolved.yaml")
+    assert "(metrics[0].version): metric fake-eer came from vpeval-fakes 0.9" in str(info.value)
+    assert "vpeval-fakes 1.0 is installed" in str(info.value) and "\n" not in str(info.value)

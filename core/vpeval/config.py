@@ -43,7 +43,15 @@ def _plugin_shorthand(value: Any) -> Any:
 Strict = StrictModel  # unknown keys, true-for-a-number and NaN/infinity are all errors
 
 
-class PluginSpec(Strict):
+class Recorded(Strict):
+    """What resolved.yaml records about each plugin, so that rerunning it uses the same plugin versions."""
+
+    distribution: str | None = Field(default=None, description="the distribution that provided the plugin (resolved.yaml)")
+    version: str | None = Field(default=None, description="its version; another installed version is refused (resolved.yaml)")
+    code: str | None = Field(default=None, description="hash of its source files, for the cache; not checked (resolved.yaml)")
+
+
+class PluginSpec(Recorded):
     use: str = Field(description="registered plugin name")
     params: dict[str, Any] = Field(default_factory=dict, description="the plugin's parameters")
     label: str | None = Field(default=None, description="name shown in results (default: derived from use and params)")
@@ -80,7 +88,7 @@ class AnonymizerSpec(Strict):
 AnonSpec = Annotated[AnonymizerSpec, BeforeValidator(_plugin_shorthand)]
 
 
-class AttackerSpec(Strict):
+class AttackerSpec(Recorded):
     use: str
     params: dict[str, Any] = Field(default_factory=dict)
     train_on: Annotated[Literal["original", "anonymized"], BeforeValidator(_scenario)] = Field(
@@ -293,6 +301,12 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
             cls = manager.get(kind, use)
         except PluginError as exc:
             errors.append(f"{doc.where(loc + ('use',))}: {exc}")
+            return None
+        recorded = getattr(spec, "distribution", None), getattr(spec, "version", None)
+        if any(r is not None and r != now for r, now in zip(recorded, (cls.distribution, cls.version))):
+            errors.append(f"{doc.where(loc + ('version',))}: {kind} {use} came from {' '.join(r for r in recorded if r)} "
+                          f"when this file was written, and {cls.distribution} {cls.version} is installed; install that "
+                          "version, or delete `distribution` and `version` to run with the installed one.")
             return None
         try:
             validated = cls.Params.model_validate(params)
