@@ -1,0 +1,243 @@
+"""spinv: the Speaker Inversion Attack of seed 002 as a vpeval attacker."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from vpeval.api import Attacker, Params
+from vpeval.errors import DataError
+from vpeval.speakers import EncoderSpec
+from vpeval.types import Corpus, FrontendOutput, TrainingData, Utterance
+
+STAGE_A_WEIGHTS = {"align": 1.0, "rel": 0.5, "dino": 1.0, "var": 25.0, "cov": 1.0}  # lambda_1..5, section IV
+STAGE_B_WEIGHTS = {"spk": 0.2, "align": 0.8, "rel": 0.4, "dino": 0.4, "var": 10.0, "cov": 0.5}  # mu_1..6
+
+
+class StageAWeights(Params):
+    align: float = Field(STAGE_A_WEIGHTS["align"], ge=0, description="lambda_1, eq. 7")
+    rel: float = Field(STAGE_A_WEIGHTS["rel"], ge=0, description="lambda_2, eq. 8")
+    dino: float = Field(STAGE_A_WEIGHTS["dino"], ge=0, description="lambda_3, eq. 9")
+    var: float = Field(STAGE_A_WEIGHTS["var"], ge=0, description="lambda_4, eq. 10")
+    cov: float = Field(STAGE_A_WEIGHTS["cov"], ge=0, description="lambda_5, eq. 11")
+
+
+class StageBWeights(Params):
+    spk: float = Field(STAGE_B_WEIGHTS["spk"], ge=0, description="mu_1, eq. 13")
+    align: float = Field(STAGE_B_WEIGHTS["align"], ge=0, description="mu_2, eq. 7")
+    rel: float = Field(STAGE_B_WEIGHTS["rel"], ge=0, description="mu_3, eq. 8")
+    dino: float = Field(STAGE_B_WEIGHTS["dino"], ge=0, description="mu_4, eq. 9")
+    var: float = Field(STAGE_B_WEIGHTS["var"], ge=0, description="mu_5, eq. 10")
+    cov: float = Field(STAGE_B_WEIGHTS["cov"], ge=0, description="mu_6, eq. 11")
+
+
+class SpInvParams(Params):
+    target_encoder: EncoderSpec = Field(
+        default_factory=lambda: EncoderSpec(use="ge2e"),
+        description="The frozen speaker encoder F whose space is recovered {use, params} (the paper: ECAPA-TDNN; here GE2E, packaged).",
+    )
+    observed_seconds: float = Field(3.0, gt=0, le=60, description="Seconds of frontend output the attack observes per utterance (Table IV sweeps 1-10).")
+    compare: Literal["target", "recovered"] = Field(
+        "target",
+        description="target: recovered test side against the target encoder's embedding of the enrollment audio; "
+        "recovered: recovered embeddings on both sides (tokens only, the token-probe setting).",
+    )
+    # AuB and heads (section IV: d_h 384, d_a 512; depth and heads are not given)
+    hidden: int = Field(384, ge=4, le=4096, description="AuB hidden size d_h (paper: 384).")
+    layers: int = Field(6, ge=1, le=48, description="Transformer layers (not given in the paper).")
+    heads: int = Field(6, ge=1, le=64, description="Attention heads (not given; must divide hidden).")
+    output_dim: int = Field(512, ge=2, le=8192, description="AuB output d_a (paper: 512).")
+    dropout: float = Field(0.1, ge=0, lt=1, description="Dropout in AuB (BERT's 0.1; not given).")
+    dino_prototypes: int = Field(1024, ge=2, le=262144, description="K prototypes of the DINO head (not given).")
+    dino_hidden: int = Field(2048, ge=2, le=16384, description="DINO head MLP width (DINO's 2048).")
+    dino_bottleneck: int = Field(256, ge=2, le=4096, description="DINO head bottleneck (DINO's 256).")
+    student_temperature: float = Field(0.1, gt=0, description="tau_s of the student distribution (DINO's 0.1; not given).")
+    teacher_temperature: float = Field(0.04, gt=0, description="tau_t of the sharpened teacher (DINO's 0.04; not given).")
+    center_momentum: float = Field(0.9, ge=0, lt=1, description="DINO centre momentum (paper: 0.9).")
+    ema_start: float = Field(0.996, ge=0, le=1, description="EMA teacher momentum at the first step (paper: 0.996).")
+    ema_end: float = Field(0.9995, ge=0, le=1, description="EMA momentum at the last step, cosine schedule (paper: 0.9995).")
+    var_gamma: float = Field(1.0, gt=0, description="gamma of eq. 10 (VICReg's 1).")
+    var_epsilon: float = Field(1e-4, gt=0, description="epsilon of eq. 10 (VICReg's 1e-4).")
+    # views (lengths not given in the paper)
+    local_seconds: float = Field(3.0, gt=0, le=60, description="Length of the two local (student) views.")
+    global_seconds: float = Field(6.0, gt=0, le=60, description="Length of the two global (EMA teacher) views.")
+    teacher_seconds: float | None = Field(
+        None, gt=0, le=600, description="Length of the teacher view for F; null: the whole utterance (embedded once)."
+    )
+    # optimisation (section IV)
+    batch_size: int = Field(96, ge=2, le=4096, description="Utterances per batch (paper: 96).")
+    stage_a_epochs: int = Field(60, ge=0, le=10000, description="Stage A epochs (paper: 60).")
+    stage_a_lr: float = Field(4e-4, gt=0, description="Stage A Adam learning rate (paper: 4e-4).")
+    stage_a_weights: StageAWeights = Field(default_factory=StageAWeights, description="lambda_1..5 of eq. 6.")
+    stage_b_epochs: int = Field(40, ge=0, le=10000, description="Stage B epochs (paper: 40; 0 skips Stage B).")
+    stage_b_lr: float = Field(1e-4, gt=0, description="Stage B Adam learning rate (paper: 1e-4).")
+    stage_b_weights: StageBWeights = Field(default_factory=StageBWeights, description="mu_1..6 of eq. 12.")
+    margin: float = Field(0.2, ge=0, lt=1.5, description="Final ArcMargin margin m (paper: 0.2).")
+    margin_ramp_start: int = Field(10, ge=0, description="Stage B epoch where the margin starts rising from 0 (paper: 10).")
+    margin_ramp_end: int = Field(20, ge=0, description="Stage B epoch where the margin reaches its final value (paper: 20).")
+    arc_scale: float = Field(30.0, gt=0, description="ArcMargin logit scale s (not given; 30 as in ArcFace speaker models).")
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.hidden % self.heads:
+            raise ValueError(f"heads ({self.heads}) must divide hidden ({self.hidden})")
+        if self.margin_ramp_end < self.margin_ramp_start:
+            raise ValueError("margin_ramp_end must not come before margin_ramp_start")
+        if self.ema_end < self.ema_start:
+            raise ValueError("ema_end must be at least ema_start (the teacher slows down over training)")
+        return self
+
+
+class SpInv(Attacker):
+    """SpInv: recovers a target encoder's speaker embedding from a slice of frontend tokens/features.
+
+    AuB (BERT-style encoder over per-codebook token embeddings and fused features) + projection head,
+    trained by distillation from a frozen speaker encoder with an EMA/DINO teacher (Stage A) and
+    ArcMargin fine-tuning (Stage B), seed 002. Sides are compared in the target encoder's space.
+    """
+
+    name = "spinv"
+    uses_frontend = True
+    needs_training = True
+    sample_rate = 16000  # nominal: audio is read at the frontend's and the encoder's own rates
+    Params = SpInvParams
+
+    def __init__(self, params=None, context=None):
+        super().__init__(params, context)
+        self.model = None  # Recovery (G) after train/load
+        self.config: dict | None = None
+        self.history: list[dict] = []
+        self._encoder = None
+        self._targets: dict[tuple[str, str], np.ndarray] = {}
+        self._recovered: dict[tuple[str, str], np.ndarray] = {}
+
+    # -- parts ----------------------------------------------------------------------------------
+
+    def _require_frontend(self):
+        if self.frontend is None:
+            raise DataError("spinv attacks a frontend's output; name one in the experiment (frontend: <name>).")
+        return self.frontend
+
+    @property
+    def encoder(self):
+        """The frozen target speaker encoder F, made by the core from `target_encoder`."""
+        if self._encoder is None:
+            spec = self.params.target_encoder
+            self._encoder = self.context.get("encoder", spec.use, dict(spec.params))
+        return self._encoder
+
+    def target_embedding(self, utterance: Utterance) -> np.ndarray:
+        """z = F(x) of the whole utterance (cached)."""
+        key = _key(utterance)
+        if key not in self._targets:
+            self._targets[key] = self._embed(utterance.load(self.encoder.sample_rate))
+        return self._targets[key]
+
+    def _embed(self, audio: np.ndarray) -> np.ndarray:
+        vector = np.asarray(self.encoder.embed(audio), dtype=np.float32).reshape(-1)
+        if not np.isfinite(vector).all():
+            raise DataError(f"The target encoder {self.params.target_encoder.use} returned NaN or infinite values.")
+        return vector
+
+    def _encode(self, audio: np.ndarray) -> FrontendOutput:
+        return self._require_frontend().encode(audio)
+
+    # -- training -------------------------------------------------------------------------------
+
+    def train(self, data: TrainingData) -> None:
+        from vpeval_spinv.fit import fit_spinv
+
+        self.context.apply_threads()
+        corpus = data.corpus
+        if len(corpus) < 2 or len(corpus.speakers) < 2:
+            raise DataError("spinv needs training speech of at least two utterances and two speakers (attacker-train split).")
+        self.model, self.config, self.history = fit_spinv(self, corpus)
+        self._recovered.clear()
+
+    # -- attack ---------------------------------------------------------------------------------
+
+    def recover(self, utterance: Utterance) -> np.ndarray:
+        """ẑ = G(a contiguous `observed_seconds` slice of the frontend output), slice start seeded by the utterance id."""
+        key = _key(utterance)
+        if key not in self._recovered:
+            import torch
+
+            from vpeval_spinv.views import collate, layout_of, slice_output
+
+            if self.model is None:
+                raise RuntimeError("spinv: train() or load() before represent().")
+            output = self._encode(utterance.load(self._require_frontend().sample_rate))
+            if layout_of(output).as_dict() != self.config["layout"]:
+                raise DataError(
+                    f"The frontend's output for {utterance.path} has layout {layout_of(output).as_dict()}, but spinv was "
+                    f"trained on {self.config['layout']}; retrain it with this frontend."
+                )
+            observed = slice_output(output, self.params.observed_seconds, self.context.rng("spinv-slice", utterance.id))
+            with torch.no_grad():
+                batch = collate([observed], layout_of(output), self.model.aub.max_frames)
+                self._recovered[key] = self.model(batch)[0][0].numpy().astype(np.float32)
+        return self._recovered[key]
+
+    def represent(self, utterances: Sequence[Utterance]) -> np.ndarray:
+        """[mean unit ẑ] (compare: recovered) or [mean unit ẑ, mean unit z] (compare: target): the
+        enrollment side then offers F's embedding of its audio and the test side its recovered one."""
+        recovered = _mean_unit([self.recover(u) for u in utterances])
+        if self.params.compare == "recovered":
+            return recovered
+        return np.concatenate([recovered, _mean_unit([self.target_embedding(u) for u in utterances])])
+
+    def score(self, enroll: np.ndarray, test: np.ndarray) -> np.ndarray:
+        """Cosine of the test side's recovered embedding with the enrollment side's target (or recovered) one."""
+        from vpeval.api import cosine_rows
+
+        if self.params.compare == "recovered":
+            return cosine_rows(enroll, test)
+        dim = enroll.shape[1] // 2
+        return cosine_rows(enroll[:, dim:], test[:, :dim])
+
+    def inversion_embeddings(self, corpus: Corpus) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(recovered [U, d_z], target [U, d_z], speakers [U]) for every utterance of `corpus`, in its
+        order: the inputs of the `inversion` metric (seed 002, eq. 14-15 and its verification numbers)."""
+        items = self.context.progress(corpus.utterances, total=len(corpus), description="spinv: invert")
+        rows = [(self.recover(u), self.target_embedding(u)) for u in items]
+        speakers = np.array([u.speaker for u in corpus.utterances])
+        return np.stack([r for r, _ in rows]), np.stack([t for _, t in rows]), speakers
+
+    # -- state ----------------------------------------------------------------------------------
+
+    def save(self, folder: Path) -> None:
+        import torch
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        torch.save(self.model.state_dict(), folder / "recovery.pt")
+        (folder / "config.json").write_text(json.dumps({**self.config, "history": self.history}, indent=1))
+
+    def load(self, folder: Path) -> None:
+        import torch
+
+        from vpeval_spinv.fit import build_recovery
+
+        folder = Path(folder)
+        saved = json.loads((folder / "config.json").read_text())
+        self.history = saved.pop("history", [])
+        self.config = saved
+        self.model = build_recovery(saved)
+        self.model.load_state_dict(torch.load(folder / "recovery.pt", weights_only=True))
+        self.model.eval()
+        self._recovered.clear()
+
+
+def _mean_unit(vectors: list[np.ndarray]) -> np.ndarray:
+    units = [v / max(float(np.linalg.norm(v)), 1e-12) for v in vectors]
+    mean = np.mean(units, axis=0)
+    return (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float64)
+
+
+def _key(utterance: Utterance) -> tuple[str, str]:
+    return (utterance.id, utterance.path)
