@@ -1,0 +1,1 @@
+"""WORLD-based F0 and formant shift anonymization (signal-processing voice modification)."""
