@@ -134,6 +134,7 @@ def test_params_defaults_are_the_papers():
         ({"query_temperature": 0}, "greater than 0"),
         ({"fusion_weights": (0, 0)}, "positive sum"),
         ({"system": "rjca"}, "system"),
+        ({"system": "hybrid", "hybrid_dim": 30, "attention_heads": 4, "embedding_dim": 32}, "hybrid_dim 30"),
     ],
 )
 def test_params_refuse_bad_values(bad, message):
@@ -143,6 +144,24 @@ def test_params_refuse_bad_values(bad, message):
         MultiUttAttacker.Params(**{**CPU_TEST_SIZE, **bad})
 
 
-@pytest.mark.parametrize("system", ["mean", "query-attention", "frame-concat", "text", "audio-text", "audio-prosody"])
+@pytest.mark.parametrize("system", ["mean", "query-attention", "frame-concat", "text", "audio-text", "audio-prosody", "hybrid"])
 def test_cpu_test_size_is_valid_for_every_system(system):
     assert MultiUttAttacker(MultiUttAttacker.Params(**{**CPU_TEST_SIZE, "system": system}), PluginContext()).system == system
+
+
+def test_hybrid_fusion_ignores_padding_and_special_tokens():
+    from vpeval_multiutt.hybrid import HybridFusion
+
+    torch.manual_seed(0)
+    fusion = HybridFusion(token_dim=12, frame_dim=20, text_dim=8, attention_dim=16, heads=4, hybrid_dim=16, out=6).eval()
+    tokens, frames, authorship = torch.randn(1, 5, 12), torch.randn(1, 20, 30), torch.randn(1, 8)
+    real = torch.tensor([[False, True, True, True, False]])  # [CLS] w w w [SEP]
+    with torch.no_grad():
+        alone = fusion(tokens, torch.zeros(1, 5, dtype=torch.bool), real, frames, authorship)
+        padded_tokens = torch.cat([tokens, torch.randn(1, 3, 12)], dim=1)
+        padding = torch.tensor([[False] * 5 + [True] * 3])
+        padded = fusion(padded_tokens, padding, torch.cat([real, torch.zeros(1, 3, dtype=torch.bool)], 1), frames, authorship)
+        other_frames = fusion(tokens, torch.zeros(1, 5, dtype=torch.bool), real, torch.randn(1, 20, 30), authorship)
+    assert alone.shape == (1, 6)
+    torch.testing.assert_close(alone, padded, rtol=1e-5, atol=1e-5)
+    assert not torch.allclose(alone, other_frames, atol=1e-4), "the tokens must read the frames"

@@ -122,6 +122,19 @@ def test_base_share_splits_speakers_between_encoders_and_fusion(train_corpus, tm
 
 
 @pytest.mark.slow
+def test_hybrid_learns_speakers(train_corpus, heldout, tmp_path, eer_of):
+    attacker = train("hybrid", train_corpus, tmp_path, hybrid_epochs=6)
+    assert {r.stage for r in attacker.history.epochs} == {"audio-mean", "text", "fusion-hybrid"}
+    assert eer_of(attacker, heldout) < CHANCE_MARGIN
+    attacker.save(tmp_path / "saved")
+    restored = MultiUttAttacker(attacker.params, PluginContext(seed=5, work_dir=tmp_path / "r"))
+    restored.load(tmp_path / "saved")
+    sides = [heldout.utterances[:3], heldout.utterances[3:4]]
+    torch.testing.assert_close(torch.from_numpy(restored.represent_many(sides)),
+                               torch.from_numpy(attacker.represent_many(sides)))
+
+
+@pytest.mark.slow
 def test_fine_tuned_sentence_encoder_is_trained_saved_and_restored(train_corpus, heldout, tmp_path):
     attacker = train("text", train_corpus.with_speakers(train_corpus.speakers[:6]), tmp_path / "w",
                      text_finetune=True, text_epochs=1, text_lr=1e-4)

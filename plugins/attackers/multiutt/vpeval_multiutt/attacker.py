@@ -32,7 +32,7 @@ PROSODY_VERSION = "f0mean-rate-voiced-1"
 class MultiUttAttacker(Attacker):
     """Multi-utterance, multimodal speaker verification attacker (seed 000): audio, text and prosody over N utterances.
 
-    Systems: mean, query-attention, frame-concat, text, audio-text, audio-prosody (parameter `system`).
+    Systems: mean, query-attention, frame-concat, text, audio-text, audio-prosody, hybrid (parameter `system`).
     """
 
     name: ClassVar[str] = "multiutt"
@@ -65,7 +65,7 @@ class MultiUttAttacker(Attacker):
 
     @property
     def uses_text(self) -> bool:
-        return self.system in ("text", "audio-text")
+        return self.system in ("text", "audio-text", "hybrid")
 
     @property
     def uses_prosody(self) -> bool:
@@ -74,13 +74,15 @@ class MultiUttAttacker(Attacker):
     @property
     def speaker_level(self) -> bool:
         """Whether the other modality is summarised over the N utterances (frame level) or per utterance."""
+        if self.system == "hybrid":  # per-utterance fusion, mean over the N (Table IV)
+            return False
         return self.system in AUDIO_SYSTEMS or self.system == "text" or self.params.fusion_level == "frame"
 
     @property
     def audio_aggregation(self) -> str:
         if self.system in AUDIO_SYSTEMS:
             return self.system
-        return "frame-concat" if self.params.fusion_level == "frame" else "mean"
+        return "frame-concat" if self.speaker_level else "mean"
 
     @property
     def frames(self):
@@ -126,10 +128,14 @@ class MultiUttAttacker(Attacker):
         import torch
 
         from vpeval_multiutt.fusion import ConcatFusion, ProsodyFusion
+        from vpeval_multiutt.hybrid import HybridFusion
 
         p = self.params
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.context.torch_seed(self.name, self.system, "fusion"))
+            if self.system == "hybrid":
+                return HybridFusion(self.text.sentence.dim, p.channels[-1], p.text_dim, p.hybrid_attention_dim,
+                                    p.attention_heads, p.hybrid_dim, p.embedding_dim)
             if self.system == "audio-text":
                 return ConcatFusion(p.embedding_dim, p.text_dim, p.fusion_dim, p.embedding_dim)
             return ProsodyFusion(p.embedding_dim, 6 if self.speaker_level else 3, p.prosody_dim, p.embedding_dim)
@@ -240,6 +246,12 @@ class MultiUttAttacker(Attacker):
 
         def embed(picks: np.ndarray, rng: np.random.Generator):
             self.audio.eval()
+            if self.system == "hybrid":
+                self.text.eval()
+                with torch.no_grad():
+                    inputs = self._hybrid_inputs(list(self.audio.encoder.frame_map(self._crops(utterances, picks, rng))),
+                                                 [texts[k] for k in picks.ravel()])
+                return self.fusion(*inputs), n
             with torch.no_grad():
                 audio, rows = self.audio.training_embeddings(self._crops(utterances, picks, rng), n)
                 if self.text is not None:
@@ -250,9 +262,18 @@ class MultiUttAttacker(Attacker):
                     other = torch.from_numpy(self._prosody_input(prosody[picks]))
             return self.fusion(audio, other), rows
 
+        schedule = dict(epochs=p.fusion_epochs, lr=p.fusion_lr, **self._training_kwargs())
+        if self.system == "hybrid":
+            schedule.update(epochs=p.hybrid_epochs, lr=p.hybrid_lr, weight_decay=p.hybrid_weight_decay)
         train_aam(self.fusion, embed, Episodes(utterances, n, p.speakers_per_batch, p.batches_per_epoch),
-                  p.embedding_dim, epochs=p.fusion_epochs, lr=p.fusion_lr, stage=f"fusion-{self.system}",
-                  **self._training_kwargs())
+                  p.embedding_dim, stage=f"fusion-{self.system}", **schedule)
+
+    def _hybrid_inputs(self, frame_maps: list, texts: list[str]) -> tuple:
+        """What HybridFusion reads for utterances with these frame maps ([C, T] each, equal T) and transcripts."""
+        import torch
+
+        tokens, padding, real = self.text.sentence.tokens(texts)
+        return tokens, padding, real, torch.stack(frame_maps), self.text([[t] for t in texts])
 
     # -- prosody ----------------------------------------------------------------------------
 
@@ -321,6 +342,13 @@ class MultiUttAttacker(Attacker):
             if self.speaker_level:
                 return self.fusion(self._audio_side(side)[None], self.text([texts]))[0].numpy()
             fused = self.fusion(self._audio_utterances(side), self.text([[t] for t in texts]))
+            return torch.nn.functional.normalize(fused, dim=-1).mean(dim=0).numpy()
+        if self.system == "hybrid":
+            texts = self._texts(side)
+            fused = torch.cat([
+                self.fusion(*self._hybrid_inputs([self.audio.encoder.frame_map(f[None])[0]], [t]))
+                for f, t in zip(self._frames_of(side), texts)
+            ])
             return torch.nn.functional.normalize(fused, dim=-1).mean(dim=0).numpy()
         prosody = torch.from_numpy(self._prosody_input(self._prosody(side)[None]))
         if self.speaker_level:

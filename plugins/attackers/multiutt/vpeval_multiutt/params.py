@@ -13,9 +13,9 @@ from pydantic import Field, model_validator
 from vpeval.api import Params, PluginRef
 
 AUDIO_SYSTEMS = ("mean", "query-attention", "frame-concat")
-SYSTEMS = AUDIO_SYSTEMS + ("text", "audio-text", "audio-prosody")
+SYSTEMS = AUDIO_SYSTEMS + ("text", "audio-text", "audio-prosody", "hybrid")
 
-System = Literal["mean", "query-attention", "frame-concat", "text", "audio-text", "audio-prosody"]
+System = Literal["mean", "query-attention", "frame-concat", "text", "audio-text", "audio-prosody", "hybrid"]
 
 
 class MultiUttParams(Params):
@@ -26,7 +26,8 @@ class MultiUttParams(Params):
         description="mean: mean of utterance embeddings (IV-B baseline); query-attention: learnable query over the N "
         "utterance embeddings (III-A1); frame-concat: the N frame sequences concatenated before attentive "
         "statistics pooling (III-B1); text: authorship encoder over the N transcripts (IV-B, LUAR-like); "
-        "audio-text (III-A2 / III-B2) and audio-prosody (III-A3 / III-B3) fusions.",
+        "audio-text (III-A2 / III-B2) and audio-prosody (III-A3 / III-B3) fusions; hybrid: transcript tokens "
+        "cross-attend the frames of their utterance (III-B4).",
     )
     utterances_per_speaker: int = Field(
         5, ge=1, description="N: utterances drawn per speaker for each training example (IV-C: 64 speakers x N=5)."
@@ -124,12 +125,19 @@ class MultiUttParams(Params):
         "(IV-A two-stage: 0.65). 1.0 trains both on all speakers.",
     )
 
+    # -- hybrid acoustic-textual (III-B4, IV-C) ------------------------------------------------------
+    hybrid_attention_dim: int = Field(256, ge=1, description="d_k = d_v of the token-to-frame attention (IV-C: 256).")
+    hybrid_dim: int = Field(256, ge=1, description="Size d_h of the hybrid token space (the paper gives none; 256 as d_k).")
+    hybrid_epochs: int = Field(30, ge=1, description="Epochs of the hybrid layers (IV-C: 30).")
+    hybrid_lr: float = Field(5e-5, gt=0.0, description="Learning rate of the hybrid layers (IV-C: 5e-5).")
+    hybrid_weight_decay: float = Field(0.01, ge=0.0, description="Weight decay of the hybrid layers (IV-C: 0.01).")
+
     audio_cache_mb: int = Field(2048, ge=0, description="Frames kept in memory during training (MB).")
 
     @property
     def trains_fusion(self) -> bool:
         """Fusion layers learned on frozen encoders (the paper's two-stage training)."""
-        return self.system == "audio-prosody" or (self.system == "audio-text" and self.fusion == "concat")
+        return self.system in ("audio-prosody", "hybrid") or (self.system == "audio-text" and self.fusion == "concat")
 
     @model_validator(mode="after")
     def _check(self) -> MultiUttParams:
@@ -147,9 +155,12 @@ class MultiUttParams(Params):
             raise ValueError("fusion: weighted fixes audio/text score weights; it applies to system audio-text only")
         if self.base_share < 1.0 and not self.trains_fusion:
             raise ValueError(
-                "base_share below 1 splits encoder and fusion training: only audio-text and audio-prosody with "
-                "fusion: concat train fusion layers"
+                "base_share below 1 splits encoder and fusion training: only hybrid, audio-prosody and audio-text "
+                "with fusion: concat train fusion layers"
             )
+        for name in ("hybrid_attention_dim", "hybrid_dim"):
+            if self.system == "hybrid" and getattr(self, name) % self.attention_heads:
+                raise ValueError(f"{name} {getattr(self, name)} must be a multiple of attention_heads {self.attention_heads}")
         return self
 
 
@@ -174,4 +185,8 @@ CPU_TEST_SIZE = {
     "prosody_dim": 8,
     "fusion_epochs": 2,
     "fusion_lr": 5e-3,
+    "hybrid_attention_dim": 16,
+    "hybrid_dim": 16,
+    "hybrid_epochs": 2,
+    "hybrid_lr": 5e-3,
 }

@@ -61,10 +61,17 @@ class SentenceEncoder(nn.Module):
         return int(self.model.config.hidden_size)
 
     def forward(self, texts: Sequence[str]) -> torch.Tensor:
-        batch = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_tokens, return_tensors="pt")
-        states = self.model(**batch).last_hidden_state
-        mask = batch["attention_mask"].unsqueeze(-1).to(states.dtype)
+        states, padding, _ = self.tokens(texts)
+        mask = (~padding).unsqueeze(-1).to(states.dtype)
         return (states * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+
+    def tokens(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Token states [B, L, H], padding mask [B, L] and real-token mask [B, L] (neither padding nor special)."""
+        batch = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_tokens,
+                               return_tensors="pt", return_special_tokens_mask=True)
+        special = batch.pop("special_tokens_mask").bool()
+        padding = ~batch["attention_mask"].bool()
+        return self.model(**batch).last_hidden_state, padding, ~padding & ~special
 
 
 class AuthorshipHead(nn.Module):
