@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -129,8 +131,18 @@ class FakeCorpus(CorpusSource):
         utterances: int = 6
 
     def load(self) -> Corpus:
-        folder = self.context.folder("audio", f"{self.params.speakers}x{self.params.utterances}")
-        return make_corpus(folder, self.params.speakers, self.params.utterances, seconds=0.6, seed=3, name="fake")
+        # Written into a temporary folder and renamed into place once: a run reading the audio never sees
+        # another run's load rewrite it (tests start several runs on one cache).
+        name = f"{self.params.speakers}x{self.params.utterances}"
+        final = self.context.folder("audio") / name
+        tmp = self.context.folder("audio", f".{name}.{os.getpid()}")
+        corpus = make_corpus(tmp, self.params.speakers, self.params.utterances, seconds=0.6, seed=3, name="fake")
+        try:
+            os.replace(tmp, final)
+        except OSError:  # already in place
+            shutil.rmtree(tmp)
+        utterances = [u.replace(path=str(final / Path(u.path).name)) for u in corpus.utterances]
+        return Corpus(corpus.name, utterances, dict(corpus.speaker_gender), fingerprint=corpus.fingerprint)
 
 
 @hookimpl
