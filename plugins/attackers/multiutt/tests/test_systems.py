@@ -149,3 +149,28 @@ def test_fine_tuned_sentence_encoder_is_trained_saved_and_restored(train_corpus,
     sides = [heldout.utterances[:2], heldout.utterances[2:4]]
     torch.testing.assert_close(torch.from_numpy(restored.represent_many(sides)),
                                torch.from_numpy(attacker.represent_many(sides)))
+
+
+def test_init_from_continues_from_the_saved_model(audio_text, train_corpus, tmp_path, monkeypatch):
+    """Semi-informed training starts from the lazy model: every part starts at its saved weights."""
+    import vpeval_multiutt.training as training
+
+    audio_text.save(tmp_path / "lazy")
+    semi = MultiUttAttacker(MultiUttAttacker.Params(**{**SYSTEM_TEST, "system": "audio-text", "epochs": 1,
+                                                       "text_epochs": 1, "fusion_epochs": 1}),
+                            PluginContext(seed=2, work_dir=tmp_path / "semi"))
+    semi.init_from(tmp_path / "lazy")
+    starts = {}
+    real_train_aam = training.train_aam
+
+    def spy(modules, *args, **kwargs):
+        starts[kwargs["stage"]] = {k: v.clone() for k, v in modules.state_dict().items()}
+        return real_train_aam(modules, *args, **kwargs)
+
+    monkeypatch.setattr(training, "train_aam", spy)
+    semi.train(TrainingData([TrainingStage("anonymized", train_corpus)], scenario="anonymized"))
+    for stage, module in (("audio-frame-concat", audio_text.audio), ("fusion-audio-text", audio_text.fusion)):
+        for key, value in module.state_dict().items():
+            assert torch.equal(starts[stage][key], value), (stage, key)
+    changed = [k for k, v in audio_text.audio.state_dict().items() if not torch.equal(v, semi.audio.state_dict()[k])]
+    assert changed, "the audio network was not trained further"

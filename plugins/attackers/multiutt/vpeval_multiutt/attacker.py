@@ -52,6 +52,7 @@ class MultiUttAttacker(Attacker):
         self.history = History()
         self._frames = None
         self._transcriber = None
+        self._start_folder: Path | None = None
 
     # -- what the system is made of ---------------------------------------------------------
 
@@ -157,6 +158,15 @@ class MultiUttAttacker(Attacker):
                 "give the experiment more attacker-training speakers."
             )
         base, fusion = self._split_speakers(corpus)
+        if self._start_folder is not None:
+            # Semi-informed (IV-C): start from the lazy model and train every part further.
+            self.load(self._start_folder)
+            for module in (self.audio, self.text, self.fusion):
+                if module is not None:
+                    module.requires_grad_(True)
+            if self.text is not None:
+                self.text.sentence.requires_grad_(self.params.text_finetune)
+            self.context.log.info("%s: continuing from %s", self.name, self._start_folder)
         self.context.log.info("%s (%s): scenario %s, stages %s", self.name, self.system, data.scenario,
                               [s.name for s in data.stages])
         if self.uses_audio:
@@ -202,7 +212,8 @@ class MultiUttAttacker(Attacker):
         from vpeval_multiutt.training import Episodes, train_aam
 
         p = self.params
-        self.audio = self._build_audio(self._audio_config())
+        if self.audio is None:
+            self.audio = self._build_audio(self._audio_config())
         n = p.utterances_per_speaker
         episodes = Episodes(utterances, n, p.speakers_per_batch, p.batches_per_epoch)
         train_aam(
@@ -216,7 +227,8 @@ class MultiUttAttacker(Attacker):
         from vpeval_multiutt.text_model import train_text
 
         p = self.params
-        self.text = self._build_text()
+        if self.text is None:
+            self.text = self._build_text()
         texts = [w.text for w in self.transcriber.get_many(utterances, f"{self.name}: transcribe training speech")]
         train_text(
             self.text, texts, [u.speaker for u in utterances], p.utterances_per_speaker if self.speaker_level else 1,
@@ -225,6 +237,8 @@ class MultiUttAttacker(Attacker):
         )
 
     def _fit_prosody_normalisation(self, utterances: list[Utterance]) -> None:
+        if self.prosody_mean is not None:  # continuing: the fusion layers were trained on this scale
+            return
         raw = self._prosody(utterances, standardise=False)
         self.prosody_mean = raw.mean(axis=0)
         self.prosody_std = np.where(raw.std(axis=0) > 1e-6, raw.std(axis=0), 1.0)
@@ -235,7 +249,8 @@ class MultiUttAttacker(Attacker):
         from vpeval_multiutt.training import Episodes, train_aam
 
         p = self.params
-        self.fusion = self._build_fusion()
+        if self.fusion is None:
+            self.fusion = self._build_fusion()
         self.audio.requires_grad_(False)
         if self.text is not None:
             self.text.requires_grad_(False)
@@ -381,6 +396,11 @@ class MultiUttAttacker(Attacker):
             raise RuntimeError(f"attacker {self.name} has no trained {', '.join(missing)} model: call train() or load() first")
 
     # -- cache ----------------------------------------------------------------------------
+
+    def init_from(self, folder: Path) -> None:
+        """Continue from another multiutt model of the same system and sizes (the experiment's `init_from:
+        <label>`): the paper's semi-informed attackers start from the lazy-informed ones (IV-C)."""
+        self._start_folder = Path(folder)
 
     def save(self, folder: Path) -> None:
         import torch
