@@ -1,0 +1,1 @@
+"""Voice transformation by vocal tract length normalisation (VTLN) frequency warping."""
