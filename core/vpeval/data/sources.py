@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from vpeval.api import CorpusSource, Params, PluginContext
 from vpeval.data.fingerprint import corpus_fingerprint
@@ -64,9 +64,17 @@ class KaldiCorpus(CorpusSource):
         )
         allow_pipes: bool = Field(
             False,
-            description="Run wav.scp lines that are shell pipes (cmd |); their output is cached. The "
-            "experiment's `data: allow_pipes: true` allows them too.",
+            description="Refused when true: wav.scp lines that are shell pipes (cmd |) run only with "
+            "`vpeval --allow-pipes` on the command line (their output is cached).",
         )
+
+        @field_validator("allow_pipes")
+        @classmethod
+        def _command_line_only(cls, value: bool) -> bool:
+            if value:  # an experiment file may come from someone else: only the command line allows commands
+                raise ValueError("shell pipes in wav.scp run commands, so only the command line can allow them: "
+                                 "remove `allow_pipes` and run `vpeval --allow-pipes ...`")
+            return value
 
     def _folders(self) -> list[str]:
         root = Path(self.params.root)

@@ -81,7 +81,7 @@ def report_markdown(exp, result, payload: dict[str, Any]) -> str:
     if payload.get("plan_notes"):
         lines += ["", "Data plan notes: " + "; ".join(payload["plan_notes"])]
     if result.skipped_audio:
-        lines += ["", f"**{len(result.skipped_audio)} unreadable audio files were skipped** (on_bad_audio: skip):", ""]
+        lines += ["", f"**{len(result.skipped_audio)} unusable audio files (unreadable, NaN, silent, too short or beyond full scale) were skipped** (on_bad_audio: skip):", ""]
         lines += [f"- {u}: {p} ({r})" for u, p, r in result.skipped_audio]
     attack = attack_tables(result.rows)
     if attack:
