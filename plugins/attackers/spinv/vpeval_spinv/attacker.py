@@ -172,14 +172,15 @@ class SpInv(Attacker):
             if self.model is None:
                 raise RuntimeError("spinv: train() or load() before represent().")
             output = self._encode(utterance.load(self._require_frontend().sample_rate))
-            if layout_of(output).as_dict() != self.config["layout"]:
+            trained_on = self.model.aub.layout
+            if layout_of(output) != trained_on:
                 raise DataError(
-                    f"The frontend's output for {utterance.path} has layout {layout_of(output).as_dict()}, but spinv was "
-                    f"trained on {self.config['layout']}; retrain it with this frontend."
+                    f"The frontend's output for {utterance.path} has {layout_of(output)}, but spinv was trained on "
+                    f"{trained_on}; retrain it with this frontend."
                 )
             observed = slice_output(output, self.params.observed_seconds, self.context.rng("spinv-slice", utterance.id))
             with torch.no_grad():
-                batch = collate([observed], layout_of(output), self.model.aub.max_frames)
+                batch = collate([observed], trained_on, self.model.aub.max_frames)
                 self._recovered[key] = self.model(batch)[0][0].numpy().astype(np.float32)
         return self._recovered[key]
 

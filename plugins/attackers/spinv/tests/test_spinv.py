@@ -1,0 +1,120 @@
+"""SpInv end to end on fake speakers: training recovers the victim's embedding, the attack slice,
+scoring in the target space, checkpoints, and user errors."""
+
+import numpy as np
+import pytest
+import torch
+from pydantic import ValidationError
+
+from vpeval.api import PluginContext
+from vpeval.errors import DataError
+from vpeval.types import FrontendOutput, TrainingData, TrainingStage
+from vpeval_spinv.attacker import SpInv
+from vpeval_spinv.views import frames_for, slice_output
+
+from vpeval_spinv.presets import TINY
+
+
+def make(tmp_path, encoder, frontend=None, **overrides):
+    context = PluginContext(seed=0, work_dir=tmp_path, plugin_factory=lambda kind, name, params: encoder)
+    attacker = SpInv(SpInv.Params(**{**TINY, "target_encoder": {"use": "bands"}, **overrides}), context)
+    attacker.frontend = frontend
+    return attacker
+
+
+@pytest.fixture(scope="module")
+def encoder(split, band_encoder_class):
+    return band_encoder_class().fit(split[0])
+
+
+@pytest.fixture(scope="module")
+def frontend(split):
+    cpu = pytest.importorskip("vpeval_cpu_frontends.fbank_rvq")
+    fe = cpu.FbankRvqFrontend(cpu.FbankRvqFrontend.Params(codebook_size=32), PluginContext(seed=0))
+    fe.fit(split[0])
+    return fe
+
+
+@pytest.fixture(scope="module")
+def trained(split, encoder, frontend, tmp_path_factory):
+    attacker = make(tmp_path_factory.mktemp("a"), encoder, frontend)
+    attacker.train(TrainingData([TrainingStage("original", split[0])]))
+    return attacker
+
+
+def unit(x):
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_recovered_embeddings_are_closest_to_the_victims_on_held_out_speakers(split, trained):
+    recovered, target, speakers = trained.inversion_embeddings(split[1])
+    assert recovered.shape == target.shape == (len(split[1]), 16)
+    cos = unit(recovered) @ unit(target).T
+    same = speakers[:, None] == speakers[None, :]
+    other_utterance = same & ~np.eye(len(speakers), dtype=bool)  # never an utterance with itself
+    assert cos[other_utterance].mean() > cos[~same].mean() + 0.2
+    # per utterance: the victim's other utterances are nearer than the other speakers' on average
+    victim = np.array([cos[i, other_utterance[i]].mean() for i in range(len(speakers))])
+    others = np.array([cos[i, ~same[i]].mean() for i in range(len(speakers))])
+    assert (victim > others).mean() >= 0.8
+    # the recovered space keeps most of the target space's own speaker contrast
+    own = unit(target) @ unit(target).T
+    assert cos[other_utterance].mean() - cos[~same].mean() > 0.8 * (own[other_utterance].mean() - own[~same].mean())
+    assert np.mean(np.diag(cos)) > 0.4  # CosSim, eq. 14
+
+
+def test_training_lowers_the_alignment_loss(trained):
+    first, last = trained.history[0], [h for h in trained.history if h["stage"] == "A"][-1]
+    assert last["align"] < 0.7 * first["align"]
+    assert {h["stage"] for h in trained.history} == {"A", "B"} and "spk" in trained.history[-1]
+
+
+def test_scores_compare_recovered_test_side_with_target_enrollment(split, trained):
+    enroll, test = split[1].utterances[0], split[1].utterances[5]
+    reps = trained.represent_many([[enroll], [test]])
+    score = trained.score(reps[[0]], reps[[1]])[0]
+    z = trained.target_embedding(enroll)
+    z_hat = trained.recover(test)
+    assert score == pytest.approx(float(z @ z_hat / np.linalg.norm(z) / np.linalg.norm(z_hat)))
+
+
+def test_tokens_only_comparison(split, trained, encoder, frontend, tmp_path):
+    trained.save(tmp_path / "s")
+    recovered_only = make(tmp_path, encoder, frontend, compare="recovered")
+    recovered_only.load(tmp_path / "s")
+    a, b = split[1].utterances[:2]
+    reps = recovered_only.represent_many([[a], [b]])
+    assert reps.shape[1] == 16
+    assert recovered_only.score(reps[[0]], reps[[1]])[0] == pytest.approx(
+        float((unit(trained.recover(a)[None]) @ unit(trained.recover(b)[None]).T)[0, 0]))
+
+
+def test_checkpoint_round_trip_with_weights_only(split, trained, encoder, frontend, tmp_path):
+    trained.save(tmp_path / "state")
+    state = torch.load(tmp_path / "state" / "recovery.pt", weights_only=True)
+    assert all(isinstance(v, torch.Tensor) for v in state.values())
+    restored = make(tmp_path, encoder, frontend)
+    restored.load(tmp_path / "state")
+    side = split[1].utterances[:3]
+    np.testing.assert_allclose(restored.represent(side), trained.represent(side), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("rate, frames", [(13.0, 39), (12.5, 38), (25.0, 75)])
+def test_attack_slice_is_cut_in_the_frontends_own_frames(rate, frames):
+    output = FrontendOutput(rate, np.arange(200)[:, None], (200,), np.zeros((200, 2), np.float32))
+    sliced = slice_output(output, 3.0, np.random.default_rng(0))
+    assert frames_for(3.0, rate) == frames
+    assert len(sliced.tokens) == len(sliced.features) == frames
+    assert np.all(np.diff(sliced.tokens[:, 0]) == 1)  # contiguous
+    short = FrontendOutput(rate, np.arange(10)[:, None], (200,))
+    assert len(slice_output(short, 3.0, np.random.default_rng(0)).tokens) == 10
+
+
+def test_user_errors(split, encoder, frontend, tmp_path):
+    with pytest.raises(DataError, match="frontend"):
+        make(tmp_path, encoder).train(TrainingData([TrainingStage("original", split[0])]))
+    one_speaker = split[0].with_speakers(split[0].speakers[:1])
+    with pytest.raises(DataError, match="two speakers"):
+        make(tmp_path, encoder, frontend).train(TrainingData([TrainingStage("original", one_speaker)]))
+    with pytest.raises(ValidationError, match="divide"):
+        SpInv.Params(hidden=30, heads=4)

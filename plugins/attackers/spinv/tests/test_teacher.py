@@ -1,0 +1,86 @@
+"""The EMA teacher (momentum 0.996 -> 0.9995 on a cosine schedule), the DINO centre (momentum 0.9)
+and Stage B's margin ramp move as seed 002 specifies."""
+
+import numpy as np
+import pytest
+import torch
+
+from vpeval_spinv.model import DinoHead, FrameBatch, Layout, Recovery, Sizes
+from vpeval_spinv.teacher import arc_margin, ema_momentum, ema_update, update_center
+from vpeval_spinv.training import DistillSettings, SpInvNetworks, StageSettings, Views, run_stage
+
+
+def test_momentum_schedule_runs_from_0996_to_09995_on_a_cosine():
+    total = 101
+    values = [ema_momentum(k, total, 0.996, 0.9995) for k in range(total)]
+    assert values[0] == pytest.approx(0.996)
+    assert values[-1] == pytest.approx(0.9995)
+    assert values[50] == pytest.approx((0.996 + 0.9995) / 2)
+    assert values[25] == pytest.approx(0.9995 - 0.0035 * (np.cos(np.pi / 4) + 1) / 2)
+    assert all(b >= a for a, b in zip(values, values[1:]))
+
+
+def test_ema_update_is_m_teacher_plus_one_minus_m_student():
+    torch.manual_seed(0)
+    teacher, student = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    before = [p.clone() for p in teacher.parameters()]
+    ema_update(teacher, student, 0.9)
+    for t, b, s in zip(teacher.parameters(), before, student.parameters()):
+        assert torch.allclose(t, 0.9 * b + 0.1 * s)
+
+
+def test_center_update():
+    center = torch.tensor([0.0, 0.0])
+    logits = torch.tensor([[[1.0, 3.0], [3.0, 5.0]], [[1.0, 3.0], [3.0, 5.0]]])  # [V_g, B, K], mean (2, 4)
+    assert torch.allclose(update_center(center, logits, 0.9), torch.tensor([0.2, 0.4]))
+    assert torch.allclose(update_center(torch.tensor([1.0, 1.0]), logits, 0.5), torch.tensor([1.5, 2.5]))
+
+
+def test_margin_ramps_linearly_between_epochs_10_and_20():
+    assert [arc_margin(e, 0.2, 10, 20) for e in (0, 10, 15, 20, 39)] == pytest.approx([0, 0, 0.1, 0.2, 0.2])
+
+
+def tiny_networks():
+    torch.manual_seed(1)
+    layout = Layout((5, 7), 3)
+    sizes = Sizes(hidden=8, layers=1, heads=2, output=8, target=4, max_frames=10, dropout=0.0)
+    nets = SpInvNetworks(Recovery(layout, sizes), DinoHead(8, 8, 4, 6))
+    nets.classifier = torch.nn.Parameter(torch.randn(3, 8))
+    return nets
+
+
+def random_views(indices, rng):
+    def batch():
+        n = len(indices)
+        return FrameBatch(torch.from_numpy(rng.integers(0, 5, size=(n, 6, 2))), torch.from_numpy(rng.normal(size=(n, 6, 3))).float(),
+                          torch.ones(n, 6, dtype=torch.bool))
+    return Views([batch(), batch()], [batch(), batch()], torch.from_numpy(rng.normal(size=(len(indices), 4))).float(),
+                 torch.tensor([i % 3 for i in indices]))
+
+
+@pytest.mark.parametrize("stage", ["A", "B"])
+def test_training_steps_move_the_teacher_by_the_schedule(stage):
+    nets = tiny_networks()
+    settings = DistillSettings(0.1, 0.04, 0.9, 0.996, 0.9995, 1.0, 1e-4, 0.2, 0, 2, 30.0, batch_size=2)
+    weights = {"align": 1.0, "rel": 0.5, "dino": 1.0, "var": 25.0, "cov": 1.0} | ({"spk": 0.2} if stage == "B" else {})
+    seen = []
+    original = nets.teacher_step
+
+    def spy(momentum):
+        teacher_before = [p.clone() for p in nets.teacher_aub.parameters()]
+        student = [p.detach().clone() for p in nets.student.aub.parameters()]
+        original(momentum)
+        for t, b, s in zip(nets.teacher_aub.parameters(), teacher_before, student):
+            torch.testing.assert_close(t, momentum * b + (1 - momentum) * s)
+        seen.append(momentum)
+
+    nets.teacher_step = spy
+    start = [p.clone() for p in nets.teacher_aub.parameters()]
+    center_before = nets.center.clone()
+    run_stage(nets, StageSettings(stage, 3, 1e-2, weights), settings, 4, random_views,
+              lambda e: np.random.default_rng(e), lambda _: None)
+    assert len(seen) == 6 and seen[0] == pytest.approx(0.996) and seen[-1] == pytest.approx(0.9995)
+    assert any(not torch.equal(a, b) for a, b in zip(start, nets.teacher_aub.parameters()))
+    assert not torch.equal(center_before, nets.center)
+    # the teacher is never trained by the optimiser: it lags behind the student
+    assert any(not torch.allclose(t, s) for t, s in zip(nets.teacher_aub.parameters(), nets.student.aub.parameters()))
