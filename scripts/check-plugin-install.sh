@@ -26,10 +26,15 @@ else
 fi
 pip+=(install -q --disable-pip-version-check --no-compile -c "$repo/requirements.lock")
 
+# Build from clean copies: setuptools reuses a source folder's build/, which can hold deleted modules,
+# and the repository stays untouched.
+copy() { mkdir -p "$2"; tar -C "$1" --exclude=build --exclude='*.egg-info' --exclude=__pycache__ -cf - "${@:3}" | tar -C "$2" -xf -; }
+copy "$repo" "$work/src/vpeval" pyproject.toml README.md core
+copy "$plugin" "$work/src/plugin" .
 # The build backend first, so the two builds below need no isolated build environment of their own.
 "${pip[@]}" "setuptools>=68,<81"
-# Copies, not editable installs: the check must see what a built wheel contains.
-"${pip[@]}" --no-build-isolation "$repo" "$plugin" pytest
+# Wheels, not editable installs: the check must see what a built distribution contains.
+"${pip[@]}" --no-build-isolation "$work/src/vpeval" "$work/src/plugin" pytest
 
 distribution=$("$py" -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))["project"]["name"])' \
   "$plugin/pyproject.toml")

@@ -34,7 +34,9 @@ def read_distribution(pyproject: Path) -> Distribution:
     data = tomllib.loads(pyproject.read_text())
     project = data["project"]
     folder = pyproject.parent
-    packages = {p.name for p in folder.iterdir() if (p / "__init__.py").is_file() and p.name != "tests"}
+    # Folders of Python modules next to pyproject.toml (namespace packages too), tests and examples aside.
+    packages = {p.name for p in folder.iterdir()
+                if p.is_dir() and p.name not in ("tests", "examples") and any(p.glob("*.py"))}
     requirements = [Requirement(r) for r in project.get("dependencies", [])]
     for extra in project.get("optional-dependencies", {}).values():
         requirements += [Requirement(r) for r in extra]

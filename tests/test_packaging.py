@@ -108,11 +108,13 @@ def undeclared_imports(dist: Distribution) -> list[str]:
     declared = with_their_requirements({canonical(r.name) for r in dist.requirements})
     # Tests may also use what the core brings and the core's test extra (pytest).
     for_tests = declared | with_their_requirements({canonical(r.name) for r in OURS["vpeval"].requirements})
+    # Its own packages, and modules a test imports from its own folder (`from conftest import ...`).
+    local = dist.packages | {m.stem for m in modules(dist.folder)}
     problems = []
     for module in modules(dist.folder):
         in_tests = "tests" in module.relative_to(dist.folder).parts
         for name, line in imported_top_levels(module).items():
-            if name in sys.stdlib_module_names or name in dist.packages or name == "__future__":
+            if name in sys.stdlib_module_names or name in local or name == "__future__":
                 continue
             owners = import_name_owners().get(name, set())
             if not owners & (for_tests if in_tests else declared):
