@@ -201,6 +201,17 @@ class Anonymizer(Plugin):
     def prepare(self) -> None:
         """Load models or fit on pool data (through self.context). Called once before use."""
 
+    def input_fingerprint(self) -> str | None:
+        """A digest of files the output depends on beyond the parameters (None: nothing beyond them).
+
+        The core adds it to the anonymization cache key, so speech regenerated outside vpeval in the
+        same folder is not reused. Called before `prepare`; keep it cheap (the core's file-hash index).
+        """
+        return None
+
+    def expect(self, utterances: Sequence[Utterance]) -> None:
+        """The utterances the core is about to anonymize, before the first one; raise a UserError to refuse."""
+
     def anonymize(self, audio: np.ndarray, sample_rate: int, voice: Voice) -> np.ndarray:
         """Anonymize one mono float32 waveform; return float32 audio at the same sample rate."""
         raise NotImplementedError(f"anonymizer {self.name} does not work on waveforms")

@@ -69,7 +69,8 @@ class RunState:
     timings: dict[str, float] = field(default_factory=dict)
     executed: dict[str, list[str]] = field(default_factory=dict)  # stage -> labels computed (not reused)
     anonymized: dict[tuple[str, str], tuple[str, Corpus]] = field(default_factory=dict)  # (label, part) -> (key, corpus)
-    anonymizers: dict[str, list[Anonymizer]] = field(default_factory=dict)  # label -> prepared steps
+    anonymizers: dict[str, list[Anonymizer]] = field(default_factory=dict)  # label -> chain instances
+    prepared: set[str] = field(default_factory=set)  # labels whose instances ran prepare()
     metrics: dict[str, Metric] = field(default_factory=dict)  # metric label -> instance
     represented: dict[tuple, np.ndarray] = field(default_factory=dict)  # (train key, speech version, side) -> vector
 
@@ -275,15 +276,16 @@ class Runner:
         return out
 
     def _anonymizer_key(self, anon: ResolvedAnonymizer, corpus: Corpus) -> str:
-        return self.cache.key(
-            "anonymize",
-            {
-                "anonymizer": anon.identity(),
-                "seed": self.settings.seed,
-                "data": self.state.fingerprint,
-                "utterances": stable_key([u.id for u in corpus.utterances]),
-            },
-        )
+        payload = {
+            "anonymizer": anon.identity(),
+            "seed": self.settings.seed,
+            "data": self.state.fingerprint,
+            "utterances": stable_key([u.id for u in corpus.utterances]),
+        }
+        inputs = [step.input_fingerprint() for step in self._anonymizer_instances(anon)]
+        if any(f is not None for f in inputs):  # only then: the keys of every other anonymizer stay as they were
+            payload["inputs"] = inputs
+        return self.cache.key("anonymize", payload)
 
     def _anonymize(self, anon: ResolvedAnonymizer, corpus: Corpus, part: str) -> Corpus:
         key = self._anonymizer_key(anon, corpus)
@@ -293,13 +295,21 @@ class Runner:
         self.state.anonymized[(anon.label, part)] = (key, result)
         return result
 
-    def _anonymizer_steps(self, anon: ResolvedAnonymizer) -> list[Anonymizer]:
+    def _anonymizer_instances(self, anon: ResolvedAnonymizer) -> list[Anonymizer]:
+        """The chain's plugin instances, created once per run and not yet prepared."""
         steps = self.state.anonymizers.get(anon.label)
         if steps is None:
             steps = [self._instantiate(s, "anonymizer-" + s.use, stable_key(s.identity())[:16]) for s in anon.steps]
+            self.state.anonymizers[anon.label] = steps
+        return steps
+
+    def _anonymizer_steps(self, anon: ResolvedAnonymizer) -> list[Anonymizer]:
+        """The chain's instances, prepared (once per run)."""
+        steps = self._anonymizer_instances(anon)
+        if anon.label not in self.state.prepared:
             for step in steps:
                 step.prepare()
-            self.state.anonymizers[anon.label] = steps
+            self.state.prepared.add(anon.label)
         return steps
 
     def _anonymize_files(self, anon: ResolvedAnonymizer, corpus: Corpus, key: str, label: str) -> SpeechFiles:
@@ -307,6 +317,8 @@ class Runner:
         from vpeval.data import audio as audio_io
 
         steps = self._anonymizer_steps(anon)
+        for step in steps:
+            step.expect(corpus.utterances)  # refusals come before any audio is processed
         partial = self.cache.partial_path("anonymize", key)
         entries = [{"id": u.id, "file": utterance_file(u.id)} for u in corpus.utterances]
         todo = [u for u, e in zip(corpus.utterances, entries) if not (partial / e["file"]).exists()]

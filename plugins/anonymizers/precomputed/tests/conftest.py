@@ -99,3 +99,9 @@ def build_recipe(root: Path, speakers: int = 12, utterances: int = 6) -> Recipe:
 @pytest.fixture(scope="session")
 def recipe(tmp_path_factory) -> Recipe:
     return build_recipe(tmp_path_factory.mktemp("recipe"))
+
+
+@pytest.fixture
+def make_recipe():
+    """A recipe of one's own, for tests that rewrite its files."""
+    return build_recipe

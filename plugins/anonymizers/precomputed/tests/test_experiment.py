@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 import subprocess
 import sys
 
@@ -96,10 +97,35 @@ def _path(recipe, uid):
     raise KeyError(uid)
 
 
-def test_an_evaluation_utterance_without_external_audio_stops_the_run(recipe, tmp_path):
+def ge2e_only(text):
+    start, end = text.index("  - use: ecapa"), text.index("protocols:")
+    return text[:start] + text[end:]
+
+
+def test_missing_utterances_are_refused_before_any_audio_is_anonymized(recipe, tmp_path):
     folders = [f for f in recipe.anonymized_folders if not f.endswith("dev_trials_m_anon")]
-    with pytest.raises(DataError, match=r"utterance spk0\d\d-u00\d has no audio in .*_anon and 2 more sources"):
-        run(experiment_text(recipe, tmp_path, folders), tmp_path)
+    with pytest.raises(DataError, match=r"\d+ of the \d+ utterances to anonymize have no audio in .*_anon and 2 more sources"):
+        run(ge2e_only(experiment_text(recipe, tmp_path, folders)), tmp_path)
+    written = list((tmp_path / "cache" / "anonymize").rglob("*.wav")) if (tmp_path / "cache" / "anonymize").exists() else []
+    assert written == []  # refused before the first utterance, not part-way through
+
+
+def test_regenerated_external_files_are_not_served_from_the_cache(make_recipe, tmp_path):
+    import shutil
+
+    own = make_recipe(tmp_path / "own", speakers=8, utterances=4)
+    text = ge2e_only(experiment_text(own, tmp_path))
+    first = run(text, tmp_path)
+    assert first.executed["anonymize"] == ["external (evaluation)"]
+    again = Runner(load_experiment_text(text, "exp.yaml"), cache_root=tmp_path / "cache", output=tmp_path / "run", quiet=True).run()
+    assert "anonymize" not in again.executed  # unchanged files: reused
+    # The other toolkit writes new files in the same folders (same size and names: only bytes differ).
+    victim = Path(_path(own, first.anonymized["external"].utterances[0].id))
+    audio, rate = sf.read(victim, dtype="float32")
+    sf.write(victim, np.roll(audio, 17), rate, subtype="PCM_16")
+    shutil.rmtree(tmp_path / "run")
+    third = run(text, tmp_path)
+    assert third.executed["anonymize"] == ["external (evaluation)"]
 
 
 def test_anonymized_copies_loaded_as_corpus_data_get_a_hint_about_sets(recipe, tmp_path):

@@ -11,7 +11,7 @@ from pydantic import Field, model_validator
 from vpeval.api import Anonymizer, Params, Voice
 from vpeval.data.audio import read_audio
 from vpeval.errors import DataError
-from vpeval.types import Utterance
+from vpeval.types import Corpus, Utterance
 from vpeval_precomputed.index import SHOWN, PrecomputedSet, load_precomputed
 
 
@@ -72,6 +72,15 @@ class Precomputed(Anonymizer):
         self.context.log.info(
             "precomputed: all %d utterances have audio; %d more in the set are not used", len(wanted), len(index) - len(wanted)
         )
+
+    def input_fingerprint(self) -> str:
+        """The ids and file contents of the precomputed set: regenerated files make a new cache entry."""
+        from vpeval.data.fingerprint import corpus_fingerprint
+
+        index = self._index()
+        cache_root = self.context.options.get("cache_root")
+        hashes = Path(cache_root) / "fingerprints" if cache_root else None  # the run's file-hash index
+        return corpus_fingerprint(Corpus("precomputed", list(index.utterances.values()), {}), hashes)
 
     def anonymize(self, audio: np.ndarray, sample_rate: int, voice: Voice) -> np.ndarray:
         # The core passes the source utterance; a caller without one names the utterance by key.
