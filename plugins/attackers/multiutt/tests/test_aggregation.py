@@ -133,7 +133,8 @@ def test_params_defaults_are_the_papers():
         ({"system": "audio-text", "fusion": "weighted", "base_share": 0.65}, "base_share"),
         ({"query_temperature": 0}, "greater than 0"),
         ({"fusion_weights": (0, 0)}, "positive sum"),
-        ({"system": "rjca"}, "system"),
+        ({"system": "ssl-whisper"}, "system"),
+        ({"system": "rjca", "rjca_dim": 15}, "even"),
         ({"system": "hybrid", "hybrid_dim": 30, "attention_heads": 4, "embedding_dim": 32}, "hybrid_dim 30"),
     ],
 )
@@ -144,7 +145,7 @@ def test_params_refuse_bad_values(bad, message):
         MultiUttAttacker.Params(**{**CPU_TEST_SIZE, **bad})
 
 
-@pytest.mark.parametrize("system", ["mean", "query-attention", "frame-concat", "text", "audio-text", "audio-prosody", "hybrid"])
+@pytest.mark.parametrize("system", ["mean", "query-attention", "frame-concat", "text", "audio-text", "audio-prosody", "hybrid", "rjca", "rjca-global-text"])
 def test_cpu_test_size_is_valid_for_every_system(system):
     assert MultiUttAttacker(MultiUttAttacker.Params(**{**CPU_TEST_SIZE, "system": system}), PluginContext()).system == system
 
@@ -165,3 +166,21 @@ def test_hybrid_fusion_ignores_padding_and_special_tokens():
     assert alone.shape == (1, 6)
     torch.testing.assert_close(alone, padded, rtol=1e-5, atol=1e-5)
     assert not torch.allclose(alone, other_frames, atol=1e-4), "the tokens must read the frames"
+
+
+@pytest.mark.parametrize("global_text", [False, True])
+def test_rjca_serves_any_number_of_utterances_and_reads_both_modalities(global_text):
+    from vpeval_multiutt.rjca import Rjca
+
+    torch.manual_seed(0)
+    rjca = Rjca(audio_dim=12, text_dim=10, hidden=16, recurrent_layers=2, fusion_layers=2, heads=4, dropout=0.6,
+                out=8, global_text=global_text).eval()
+    with torch.no_grad():
+        for n in (5, 10, 15):  # one model for every N of the paper
+            audio, text = torch.randn(3, n, 12), torch.randn(3, n, 10)
+            if global_text:
+                text = text[:, :1].expand(-1, n, -1)
+            out = rjca(audio, text)
+            assert out.shape == (3, 8) and torch.isfinite(out).all()
+            assert not torch.allclose(out, rjca(audio, torch.randn_like(text)), atol=1e-4)
+            assert not torch.allclose(out, rjca(torch.randn_like(audio), text), atol=1e-4)

@@ -32,7 +32,7 @@ PROSODY_VERSION = "f0mean-rate-voiced-1"
 class MultiUttAttacker(Attacker):
     """Multi-utterance, multimodal speaker verification attacker (seed 000): audio, text and prosody over N utterances.
 
-    Systems: mean, query-attention, frame-concat, text, audio-text, audio-prosody, hybrid (parameter `system`).
+    Systems: mean, query-attention, frame-concat, text, audio-text, audio-prosody, hybrid, rjca, rjca-global-text.
     """
 
     name: ClassVar[str] = "multiutt"
@@ -66,7 +66,7 @@ class MultiUttAttacker(Attacker):
 
     @property
     def uses_text(self) -> bool:
-        return self.system in ("text", "audio-text", "hybrid")
+        return self.system in ("text", "audio-text", "hybrid", "rjca", "rjca-global-text")
 
     @property
     def uses_prosody(self) -> bool:
@@ -74,16 +74,21 @@ class MultiUttAttacker(Attacker):
 
     @property
     def speaker_level(self) -> bool:
-        """Whether the other modality is summarised over the N utterances (frame level) or per utterance."""
-        if self.system == "hybrid":  # per-utterance fusion, mean over the N (Table IV)
+        """Whether text or prosody is summarised over the N utterances, or read per utterance."""
+        if self.system in ("hybrid", "rjca"):
             return False
-        return self.system in AUDIO_SYSTEMS or self.system == "text" or self.params.fusion_level == "frame"
+        if self.system in ("audio-text", "audio-prosody"):
+            return self.params.fusion_level == "frame"
+        return True
 
     @property
     def audio_aggregation(self) -> str:
+        """The aggregation the audio network trains with; per-utterance fusions use single-utterance ECAPA."""
         if self.system in AUDIO_SYSTEMS:
             return self.system
-        return "frame-concat" if self.speaker_level else "mean"
+        if self.system in ("audio-text", "audio-prosody") and self.params.fusion_level == "frame":
+            return "frame-concat"
+        return "mean"
 
     @property
     def frames(self):
@@ -130,6 +135,7 @@ class MultiUttAttacker(Attacker):
 
         from vpeval_multiutt.fusion import ConcatFusion, ProsodyFusion
         from vpeval_multiutt.hybrid import HybridFusion
+        from vpeval_multiutt.rjca import Rjca
 
         p = self.params
         with torch.random.fork_rng(devices=[]):
@@ -137,6 +143,9 @@ class MultiUttAttacker(Attacker):
             if self.system == "hybrid":
                 return HybridFusion(self.text.sentence.dim, p.channels[-1], p.text_dim, p.hybrid_attention_dim,
                                     p.attention_heads, p.hybrid_dim, p.embedding_dim)
+            if self.system.startswith("rjca"):
+                return Rjca(p.embedding_dim, p.text_dim, p.rjca_dim, p.rjca_recurrent_layers, p.rjca_fusion_layers,
+                            p.attention_heads, p.rjca_dropout, p.embedding_dim, global_text=self.speaker_level)
             if self.system == "audio-text":
                 return ConcatFusion(p.embedding_dim, p.text_dim, p.fusion_dim, p.embedding_dim)
             return ProsodyFusion(p.embedding_dim, 6 if self.speaker_level else 3, p.prosody_dim, p.embedding_dim)
@@ -267,6 +276,12 @@ class MultiUttAttacker(Attacker):
                     inputs = self._hybrid_inputs(list(self.audio.encoder.frame_map(self._crops(utterances, picks, rng))),
                                                  [texts[k] for k in picks.ravel()])
                 return self.fusion(*inputs), n
+            if self.system.startswith("rjca"):
+                self.text.eval()
+                with torch.no_grad():
+                    audio, _ = self.audio.training_embeddings(self._crops(utterances, picks, rng), n)
+                    text = self._rjca_text([[texts[k] for k in row] for row in picks])
+                return self.fusion(audio.view(len(picks), n, -1), text), 1
             with torch.no_grad():
                 audio, rows = self.audio.training_embeddings(self._crops(utterances, picks, rng), n)
                 if self.text is not None:
@@ -282,6 +297,13 @@ class MultiUttAttacker(Attacker):
             schedule.update(epochs=p.hybrid_epochs, lr=p.hybrid_lr, weight_decay=p.hybrid_weight_decay)
         train_aam(self.fusion, embed, Episodes(utterances, n, p.speakers_per_batch, p.batches_per_epoch),
                   p.embedding_dim, stage=f"fusion-{self.system}", **schedule)
+
+    def _rjca_text(self, sides: list[list[str]]):
+        """[S, N, text_dim]: each utterance's vector, or the side's speaker-level vector repeated (III-B5)."""
+        n = len(sides[0])
+        if self.speaker_level:
+            return self.text(sides).unsqueeze(1).expand(-1, n, -1)
+        return self.text([[t] for side in sides for t in side]).view(len(sides), n, -1)
 
     def _hybrid_inputs(self, frame_maps: list, texts: list[str]) -> tuple:
         """What HybridFusion reads for utterances with these frame maps ([C, T] each, equal T) and transcripts."""
@@ -358,6 +380,8 @@ class MultiUttAttacker(Attacker):
                 return self.fusion(self._audio_side(side)[None], self.text([texts]))[0].numpy()
             fused = self.fusion(self._audio_utterances(side), self.text([[t] for t in texts]))
             return torch.nn.functional.normalize(fused, dim=-1).mean(dim=0).numpy()
+        if self.system.startswith("rjca"):
+            return self.fusion(self._audio_utterances(side)[None], self._rjca_text([self._texts(side)]))[0].numpy()
         if self.system == "hybrid":
             texts = self._texts(side)
             fused = torch.cat([

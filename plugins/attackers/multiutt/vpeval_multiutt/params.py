@@ -13,9 +13,11 @@ from pydantic import Field, model_validator
 from vpeval.api import Params, PluginRef
 
 AUDIO_SYSTEMS = ("mean", "query-attention", "frame-concat")
-SYSTEMS = AUDIO_SYSTEMS + ("text", "audio-text", "audio-prosody", "hybrid")
+SYSTEMS = AUDIO_SYSTEMS + ("text", "audio-text", "audio-prosody", "hybrid", "rjca", "rjca-global-text")
 
-System = Literal["mean", "query-attention", "frame-concat", "text", "audio-text", "audio-prosody", "hybrid"]
+System = Literal[
+    "mean", "query-attention", "frame-concat", "text", "audio-text", "audio-prosody", "hybrid", "rjca", "rjca-global-text"
+]
 
 
 class MultiUttParams(Params):
@@ -27,7 +29,8 @@ class MultiUttParams(Params):
         "utterance embeddings (III-A1); frame-concat: the N frame sequences concatenated before attentive "
         "statistics pooling (III-B1); text: authorship encoder over the N transcripts (IV-B, LUAR-like); "
         "audio-text (III-A2 / III-B2) and audio-prosody (III-A3 / III-B3) fusions; hybrid: transcript tokens "
-        "cross-attend the frames of their utterance (III-B4).",
+        "cross-attend the frames of their utterance (III-B4); rjca: recursive joint cross-attention over the N "
+        "utterances' audio and text vectors, rjca-global-text: with one speaker-level text vector (III-B5).",
     )
     utterances_per_speaker: int = Field(
         5, ge=1, description="N: utterances drawn per speaker for each training example (IV-C: 64 speakers x N=5)."
@@ -132,12 +135,18 @@ class MultiUttParams(Params):
     hybrid_lr: float = Field(5e-5, gt=0.0, description="Learning rate of the hybrid layers (IV-C: 5e-5).")
     hybrid_weight_decay: float = Field(0.01, ge=0.0, description="Weight decay of the hybrid layers (IV-C: 0.01).")
 
+    # -- RJCA (III-B5, IV-C) -------------------------------------------------------------------------
+    rjca_dim: int = Field(256, ge=2, description="Size of the BiLSTM outputs and attended sequences (the paper gives none).")
+    rjca_recurrent_layers: int = Field(2, ge=1, description="Layers of each BiLSTM (IV-C: 2).")
+    rjca_fusion_layers: int = Field(2, ge=1, description="Recursive joint cross-attention layers (IV-C: 2).")
+    rjca_dropout: float = Field(0.6, ge=0.0, lt=1.0, description="Dropout of RJCA (IV-C: 0.6).")
+
     audio_cache_mb: int = Field(2048, ge=0, description="Frames kept in memory during training (MB).")
 
     @property
     def trains_fusion(self) -> bool:
         """Fusion layers learned on frozen encoders (the paper's two-stage training)."""
-        return self.system in ("audio-prosody", "hybrid") or (self.system == "audio-text" and self.fusion == "concat")
+        return self.system in ("audio-prosody", "hybrid", "rjca", "rjca-global-text") or (self.system == "audio-text" and self.fusion == "concat")
 
     @model_validator(mode="after")
     def _check(self) -> MultiUttParams:
@@ -155,9 +164,13 @@ class MultiUttParams(Params):
             raise ValueError("fusion: weighted fixes audio/text score weights; it applies to system audio-text only")
         if self.base_share < 1.0 and not self.trains_fusion:
             raise ValueError(
-                "base_share below 1 splits encoder and fusion training: only hybrid, audio-prosody and audio-text "
-                "with fusion: concat train fusion layers"
+                "base_share below 1 splits encoder and fusion training: only hybrid, rjca, audio-prosody and "
+                "audio-text with fusion: concat train fusion layers"
             )
+        if self.rjca_dim % 2:
+            raise ValueError(f"rjca_dim {self.rjca_dim} must be even (two LSTM directions)")
+        if self.system.startswith("rjca") and (2 * self.rjca_dim) % self.attention_heads:
+            raise ValueError(f"2 x rjca_dim {self.rjca_dim} must be a multiple of attention_heads {self.attention_heads}")
         for name in ("hybrid_attention_dim", "hybrid_dim"):
             if self.system == "hybrid" and getattr(self, name) % self.attention_heads:
                 raise ValueError(f"{name} {getattr(self, name)} must be a multiple of attention_heads {self.attention_heads}")
@@ -189,4 +202,5 @@ CPU_TEST_SIZE = {
     "hybrid_dim": 16,
     "hybrid_epochs": 2,
     "hybrid_lr": 5e-3,
+    "rjca_dim": 16,
 }
