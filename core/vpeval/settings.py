@@ -9,7 +9,7 @@ is validated again at run time. A leaf module: it imports nothing else from vpev
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -82,6 +82,12 @@ class SplitSettings(StrictModel):
     same_gender_nontargets: bool = Field(True, description="Draw non-target trials from speakers of the same gender.")
     gender_balanced_split: bool = Field(
         True, description="Split each gender in the same proportion between attacker training and evaluation."
+    )
+    n1_trials: Literal["voiceprivacy", "n-vs-n"] = Field(
+        "voiceprivacy",
+        description="What N=1 means: `voiceprivacy`, the speaker's whole enrollment pool against one utterance "
+        "(the VoicePrivacy protocol); `n-vs-n`, one utterance against one, drawn like N>1 (U1 within U5), "
+        "so that a curve over N compares one protocol.",
     )
 
 

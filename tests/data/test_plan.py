@@ -77,6 +77,32 @@ def test_single_utterance_trials_follow_voiceprivacy(plan):
     assert sum(t.target for t in trials) == sum(not t.target for t in trials) == 8 * 10
 
 
+def test_n_vs_n_makes_n1_one_utterance_against_one_nested_in_the_larger_sets():
+    plan = make_plan(labels_corpus(), PlanSettings(seed=3, enroll_utterances=NS, n1_trials="n-vs-n"))
+    ones, fives = plan.trial_lists[1].trials, plan.trial_lists[5].trials
+    assert len(ones) == len(fives)
+    for t1, t5 in zip(ones, fives):
+        assert len(t1.enroll) == len(t1.test) == 1
+        assert (t1.target, t1.enroll_speaker, t1.test_speaker) == (t5.target, t5.enroll_speaker, t5.test_speaker)
+        assert set(t1.enroll) < set(t5.enroll) and set(t1.test) < set(t5.test)
+    assert not any("two protocols" in note for note in plan.notes)
+
+
+def test_a_run_mixing_voiceprivacy_n1_with_larger_n_says_so(plan):
+    assert any("two protocols" in note and "n1_trials: n-vs-n" in note for note in plan.notes)
+    alone = make_plan(labels_corpus(), PlanSettings(seed=3, enroll_utterances=[1]))
+    assert not any("two protocols" in note for note in alone.notes)
+
+
+def test_n1_trials_is_checked_when_the_experiment_loads():
+    from vpeval.config import load_experiment_text
+    from vpeval.errors import ConfigError
+
+    text = "name: x\ndata:\n  corpus: manifest\n  n1_trials: pooled\nattackers: [ge2e]\nprotocols: [O-O]\n"
+    with pytest.raises(ConfigError, match=r"line 4.*n1_trials"):
+        load_experiment_text(text, "exp.yaml")
+
+
 @pytest.mark.parametrize("n", NS)
 def test_targets_match_speakers_and_nontargets_are_same_gender(plan, n):
     ev = plan.evaluation

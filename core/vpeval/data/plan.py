@@ -4,13 +4,16 @@ Speakers are split into attacker-train speakers (minus a validation share) and e
 gender-stratified. Each evaluation speaker's utterances are split into an enrollment pool and a trial
 pool (by session where the corpus has sessions). Trials for each enrollment size N:
 
-* N = 1, VoicePrivacy style: the enrollment side is the speaker's whole enrollment pool (the attacker
-  averages it, as the VPC toolkit does; its id is the speaker id) and the test side one utterance of the
-  trial pool. Non-targets are same-gender; each trial carries the enrollment speaker's gender.
-* N > 1, seed 000 (section IV-A): both sides are sets of N utterances, drawn from the enrollment pool
-  and from the trial pool. For each side one random order of the pool is drawn once, from a generator
-  keyed by the seed, the speaker and the side's index but not by N, and the side for N is its first N
-  items, so U5 within U10 within U15 and changing the list of N changes nothing else.
+* N = 1 with `n1_trials: voiceprivacy` (the default), VoicePrivacy style: the enrollment side is the
+  speaker's whole enrollment pool (the attacker averages it, as the VPC toolkit does; its id is the
+  speaker id) and the test side one utterance of the trial pool. Non-targets are same-gender; each
+  trial carries the enrollment speaker's gender.
+* N > 1, and N = 1 with `n1_trials: n-vs-n`, seed 000 (section IV-A): both sides are sets of N
+  utterances, drawn from the enrollment pool and from the trial pool. For each side one random order of
+  the pool is drawn once, from a generator keyed by the seed, the speaker and the side's index but not
+  by N, and the side for N is its first N items, so U1 within U5 within U10 and changing the list of N
+  changes nothing else. A run that mixes the two protocols (N = 1 VoicePrivacy beside N > 1) gets a
+  plan note saying so.
 
 Every random choice comes from numpy.default_rng keyed by (seed, purpose, speaker, index): no global
 state, and adding a speaker or an N leaves everything else as it was.
@@ -60,8 +63,14 @@ def make_plan(corpus: Corpus, settings: PlanSettings) -> EvaluationPlan:
     genders = {spk: corpus.gender_of(spk) for spk in pools}
     impostors = _impostors(genders, settings.same_gender_nontargets, notes)
     trial_lists = {}
+    if settings.n1_trials == "voiceprivacy" and 1 in settings.enroll_utterances and max(settings.enroll_utterances) > 1:
+        notes.append(
+            "N=1 trials are VoicePrivacy's (a speaker's whole enrollment pool against one utterance) and N>1 trials "
+            "are N utterances against N: two protocols, so a curve over N mixes them; set data.n1_trials: n-vs-n "
+            "for one protocol"
+        )
     for n in settings.enroll_utterances:
-        if n == 1:
+        if n == 1 and settings.n1_trials == "voiceprivacy":
             trials = _single_trials(pools, genders, impostors, settings)
         else:
             _check_pool_sizes(pools, n, settings)
@@ -376,6 +385,11 @@ def predefined_plan(
     folder; the trial gender comes from the folder's _f/_m suffix, else from spk2gender.
     """
     bigger = [n for n in settings.enroll_utterances if n != 1]
+    if settings.n1_trials != "voiceprivacy":
+        raise DataError(
+            "data.n1_trials is n-vs-n, but the kaldi corpus's `evaluation` trial files are VoicePrivacy's (an "
+            "enrollment pool against one utterance); remove n1_trials or drop `evaluation` so vpeval draws trials."
+        )
     if bigger:
         raise DataError(
             f"enroll_utterances asks for N={bigger[0]}, but the kaldi corpus's `evaluation` trial files are "
