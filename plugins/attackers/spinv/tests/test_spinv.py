@@ -118,3 +118,14 @@ def test_user_errors(split, encoder, frontend, tmp_path):
         make(tmp_path, encoder, frontend).train(TrainingData([TrainingStage("original", one_speaker)]))
     with pytest.raises(ValidationError, match="divide"):
         SpInv.Params(hidden=30, heads=4)
+
+
+def test_stage_b_starts_from_the_best_validation_epoch_of_stage_a(split, encoder, frontend, tmp_path):
+    validation = split[1].with_speakers(split[1].speakers[:3])
+    attacker = make(tmp_path, encoder, frontend, views_from="frames", stage_a_epochs=6, stage_b_epochs=0, stage_a_lr=5e-3)
+    attacker.train(TrainingData([TrainingStage("original", split[0])], validation))
+    scores = [h["validation"] for h in attacker.history]
+    recovered, target, _ = attacker.inversion_embeddings(validation)
+    kept = float(np.mean(np.sum(unit(recovered) * unit(target), axis=1)))
+    assert kept == pytest.approx(max(scores), abs=1e-5)
+    assert max(scores) > scores[0]

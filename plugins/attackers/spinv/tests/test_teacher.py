@@ -84,3 +84,21 @@ def test_training_steps_move_the_teacher_by_the_schedule(stage):
     assert not torch.equal(center_before, nets.center)
     # the teacher is never trained by the optimiser: it lags behind the student
     assert any(not torch.allclose(t, s) for t, s in zip(nets.teacher_aub.parameters(), nets.student.aub.parameters()))
+
+
+def test_stage_ends_in_the_state_of_its_best_validation_epoch():
+    nets = tiny_networks()
+    settings = DistillSettings(0.1, 0.04, 0.9, 0.996, 0.9995, 1.0, 1e-4, 0.2, 0, 2, 30.0, batch_size=2)
+    weights = {"align": 1.0, "rel": 0.5, "dino": 1.0, "var": 25.0, "cov": 1.0}
+    scores, states = iter([0.1, 0.9, 0.2]), []
+
+    def validate():
+        states.append({k: v.clone() for k, v in nets.student.state_dict().items()})
+        return next(scores)
+
+    history = run_stage(nets, StageSettings("A", 3, 1e-2, weights), settings, 4, random_views,
+                        lambda e: np.random.default_rng(e), lambda _: None, validate)
+    assert [h["validation"] for h in history] == [0.1, 0.9, 0.2]
+    for name, value in nets.student.state_dict().items():
+        torch.testing.assert_close(value, states[1][name])
+    assert any(not torch.equal(states[1][k], states[2][k]) for k in states[1])

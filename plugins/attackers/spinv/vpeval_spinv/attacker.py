@@ -69,6 +69,16 @@ class SpInvParams(Params):
     teacher_seconds: float | None = Field(
         None, gt=0, le=600, description="Length of the teacher view for F; null: the whole utterance (embedded once)."
     )
+    views_from: Literal["waveform", "frames"] = Field(
+        "waveform",
+        description="waveform: cut each view from the audio and encode it (the paper); frames: encode each training "
+        "utterance once and cut the views from its output (a shortcut for slow frontends on a CPU).",
+    )
+    select_stage_a: Literal["validation", "last"] = Field(
+        "validation",
+        description="Stage A checkpoint Stage B starts from: the epoch with the best validation CosSim (when the "
+        "experiment has validation speakers), or the last.",
+    )
     # optimisation (section IV)
     batch_size: int = Field(96, ge=2, le=4096, description="Utterances per batch (paper: 96).")
     stage_a_epochs: int = Field(60, ge=0, le=10000, description="Stage A epochs (paper: 60).")
@@ -156,7 +166,7 @@ class SpInv(Attacker):
         corpus = data.corpus
         if len(corpus) < 2 or len(corpus.speakers) < 2:
             raise DataError("spinv needs training speech of at least two utterances and two speakers (attacker-train split).")
-        self.model, self.config, self.history = fit_spinv(self, corpus)
+        self.model, self.config, self.history = fit_spinv(self, corpus, data.validation)
         self._recovered.clear()
 
     # -- attack ---------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from vpeval.errors import DataError
 from vpeval.types import Corpus
 from vpeval_spinv.model import DinoHead, Layout, Recovery, Sizes
 from vpeval_spinv.training import DistillSettings, SpInvNetworks, StageSettings, Views, run_stage
-from vpeval_spinv.views import collate, crop_waveform, frames_for, layout_of
+from vpeval_spinv.views import collate, crop_waveform, frames_for, layout_of, slice_output
 
 if TYPE_CHECKING:
     from vpeval_spinv.attacker import SpInv
@@ -26,8 +26,12 @@ def build_recovery(config: dict) -> Recovery:
     return Recovery(layout, Sizes(**config["sizes"])).eval()
 
 
-def fit_spinv(attacker: SpInv, corpus: Corpus) -> tuple[Recovery, dict, list[dict]]:
-    """Stage A then Stage B on `corpus`; returns G (eval mode), its config and the loss history."""
+def fit_spinv(attacker: SpInv, corpus: Corpus, validation: Corpus | None = None) -> tuple[Recovery, dict, list[dict]]:
+    """Stage A then Stage B on `corpus`; returns G (eval mode), its config and the loss history.
+
+    With a validation corpus (and select_stage_a: validation) Stage B starts from the Stage A epoch
+    whose recovered embeddings come closest (CosSim, eq. 14) to the target encoder's on it.
+    """
     p = attacker.params
     frontend = attacker._require_frontend()
     utterances = corpus.utterances
@@ -63,12 +67,21 @@ def fit_spinv(attacker: SpInv, corpus: Corpus) -> tuple[Recovery, dict, list[dic
             raise DataError(f"The frontend's {what} output has layout {layout_of(output)}, unlike its first output {layout}.")
         return output
 
+    whole_outputs: dict[int, object] = {}
+
+    def whole(i: int):
+        if i not in whole_outputs:
+            whole_outputs[i] = encode(audio(i), "training")
+        return whole_outputs[i]
+
     def make_views(indices: list[int], rng: np.random.Generator) -> Views:
-        waves = [audio(i) for i in indices]
         rate = frontend.sample_rate
 
         def view(seconds: float, what: str):
-            outputs = [encode(crop_waveform(w, seconds, rate, rng), what) for w in waves]
+            if p.views_from == "frames":  # cut from the output of the whole utterance, encoded once
+                outputs = [slice_output(whole(i), seconds, rng) for i in indices]
+            else:  # the paper: cut the waveform, then encode the crop
+                outputs = [encode(crop_waveform(audio(i), seconds, rate, rng), what) for i in indices]
             return collate(outputs, layout, sizes.max_frames)
 
         local = [view(p.local_seconds, "local view") for _ in range(2)]
@@ -88,11 +101,38 @@ def fit_spinv(attacker: SpInv, corpus: Corpus) -> tuple[Recovery, dict, list[dic
         StageSettings("A", p.stage_a_epochs, p.stage_a_lr, p.stage_a_weights.model_dump()),
         StageSettings("B", p.stage_b_epochs, p.stage_b_lr, p.stage_b_weights.model_dump()),
     ]
+    validate = None
+    if validation is not None and len(validation) and p.select_stage_a == "validation":
+        validate = validation_cossim(attacker, nets.student, validation, layout, sizes.max_frames, p.batch_size)
     history = []
     for stage in stages:
         history += run_stage(
             nets, stage, settings, len(utterances), make_views,
             lambda epoch, s=stage.name: attacker.context.rng("spinv", "views", s, epoch),
             attacker.context.log.info,
+            validate if stage.name == "A" else None,
         )
     return nets.student.eval(), config, history
+
+
+def validation_cossim(attacker: SpInv, student: Recovery, corpus: Corpus, layout: Layout, max_frames: int, batch: int):
+    """A function giving the mean cosine of G's recovery of the attack slice of every validation
+    utterance with its target embedding (the attack's own slices: seeded by the utterance id)."""
+    sample_rate = attacker._require_frontend().sample_rate
+    slices, targets = [], []
+    for u in corpus.utterances:
+        output = attacker._encode(u.load(sample_rate))
+        if layout_of(output) != layout:
+            raise DataError(f"The frontend's output for {u.path} has {layout_of(output)}, unlike its training output {layout}.")
+        slices.append(slice_output(output, attacker.params.observed_seconds, attacker.context.rng("spinv-slice", u.id)))
+        targets.append(attacker.target_embedding(u))
+    target = torch.from_numpy(np.stack(targets)).float()
+
+    def score() -> float:
+        student.eval()
+        with torch.no_grad():
+            recovered = torch.cat([student(collate(slices[k : k + batch], layout, max_frames))[0] for k in range(0, len(slices), batch)])
+        student.train()
+        return float(torch.nn.functional.cosine_similarity(recovered, target, dim=-1).mean())
+
+    return score

@@ -70,6 +70,18 @@ class SpInvNetworks:
         prototypes = self.dino.prototypes.weight.shape[0]
         self.center = torch.zeros(prototypes)
 
+    def snapshot(self) -> dict:
+        """Copies of every trained tensor (student, DINO head, teachers, centre, classifier)."""
+        parts = {"student": self.student, "dino": self.dino, "teacher_aub": self.teacher_aub, "teacher_dino": self.teacher_dino}
+        state = {name: copy.deepcopy(module.state_dict()) for name, module in parts.items()}
+        state["center"] = self.center.clone()
+        return state
+
+    def restore(self, state: dict) -> None:
+        for name in ("student", "dino", "teacher_aub", "teacher_dino"):
+            getattr(self, name).load_state_dict(state[name])
+        self.center = state["center"].clone()
+
     def teacher_step(self, momentum: float) -> None:
         ema_update(self.teacher_aub, self.student.aub, momentum)
         ema_update(self.teacher_dino, self.dino, momentum)
@@ -110,8 +122,13 @@ def run_stage(
     make_views: Callable[[Sequence[int], np.random.Generator], Views],
     rng_for_epoch: Callable[[int], np.random.Generator],
     log: Callable[[str], None],
+    validate: Callable[[], float] | None = None,
 ) -> list[dict[str, float]]:
-    """Train one stage with Adam over `count` utterances; returns per-epoch mean loss terms."""
+    """Train one stage with Adam over `count` utterances; returns per-epoch mean loss terms.
+
+    With `validate` (a score, higher is better, computed after every epoch) the networks end in the
+    state of the best epoch ("the selected Stage A checkpoint" of section III-C), else the last.
+    """
     if stage.epochs == 0:
         return []
     batch = min(settings.batch_size, count)
@@ -125,6 +142,7 @@ def run_stage(
     nets.dino.train()
     history = []
     step = 0
+    best = None
     for epoch in range(stage.epochs):
         rng = rng_for_epoch(epoch)
         order = rng.permutation(count)
@@ -142,8 +160,15 @@ def run_stage(
             for name, value in {**terms, "total": loss}.items():
                 sums[name] = sums.get(name, 0.0) + float(value.detach())
         means = {name: value / batches_per_epoch for name, value in sums.items()}
+        if validate is not None:
+            means["validation"] = validate()
+            if best is None or means["validation"] > best[0]:
+                best = (means["validation"], epoch, nets.snapshot())
         history.append({"stage": stage.name, "epoch": epoch, **means})
         log(f"spinv stage {stage.name} epoch {epoch + 1}/{stage.epochs}: " + ", ".join(f"{k} {v:.4f}" for k, v in means.items()))
+    if best is not None and best[1] != stage.epochs - 1:
+        nets.restore(best[2])
+        log(f"spinv stage {stage.name}: keeping epoch {best[1] + 1} (validation {best[0]:.4f})")
     nets.student.eval()
     nets.dino.eval()
     return history
