@@ -1,0 +1,185 @@
+"""The dast attacker: trains the dual-stream network through the declared stages, then embeds trial
+sides (mean of length-normalised utterance embeddings) and scores them by cosine (section 3.2)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from vpeval.api import Attacker
+from vpeval.errors import DataError
+from vpeval.types import TrainingData, Utterance
+
+from vpeval_dast.params import DastParams
+
+
+class DastAttacker(Attacker):
+    """DAST: dual-stream (Fbank + weighted-sum SSL) ECAPA-TDNN attacker with three-stage training (seed 001)."""
+
+    name: ClassVar[str] = "dast"
+    sample_rate: ClassVar[int] = 16000
+    needs_training: ClassVar[bool] = True
+    Params: ClassVar[type[DastParams]] = DastParams
+
+    def __init__(self, params=None, context=None):
+        super().__init__(params, context)
+        self._ssl = None
+        self._embedder = None
+        self._start_folder: Path | None = None
+        self.stages_done: list[str] = []
+        self.stage_records: list = []
+        self._snapshots: dict[str, tuple[dict, list[str]]] = {}
+
+    # -- experiment validation --------------------------------------------------------------
+
+    @classmethod
+    def check_experiment(cls, params: Mapping[str, Any] | DastParams,
+                         target_anonymizers: Mapping[str, Sequence[str]] | Sequence[str]) -> list[str]:
+        """Sentences for what the experiment as a whole gets wrong: Stage II anonymizers that are also targets.
+
+        target_anonymizers: {label: plugin names of its steps} of the anonymizers the attacker is evaluated
+        on, or just their plugin names.
+        """
+        from vpeval_dast.curriculum import overlap_errors
+
+        p = params if isinstance(params, DastParams) else cls.Params.model_validate(dict(params))
+        targets = target_anonymizers if isinstance(target_anonymizers, Mapping) else {n: [n] for n in target_anonymizers}
+        return overlap_errors(p, targets)
+
+    # -- model ------------------------------------------------------------------------------
+
+    def _ssl_stream(self):
+        if self._ssl is None and self.params.uses_ssl:
+            from vpeval_dast.ssl import load_ssl
+
+            self._ssl = load_ssl(self.params.ssl)
+        return self._ssl
+
+    def network_config(self):
+        from vpeval_dast.model import NetworkConfig
+
+        p, ssl = self.params, self._ssl_stream()
+        return NetworkConfig(p.fusion, p.n_mels, ssl.layers if ssl else 0, ssl.dim if ssl else 0, tuple(p.channels),
+                             p.attention_channels, p.embedding_dim)
+
+    def _new_embedder(self):
+        import torch
+
+        from vpeval_dast.embedding import Embedder
+        from vpeval_dast.model import DastNetwork, SpecAugment
+
+        p = self.params
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.context.torch_seed(self.name, "model"))
+            network = DastNetwork(self.network_config())
+        augment = SpecAugment(p.freq_masks, p.freq_mask_width, p.time_masks, p.time_mask_width)
+        return Embedder(network, self._ssl_stream(), augment, p.embed_max_seconds)
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            raise RuntimeError(f"attacker {self.name} has no model yet: call train() or load() first")
+        return self._embedder
+
+    # -- training ---------------------------------------------------------------------------
+
+    def init_from(self, folder: Path) -> None:
+        """Start from another dast attacker's saved network (not its head): the experiment's `init_from`."""
+        self._start_folder = Path(folder)
+
+    def stage_utterances(self, data: TrainingData) -> dict[str, list[Utterance]]:
+        """Each declared stage's training utterances; checks they exist before anything is trained."""
+        from vpeval_dast.curriculum import convert_for_stage2, fraction_per_speaker, split_stages
+
+        p = self.params
+        original, target = split_stages(data)
+        if original is None and ("I" in p.stages or "II" in p.stages):
+            raise DataError(
+                f"The {self.name} attacker's stages {'+'.join(s for s in p.stages if s != 'III')} train on original speech "
+                "(Stage II converts it), but train_on: anonymized gives only the target's output; train those stages "
+                "in a dast attacker with train_on: original and start this one from it with init_from."
+            )
+        if target is None and "III" in p.stages:
+            raise DataError(f"The {self.name} attacker's Stage III adapts to the target anonymizer's output; set "
+                            "train_on: anonymized, or leave III out of stages.")
+        out = {}
+        for stage in p.stages:
+            if stage == "I":
+                out[stage] = list(original.utterances)
+            elif stage == "II":
+                out[stage] = convert_for_stage2(original, p, self.context.child("stage2"))
+            else:
+                out[stage] = fraction_per_speaker(target, p.stage3_fraction, self.context)
+            if len({u.speaker for u in out[stage]}) < 2:
+                raise DataError(f"Stage {stage} of the {self.name} attacker needs speech of at least two speakers; "
+                                "give the experiment more attacker-training speakers.")
+        return out
+
+    def train(self, data: TrainingData) -> None:
+        import torch
+
+        from vpeval_dast.checkpoint import load_into
+        from vpeval_dast.training import train_stage
+
+        self.context.apply_threads()
+        stage_data = self.stage_utterances(data)
+        self._embedder = self._new_embedder()
+        p = self.params
+        start = p.init_from or self._start_folder
+        self.stages_done = []
+        if start:
+            self.stages_done = load_into(self._embedder.network, start, f"{self.name} init_from")
+            self.context.log.info("%s: starting from %s (stages %s done there)", self.name, start, self.stages_done)
+        torch.set_num_threads(max(1, self.context.threads, self.context.workers))
+        try:
+            for stage in p.stages:
+                record = train_stage(self._embedder, stage_data[stage], stage, p, self.context, self.name)
+                self.stage_records.append(record)
+                self.stages_done = [*self.stages_done, stage]
+                self._snapshots[stage] = (copy.deepcopy(self._embedder.network.state_dict()), list(self.stages_done))
+        finally:
+            self.context.apply_threads()
+
+    # -- cache ------------------------------------------------------------------------------
+
+    def save(self, folder: Path) -> None:
+        from vpeval_dast.checkpoint import HISTORY, STAGES, save_network
+
+        folder = Path(folder)
+        config, ssl = self.embedder.network.config, self.params.ssl.model_dump(mode="json")
+        save_network(folder, self.embedder.network, config, ssl, self.stages_done)
+        for stage, (state, done) in self._snapshots.items():
+            save_network(folder / STAGES / stage, state, config, ssl, done)
+        if self.stage_records:
+            (folder / HISTORY).write_text(json.dumps([asdict(r) for r in self.stage_records], indent=2))
+
+    def load(self, folder: Path) -> None:
+        from vpeval_dast.checkpoint import load_into
+
+        self.context.apply_threads()
+        self._embedder = self._new_embedder()
+        self.stages_done = load_into(self._embedder.network, folder, f"{self.name} cache folder")
+        self._embedder.network.eval()
+
+    # -- trials -----------------------------------------------------------------------------
+
+    def represent(self, utterances: Sequence[Utterance]) -> np.ndarray:
+        return self.represent_many([utterances])[0]
+
+    def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:
+        """Each side's mean length-normalised embedding [S, E] (averaged enrollment, section 3.2)."""
+        from vpeval_dast.embedding import length_normalise
+
+        self.context.apply_threads()
+        if any(len(side) == 0 for side in sides):
+            raise DataError(f"A trial side given to the {self.name} attacker has no utterances; check the trial list.")
+        flat = [u for side in sides for u in side]
+        embeddings = length_normalise(self.embedder.embed_utterances(flat, self.context, f"{self.name}: embed"))
+        bounds = np.cumsum([0, *(len(side) for side in sides)])
+        return np.stack([embeddings[a:b].mean(axis=0) for a, b in zip(bounds[:-1], bounds[1:])])

@@ -1,0 +1,91 @@
+"""The data of each curriculum stage (paper section 2.2) and the Stage II / target overlap check.
+
+Stage I: the original attacker-training speech. Stage II: that speech converted by every anonymizer
+in stage2_anonymizers (labels stay the source speakers). Stage III: the target anonymizer's output
+(train_on: anonymized), a share of every speaker's utterances.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from vpeval.api import PluginContext, Voice
+from vpeval.errors import DataError, PluginError
+from vpeval.types import Corpus, TrainingData, Utterance
+
+from vpeval_dast.params import DastParams
+
+
+def overlap_errors(params: DastParams, targets: Mapping[str, Sequence[str]]) -> list[str]:
+    """One sentence per Stage II anonymizer that is also a target: `targets` maps each evaluated
+    anonymizer's label to the plugin names of its steps. Disjointness is by plugin name: the same
+    conversion method with other parameters is not an unseen system."""
+    if "II" not in params.stages:
+        return []
+    errors = []
+    for i, system in enumerate(params.stage2_anonymizers):
+        for label, uses in targets.items():
+            if system.use in uses:
+                errors.append(
+                    f"stage2_anonymizers[{i}] converts Stage II speech with {system.use}, which the target "
+                    f"anonymizer '{label}' also uses; Stage II must see only systems disjoint from the targets "
+                    f"(paper section 3.1): remove {system.use} from stage2_anonymizers or '{label}' from anonymizers."
+                )
+    return errors
+
+
+def split_stages(data: TrainingData) -> tuple[Corpus | None, Corpus | None]:
+    """(original speech, target-anonymized speech) among the core's training stages."""
+    original = [s.corpus for s in data.stages if s.system == "original"]
+    anonymized = [s.corpus for s in data.stages if s.system != "original"]
+    if len(anonymized) > 1:
+        raise DataError(f"DAST's Stage III adapts to one target anonymizer, but the training data holds "
+                        f"{len(anonymized)} anonymized stages; give one.")
+    return (original[0] if original else None), (anonymized[0] if anonymized else None)
+
+
+def fraction_per_speaker(corpus: Corpus, fraction: float, context: PluginContext) -> list[Utterance]:
+    """ceil(fraction x n) of each speaker's n utterances (at least one), drawn from the seed, corpus order kept."""
+    keep: set[str] = set()
+    for speaker, utts in corpus.by_speaker().items():
+        count = max(1, int(np.ceil(fraction * len(utts) - 1e-9)))
+        chosen = context.rng("stage3-fraction", speaker).permutation(len(utts))[:count]
+        keep.update(utts[i].id for i in chosen)
+    return [u for u in corpus.utterances if u.id in keep]
+
+
+def _folder_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
+
+
+def convert_for_stage2(corpus: Corpus, params: DastParams, context: PluginContext) -> list[Utterance]:
+    """The corpus converted by every Stage II anonymizer, written under the attacker's work folder.
+
+    Voices come from the experiment seed: one rng per system and utterance (or speaker at level speaker).
+    """
+    from vpeval.data.audio import read_audio, write_audio
+
+    out: list[Utterance] = []
+    for system in params.stage2_anonymizers:
+        anonymizer = context.get("anonymizer", system.use, system.params)
+        if "waveform" not in anonymizer.works_on:
+            raise PluginError(f"stage2_anonymizers: {system.use} works on speaker embeddings only; name a waveform anonymizer.")
+        anonymizer.prepare()
+        folder = context.folder("stage2", _folder_name(system.name))
+
+        def convert(u: Utterance, anonymizer=anonymizer, folder=folder, system=system) -> tuple[str, int, int]:
+            audio, rate = read_audio(u.path, sample_rate=anonymizer.sample_rate, channel=u.channel)
+            key = u.id if params.stage2_level == "utterance" else u.speaker
+            voice = Voice(key, params.stage2_level, context.rng("stage2-voice", system.name, key), u)
+            converted = np.asarray(anonymizer.anonymize(audio, rate, voice), dtype=np.float32)
+            path = write_audio(folder / f"{_folder_name(u.id)}.wav", converted, rate)
+            return str(path), rate, converted.size
+
+        results = context.map(convert, corpus.utterances, description=f"stage II: convert with {system.name}")
+        for u, (path, rate, size) in zip(corpus.utterances, results):
+            out.append(u.replace(id=f"{system.name}/{u.id}", path=path, sample_rate=rate, duration=size / rate,
+                                 channel=None))
+    return out
