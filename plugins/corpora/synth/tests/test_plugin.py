@@ -50,3 +50,22 @@ def test_missing_espeak_package_gives_one_clear_sentence(tmp_path, make_source, 
     monkeypatch.setitem(sys.modules, "espeakng_loader", None)  # import now fails
     with pytest.raises(MissingModelError, match="pip install espeakng-loader"):
         make_source(tmp_path, preset="tiny", speakers=2, utterances=1).load()
+
+
+def test_the_multiutt_preset_gives_pools_for_n_up_to_15_on_both_sides(tmp_path, make_source):
+    # Labels only, laid out as the generator lays them out (utterance j in session j mod sessions):
+    # the plan needs no audio, so this checks the preset's shape without generating 2 hours of speech.
+    from vpeval.data.plan import PlanSettings, make_plan
+    from vpeval.types import Corpus, Utterance
+
+    settings = make_source(tmp_path, preset="multiutt").settings()
+    assert settings.utterances >= 40
+    utts = [
+        Utterance(id=f"s{s:03d}-{j:03d}", speaker=f"s{s:03d}", path="/none", gender="fm"[s % 2],
+                  session=f"c{j % settings.sessions}")
+        for s in range(settings.speakers) for j in range(settings.utterances)
+    ]
+    plan = make_plan(Corpus("labels", utts), PlanSettings(enroll_utterances=[1, 5, 10, 15], n1_trials="n-vs-n"))
+    assert {len(t.enroll) for t in plan.trial_lists[15].trials} == {15}
+    assert len(plan.trial_lists[15]) == 20 * len(plan.evaluation.speakers)  # 10 target + 10 non-target each
+    assert not plan.notes

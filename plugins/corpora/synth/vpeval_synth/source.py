@@ -25,6 +25,9 @@ PRESETS = {
     "large": (300, 20, (2.0, 8.0), 0.4, 1.0),
     # Like an acted emotion corpus (ESD, IEMOCAP scripted): the four emotions equally often and stronger.
     "emotion": (24, 24, (2.0, 8.0), 0.75, 2.0),
+    # Seed 000's N = 5 / 10 / 15 on both sides: pools of 24 utterances per evaluation speaker; shorter
+    # utterances keep the hours near the demo's while words and prosody habits add up over many of them.
+    "multiutt": (40, 48, (2.0, 6.0), 0.4, 1.0),
 }
 MAX_UTTERANCES = 200_000
 MANIFEST_COLUMNS = ("path", "id", "speaker", "gender", "transcript", "emotion", "session", "sample_rate", "duration")
@@ -36,9 +39,10 @@ class SynthCorpus(CorpusSource):
     name = "synth"
 
     class Params(BaseParams):
-        preset: Literal["tiny", "demo", "large", "emotion"] = Field(
+        preset: Literal["tiny", "demo", "large", "emotion", "multiutt"] = Field(
             "demo", description="tiny: 6x6 short utterances for tests; demo: 40 speakers x 20; large: 300 x 20; "
-            "emotion: 24 x 24 with balanced, strong emotions.")
+            "emotion: 24 x 24 with balanced, strong emotions; multiutt: 40 x 48 of 2-6 s, for N up to 15 on both "
+            "trial sides (seed 000).")
         # Upper bounds: generation runs about 20 utterances a second per core, so a typo such as
         # speakers: 1000000000000 would generate for ever; MAX_UTTERANCES in all is hours already.
         speakers: int | None = Field(None, ge=2, le=10_000, description="Number of speakers (overrides the preset).")
