@@ -129,3 +129,13 @@ def test_stage_b_starts_from_the_best_validation_epoch_of_stage_a(split, encoder
     kept = float(np.mean(np.sum(unit(recovered) * unit(target), axis=1)))
     assert kept == pytest.approx(max(scores), abs=1e-5)
     assert max(scores) > scores[0]
+
+
+def test_inversion_embeddings_take_targets_from_a_reference_corpus(split, trained):
+    observed = split[1].subset([u.id for u in split[1].utterances[:4]])
+    recovered, target, speakers = trained.inversion_embeddings(observed, reference=split[1])
+    assert list(speakers) == [u.speaker for u in observed.utterances]
+    np.testing.assert_allclose(target[2], trained.target_embedding(split[1][observed.utterances[2].id]))
+    np.testing.assert_allclose(recovered[1], trained.recover(observed.utterances[1]))
+    with pytest.raises(DataError, match="same utterance ids"):
+        trained.inversion_embeddings(split[1], reference=observed)

@@ -211,12 +211,21 @@ class SpInv(Attacker):
         dim = enroll.shape[1] // 2
         return cosine_rows(enroll[:, dim:], test[:, :dim])
 
-    def inversion_embeddings(self, corpus: Corpus) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def inversion_embeddings(self, corpus: Corpus, reference: Corpus | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(recovered [U, d_z], target [U, d_z], speakers [U]) for every utterance of `corpus`, in its
-        order: the inputs of the `inversion` metric (seed 002, eq. 14-15 and its verification numbers)."""
+        order: the inputs of the `inversion` metric (seed 002, eq. 14-15 and its verification numbers).
+
+        ẑ comes from `corpus` (e.g. anonymized speech); z = F(x) from the utterance of the same id in
+        `reference` (e.g. the original speech), `corpus` itself by default.
+        """
+        reference = corpus if reference is None else reference
+        missing = [u.id for u in corpus.utterances if u.id not in reference]
+        if missing:
+            raise DataError(f"spinv: the reference corpus {reference.name} lacks utterance {missing[0]} of {corpus.name}; "
+                            "give a reference with the same utterance ids.")
         items = self.context.progress(corpus.utterances, total=len(corpus), description="spinv: invert")
-        rows = [(self.recover(u), self.target_embedding(u)) for u in items]
-        speakers = np.array([u.speaker for u in corpus.utterances])
+        rows = [(self.recover(u), self.target_embedding(reference[u.id])) for u in items]
+        speakers = np.array([reference[u.id].speaker for u in corpus.utterances])
         return np.stack([r for r, _ in rows]), np.stack([t for _, t in rows]), speakers
 
     # -- state ----------------------------------------------------------------------------------
