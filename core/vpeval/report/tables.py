@@ -8,7 +8,7 @@ from typing import Any
 
 
 # Details that say which row of a multi-row speech metric this is (shown in the "setting" column).
-SETTING_KEYS = ("system", "protocol", "matrix", "class")
+SETTING_KEYS = ("system", "protocol", "matrix", "class", "split")
 
 
 def fmt_value(row: dict[str, Any]) -> str:
@@ -34,19 +34,22 @@ def markdown_table(header: list[str], body: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def attack_tables(rows: list[dict[str, Any]], extra_key: str | None = None) -> list[str]:
+def attack_tables(rows: list[dict[str, Any]], extra_key: str | None = None, caption=None) -> list[str]:
     """One table per metric (and N): systems down, protocols across.
 
     A cell shows the female/male average (as VPAC ranks) with its confidence interval and the two
     genders beside it; without gender labels, the pooled value. results.csv has every gender row.
+    `caption(anonymizers, attackers, protocols, ns)` gives the line under each table saying what produced it.
     """
     groups: dict[tuple, list[dict]] = defaultdict(list)
+    rows = [r for r in rows if r.get("protocol")]
+    several = _metrics_with_several_labels(rows)
     for r in rows:
-        if not r.get("protocol"):
-            continue
-        groups[(r["metric"], _variant(r), r.get("n"))].append(r)
+        # Two entries of one metric (different parameters, different labels) get a table each, titled by label.
+        label = r.get("metric_plugin") or "" if r["metric"] in several else ""
+        groups[(r["metric"], _variant(r), r.get("n"), label)].append(r)
     out = []
-    for (metric, variant, n), items in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0)):
+    for (metric, variant, n, label), items in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0, kv[0][3])):
         unit = items[0].get("unit") or ""
         protocols = sorted({r["protocol"] for r in items}, key=lambda p: ("O-O", "O-A", "A-A").index(p) if p in ("O-O", "O-A", "A-A") else 9)
         by_cell: dict[tuple, dict[str, dict]] = defaultdict(dict)
@@ -57,9 +60,20 @@ def attack_tables(rows: list[dict[str, Any]], extra_key: str | None = None) -> l
             by_cell[(key, r["protocol"])][r["gender"]] = r
         header = ([extra_key] if extra_key else []) + ["anonymizer", "attacker", "trained on"] + protocols
         body = [list(k) + [_cell(by_cell.get((k, p), {})) for p in protocols] for k in dict.fromkeys(row_keys)]
-        title = f"### {metric}{' (' + variant + ')' if variant else ''}, N = {n}{' [' + unit + ']' if unit else ''}"
-        out.append(title + "\n\n" + markdown_table(header, body))
+        title = (f"### {metric}{' (' + variant + ')' if variant else ''}{' from ' + label if label else ''}, N = {n}"
+                 f"{' [' + unit + ']' if unit else ''}")
+        text = title + "\n\n" + markdown_table(header, body)
+        if caption is not None:
+            text += "\n\n" + caption([r["anonymizer"] for r in items], [r["attacker"] for r in items], protocols, [n])
+        out.append(text)
     return out
+
+
+def _metrics_with_several_labels(rows: list[dict[str, Any]]) -> set[str]:
+    labels: dict[str, set] = defaultdict(set)
+    for r in rows:
+        labels[r["metric"]].add(r.get("metric_plugin") or "")
+    return {m for m, found in labels.items() if len(found) > 1}
 
 
 def _cell(genders: dict[str, dict]) -> str:
@@ -72,8 +86,13 @@ def _cell(genders: dict[str, dict]) -> str:
     return text
 
 
-def speech_tables(rows: list[dict[str, Any]], extra_key: str | None = None) -> list[str]:
-    """Utility metrics (WER, UAR, pitch correlation, GVD ...): one table per metric, then what produced it."""
+def speech_tables(rows: list[dict[str, Any]], extra_key: str | None = None, caption=None) -> list[str]:
+    """Utility metrics (WER, UAR, pitch correlation, GVD ...): one table per metric, then what produced it.
+
+    Rows two metric entries computed identically are shown once; when rows of different entries would
+    still look alike, a `metric entry` column shows each row's label. `caption(anonymizers, attackers)`
+    gives the line saying which data and models produced the table.
+    """
     groups: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         if r.get("protocol"):
@@ -82,7 +101,7 @@ def speech_tables(rows: list[dict[str, Any]], extra_key: str | None = None) -> l
     out = []
     for metric, items in sorted(groups.items()):
         unit = items[0].get("unit") or ""
-        header = ([extra_key] if extra_key else []) + ["speech", "attacker", "setting", "gender", "value"]
+        header = ([extra_key] if extra_key else []) + ["speech", "attacker", "setting", "gender", "value", "metric entry"]
         body = []
         produced_by: list[str] = []
         for r in items:
@@ -91,15 +110,55 @@ def speech_tables(rows: list[dict[str, Any]], extra_key: str | None = None) -> l
                 if details.get(key):
                     produced_by.append(f"{key}: {details[key]}")
             setting = ", ".join(f"{k} {details[k]}" for k in SETTING_KEYS if k in details)
-            body.append(([str(r.get(extra_key, ""))] if extra_key else []) + [r["anonymizer"], r.get("attacker") or "", setting, r["gender"], fmt_value(r)])
-        header, body = drop_empty_columns(header, body, ("attacker", "setting"))
+            body.append(([str(r.get(extra_key, ""))] if extra_key else []) + [r["anonymizer"], r.get("attacker") or "", setting, r["gender"],
+                                                                              fmt_value(r), r.get("metric_plugin") or ""])
+        body = merge_label_duplicates(body)
+        header, body = drop_empty_columns(header, body, ("attacker", "setting", "metric entry"))
         text = f"### {metric}{' [' + unit + ']' if unit else ''}\n\n" + markdown_table(header, body)
-        for r in items:  # a metric may render its own table (for example seed 003's Table 6)
-            if isinstance((r.get("details") or {}).get("table"), str):
-                text += "\n\n" + r["details"]["table"].strip()
+        text += "".join("\n\n" + t for t in paper_row_tables(items, extra_key))
+        for table in dict.fromkeys(r["details"]["table"].strip() for r in items if isinstance((r.get("details") or {}).get("table"), str)):
+            text += "\n\n" + table  # a metric may render its own table (for example seed 003's Table 6)
         if produced_by:
             text += "\n\n" + "\n".join(f"Produced by {p.rstrip('.')}." for p in dict.fromkeys(produced_by))
+        if caption is not None:
+            text += "\n\n" + caption([r["anonymizer"] for r in items if r["anonymizer"] != "original"], [r.get("attacker") for r in items])
         out.append(text)
+    return out
+
+
+def merge_label_duplicates(body: list[list[str]]) -> list[list[str]]:
+    """Rows whose cells agree except the last (the metric entry's label) become one row naming every label;
+    the label column is blanked when no two remaining rows would look alike without it."""
+    merged: dict[tuple, list[str]] = {}
+    for cells in body:
+        merged.setdefault(tuple(cells[:-1]), []).append(cells[-1])
+    rows = [list(cells) + [", ".join(dict.fromkeys(labels))] for cells, labels in merged.items()]
+    # Without the value and label, do two rows look alike? Then the label tells them apart.
+    keys = [tuple(r[:-2]) for r in rows]
+    if len(set(keys)) == len(keys):
+        rows = [r[:-1] + [""] for r in rows]
+    return rows
+
+
+def paper_row_tables(items: list[dict[str, Any]], extra_key: str | None) -> list[str]:
+    """Tables from the rows a metric lays out as a paper does (details {"columns": [...], "row": [...]}),
+    for example the emotion metric's UAR and per-class recalls (seed 003's Table 3): one row per speech."""
+    layouts: dict[tuple, list[tuple[dict, list]]] = defaultdict(list)
+    for r in items:
+        for name, layout in (r.get("details") or {}).items():
+            if isinstance(layout, dict) and isinstance(layout.get("columns"), list) and isinstance(layout.get("row"), list):
+                layouts[(name, tuple(layout["columns"]))].append((r, layout["row"]))
+    out = []
+    for (name, columns), entries in layouts.items():
+        labels = {r.get("metric_plugin") for r, _ in entries}
+        header = ([extra_key] if extra_key else []) + ["speech"] + (["metric entry"] if len(labels) > 1 else []) + list(columns)
+        body = []
+        for r, values in entries:
+            cells = ([str(r.get(extra_key, ""))] if extra_key else []) + [r["anonymizer"]]
+            cells += [r.get("metric_plugin") or ""] if len(labels) > 1 else []
+            body.append(cells + [f"{v:.2f}" if isinstance(v, (int, float)) else str(v) for v in values])
+        unit = entries[0][0].get("unit") or ""
+        out.append(f"{name} layout ({', '.join(columns)}{' in ' + unit if unit else ''}):\n\n" + markdown_table(header, body))
     return out
 
 

@@ -12,7 +12,10 @@ from typing import Any
 import yaml
 
 from vpeval import __version__
+from vpeval.report.figures import SCORE_INDEX, Figure, report_figures
+from vpeval.report.provenance import RunInfo
 from vpeval.report.tables import attack_tables, speech_tables
+from vpeval.report.worst_case import worst_case_tables
 from vpeval.run.cache import write_json_atomic, write_text_atomic
 from vpeval.run.names import file_name
 
@@ -29,9 +32,14 @@ def write_outputs(exp, result, plan, score_sets) -> None:
     for label, corpus in result.anonymized.items():
         write_data_dir(corpus, folder / "data" / file_name(f"evaluation_{label}"))
     write_data_dir(plan.evaluation, folder / "data" / "evaluation_original")
+    index = []
     for s in score_sets:
         name = file_name(f"{s.anonymizer}__{s.attacker}__{s.protocol}__N{s.n}") + ".scores"
         write_text_atomic(folder / "scores" / name, kaldi_scores_text(s.scores))
+        index.append({"file": name, "anonymizer": s.anonymizer, "attacker": s.attacker, "scenario": s.scenario,
+                      "protocol": s.protocol, "n": s.n})
+    if index:  # which file holds which scores, for figures and other tools (names are sanitised)
+        write_json_atomic(folder / "scores" / SCORE_INDEX, index)
     payload = {
         "experiment": exp.experiment.name,
         "seed": exp.experiment.seed,
@@ -47,7 +55,8 @@ def write_outputs(exp, result, plan, score_sets) -> None:
     write_json_atomic(folder / "results.json", payload)
     write_json_atomic(folder / "timings.json", {"seconds": result.timings, "computed": result.executed})
     write_text_atomic(folder / "results.csv", rows_csv(result.rows))
-    write_text_atomic(folder / "report.md", report_markdown(exp, result, payload))
+    figures = report_figures(folder, result.rows)
+    write_text_atomic(folder / "report.md", report_markdown(exp, result, payload, figures))
 
 
 def kaldi_scores_text(scores) -> str:
@@ -67,8 +76,10 @@ def rows_csv(rows: list[dict[str, Any]]) -> str:
     return buffer.getvalue()
 
 
-def report_markdown(exp, result, payload: dict[str, Any]) -> str:
+def report_markdown(exp, result, payload: dict[str, Any], figures: list[Figure] = ()) -> str:
+    """The worst case first, then the figures, every table, and under each what produced it."""
     e = exp.experiment
+    info = RunInfo.from_run(exp.to_dict(), payload)
     lines = [f"# {e.name}", ""]
     lines.append(f"Seed {e.seed}; corpus `{exp.corpus.use}` ({exp.corpus.distribution} {exp.corpus.version}); "
                  f"{payload['corpus']['evaluation_speakers']} evaluation speakers, {payload['corpus']['train_speakers']} attacker-train speakers; "
@@ -83,15 +94,28 @@ def report_markdown(exp, result, payload: dict[str, Any]) -> str:
     if result.skipped_audio:
         lines += ["", f"**{len(result.skipped_audio)} unusable audio files (unreadable, NaN, silent, too short or beyond full scale) were skipped** (on_bad_audio: skip):", ""]
         lines += [f"- {u}: {p} ({r})" for u, p, r in result.skipped_audio]
-    attack = attack_tables(result.rows)
+    worst = worst_case_tables(result.rows, caption=lambda an, at, pr, n: info.caption(anonymizers=[an], attackers=at, protocols=pr, n=n))
+    if worst:
+        lines += ["", "## Worst case at a glance", ""] + [t + "\n" for t in worst]
+    if figures:
+        lines += ["", "## Figures", ""] + [figure_markdown(f, folder=result.folder, info=info) + "\n" for f in figures]
+    attack = attack_tables(result.rows, caption=lambda an, at, pr, n: info.caption(anonymizers=an, attackers=at, protocols=pr, n=n))
     if attack:
         lines += ["", "## Privacy (attacker) metrics", ""] + [t + "\n" for t in attack]
-    speech = speech_tables(result.rows)
+    speech = speech_tables(result.rows, caption=lambda an, at: info.caption(anonymizers=an, attackers=at))
     if speech:
         lines += ["", "## Utility and speech metrics", ""] + [t + "\n" for t in speech]
     lines += ["", "## Stage timings (s)", "", "| stage | seconds |", "|---|---|"]
     lines += [f"| {k} | {v:.1f} |" for k, v in result.timings.items()]
     return "\n".join(lines) + "\n"
+
+
+def figure_markdown(figure: Figure, folder: Path, info: RunInfo) -> str:
+    """The figure embedded by its path relative to report.md, a link to its PDF and what produced it."""
+    png, pdf = figure.png.relative_to(folder).as_posix(), figure.pdf.relative_to(folder).as_posix()
+    caption = info.caption(anonymizers=figure.anonymizers, attackers=figure.attackers, protocols=figure.protocols, n=figure.n)
+    note = f" Kept: {figure.note}." if figure.note else ""
+    return f"### {figure.title}\n\n![{figure.title}]({png})\n\n{caption} [PDF]({pdf}).{note}"
 
 
 def combined_report(run_folders: list[Path]) -> str:
