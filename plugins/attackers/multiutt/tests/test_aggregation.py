@@ -133,7 +133,8 @@ def test_params_defaults_are_the_papers():
         ({"system": "audio-text", "fusion": "weighted", "base_share": 0.65}, "base_share"),
         ({"query_temperature": 0}, "greater than 0"),
         ({"fusion_weights": (0, 0)}, "positive sum"),
-        ({"system": "ssl-whisper"}, "system"),
+        ({"system": "no-such-system"}, "system"),
+        ({"system": "ssl-whisper", "utterances_per_speaker": 17}, "max_utterances"),
         ({"system": "rjca", "rjca_dim": 15}, "even"),
         ({"system": "hybrid", "hybrid_dim": 30, "attention_heads": 4, "embedding_dim": 32}, "hybrid_dim 30"),
     ],
@@ -145,7 +146,7 @@ def test_params_refuse_bad_values(bad, message):
         MultiUttAttacker.Params(**{**CPU_TEST_SIZE, **bad})
 
 
-@pytest.mark.parametrize("system", ["mean", "query-attention", "frame-concat", "text", "audio-text", "audio-prosody", "hybrid", "rjca", "rjca-global-text"])
+@pytest.mark.parametrize("system", ["mean", "query-attention", "frame-concat", "text", "audio-text", "audio-prosody", "hybrid", "rjca", "rjca-global-text", "ssl-whisper"])
 def test_cpu_test_size_is_valid_for_every_system(system):
     assert MultiUttAttacker(MultiUttAttacker.Params(**{**CPU_TEST_SIZE, "system": system}), PluginContext()).system == system
 
@@ -184,3 +185,19 @@ def test_rjca_serves_any_number_of_utterances_and_reads_both_modalities(global_t
             assert out.shape == (3, 8) and torch.isfinite(out).all()
             assert not torch.allclose(out, rjca(audio, torch.randn_like(text)), atol=1e-4)
             assert not torch.allclose(out, rjca(torch.randn_like(audio), text), atol=1e-4)
+
+
+def test_ssl_whisper_reads_the_whisper_frames_of_every_utterance():
+    from vpeval_multiutt.ssl_whisper import SslWhisper
+
+    torch.manual_seed(0)
+    model = SslWhisper(frame_dim=12, whisper_dim=10, dim=16, heads=4, max_utterances=3, attention_channels=8, out=6).eval()
+    frames, whisper = torch.randn(2, 3 * 20, 12), torch.randn(2, 3 * 5, 10)
+    frame_positions, whisper_positions = torch.arange(3).repeat_interleave(20), torch.arange(3).repeat_interleave(5)
+    with torch.no_grad():
+        out = model(frames, frame_positions, whisper, whisper_positions)
+        changed = whisper.clone()
+        changed[:, 10:] = torch.randn(2, 5, 10)  # the third utterance's Whisper frames only
+        other = model(frames, frame_positions, changed, whisper_positions)
+    assert out.shape == (2, 6)
+    assert not torch.allclose(out, other, atol=1e-4)

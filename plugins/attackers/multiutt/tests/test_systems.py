@@ -160,6 +160,18 @@ def test_rjca_global_text_repeats_one_text_vector_and_round_trips(train_corpus, 
 
 
 @pytest.mark.slow
+def test_ssl_whisper_learns_speakers(train_corpus, heldout, tmp_path, eer_of):
+    # Filterbanks stand in for the Whisper frames (the default kimi-like frontend is slow on CPU).
+    attacker = train("ssl-whisper", train_corpus, tmp_path, cross_frames="fbank", fusion_epochs=15)
+    assert {r.stage for r in attacker.history.epochs} == {"audio-frame-concat", "fusion-ssl-whisper"}
+    assert eer_of(attacker, heldout) < CHANCE_MARGIN
+    from vpeval.errors import DataError
+
+    with pytest.raises(DataError, match="max_utterances"):
+        attacker.represent(heldout.utterances[: CPU_TEST_SIZE.get("max_utterances", 16) + 1])
+
+
+@pytest.mark.slow
 def test_fine_tuned_sentence_encoder_is_trained_saved_and_restored(train_corpus, heldout, tmp_path):
     attacker = train("text", train_corpus.with_speakers(train_corpus.speakers[:6]), tmp_path / "w",
                      text_finetune=True, text_epochs=1, text_lr=1e-4)

@@ -26,13 +26,15 @@ CONFIG = "config.json"
 HISTORY = "history.json"
 WEIGHTS = {"audio": "audio.pt", "text": "text.pt", "fusion": "fusion.pt"}
 FRONTEND = "frontend"
+CROSS_FRONTEND = "cross-frontend"
 PROSODY_VERSION = "f0mean-rate-voiced-1"
 
 
 class MultiUttAttacker(Attacker):
     """Multi-utterance, multimodal speaker verification attacker (seed 000): audio, text and prosody over N utterances.
 
-    Systems: mean, query-attention, frame-concat, text, audio-text, audio-prosody, hybrid, rjca, rjca-global-text.
+    Systems: mean, query-attention, frame-concat, text, audio-text, audio-prosody, hybrid, rjca, rjca-global-text,
+    ssl-whisper.
     """
 
     name: ClassVar[str] = "multiutt"
@@ -51,6 +53,7 @@ class MultiUttAttacker(Attacker):
         self.prosody_std: np.ndarray | None = None
         self.history = History()
         self._frames = None
+        self._cross_frames = None
         self._transcriber = None
         self._start_folder: Path | None = None
 
@@ -86,7 +89,9 @@ class MultiUttAttacker(Attacker):
         """The aggregation the audio network trains with; per-utterance fusions use single-utterance ECAPA."""
         if self.system in AUDIO_SYSTEMS:
             return self.system
-        if self.system in ("audio-text", "audio-prosody") and self.params.fusion_level == "frame":
+        if self.system == "ssl-whisper" or (
+            self.system in ("audio-text", "audio-prosody") and self.params.fusion_level == "frame"
+        ):
             return "frame-concat"
         return "mean"
 
@@ -98,6 +103,17 @@ class MultiUttAttacker(Attacker):
             p = self.params
             self._frames = make_frame_source(p.frame_source, p.frame_source_params, p.n_mels, p.audio_cache_mb, self.context)
         return self._frames
+
+    @property
+    def cross_frames(self):
+        """ssl-whisper's second frame source (Whisper frames), keys and values of its cross-attention."""
+        if self._cross_frames is None:
+            from vpeval_multiutt.frames import make_frame_source
+
+            p = self.params
+            self._cross_frames = make_frame_source(p.cross_frames, p.cross_frames_params, p.n_mels, p.audio_cache_mb,
+                                                   self.context)
+        return self._cross_frames
 
     @property
     def transcriber(self):
@@ -136,6 +152,7 @@ class MultiUttAttacker(Attacker):
         from vpeval_multiutt.fusion import ConcatFusion, ProsodyFusion
         from vpeval_multiutt.hybrid import HybridFusion
         from vpeval_multiutt.rjca import Rjca
+        from vpeval_multiutt.ssl_whisper import SslWhisper
 
         p = self.params
         with torch.random.fork_rng(devices=[]):
@@ -143,6 +160,9 @@ class MultiUttAttacker(Attacker):
             if self.system == "hybrid":
                 return HybridFusion(self.text.sentence.dim, p.channels[-1], p.text_dim, p.hybrid_attention_dim,
                                     p.attention_heads, p.hybrid_dim, p.embedding_dim)
+            if self.system == "ssl-whisper":
+                return SslWhisper(p.channels[-1], self.cross_frames.dim, p.ssl_whisper_dim, p.attention_heads,
+                                  p.max_utterances, p.attention_channels, p.embedding_dim)
             if self.system.startswith("rjca"):
                 return Rjca(p.embedding_dim, p.text_dim, p.rjca_dim, p.rjca_recurrent_layers, p.rjca_fusion_layers,
                             p.attention_heads, p.rjca_dropout, p.embedding_dim, global_text=self.speaker_level)
@@ -185,6 +205,8 @@ class MultiUttAttacker(Attacker):
             self._train_text(base)
         if self.uses_prosody:
             self._fit_prosody_normalisation(base)
+        if self.system == "ssl-whisper":
+            self.cross_frames.fit(corpus)
         if self.params.trains_fusion:
             self._train_fusion(fusion)
 
@@ -264,7 +286,7 @@ class MultiUttAttacker(Attacker):
         if self.text is not None:
             self.text.requires_grad_(False)
             texts = [w.text for w in self.transcriber.get_many(utterances, f"{self.name}: transcribe fusion speech")]
-        else:
+        if self.uses_prosody:
             prosody = self._prosody(utterances)
         n = p.utterances_per_speaker
 
@@ -276,6 +298,14 @@ class MultiUttAttacker(Attacker):
                     inputs = self._hybrid_inputs(list(self.audio.encoder.frame_map(self._crops(utterances, picks, rng))),
                                                  [texts[k] for k in picks.ravel()])
                 return self.fusion(*inputs), n
+            if self.system == "ssl-whisper":
+                with torch.no_grad():
+                    frames, whisper = self._aligned_crops(utterances, picks, rng)
+                    maps = self.audio.encoder.frame_map(frames).transpose(1, 2)  # [S*N, T, C]
+                s, t, tw = len(picks), maps.shape[1], whisper.shape[1]
+                positions = torch.arange(n)
+                return self.fusion(maps.reshape(s, n * t, -1), positions.repeat_interleave(t),
+                                   whisper.reshape(s, n * tw, -1), positions.repeat_interleave(tw)), 1
             if self.system.startswith("rjca"):
                 self.text.eval()
                 with torch.no_grad():
@@ -297,6 +327,22 @@ class MultiUttAttacker(Attacker):
             schedule.update(epochs=p.hybrid_epochs, lr=p.hybrid_lr, weight_decay=p.hybrid_weight_decay)
         train_aam(self.fusion, embed, Episodes(utterances, n, p.speakers_per_batch, p.batches_per_epoch),
                   p.embedding_dim, stage=f"fusion-{self.system}", **schedule)
+
+    def _aligned_crops(self, utterances: Sequence[Utterance], picks: np.ndarray, rng: np.random.Generator):
+        """Crops of the ECAPA frames and of the Whisper frames over the same stretch of each utterance."""
+        import torch
+
+        from vpeval_multiutt.frames import crop_at, crop_start
+
+        seconds, rate, cross_rate = self.params.crop_seconds, self.frames.frame_rate, self.cross_frames.frame_rate
+        length, cross_length = max(1, round(seconds * rate)), max(1, round(seconds * cross_rate))
+        ecapa, whisper = [], []
+        for k in picks.ravel():
+            frames = self.frames.frames(utterances[k])
+            start = crop_start(len(frames), length, rng)
+            ecapa.append(crop_at(frames, start, length))
+            whisper.append(crop_at(self.cross_frames.frames(utterances[k]), round(start * cross_rate / rate), cross_length))
+        return torch.from_numpy(np.stack(ecapa)), torch.from_numpy(np.stack(whisper))
 
     def _rjca_text(self, sides: list[list[str]]):
         """[S, N, text_dim]: each utterance's vector, or the side's speaker-level vector repeated (III-B5)."""
@@ -380,6 +426,16 @@ class MultiUttAttacker(Attacker):
                 return self.fusion(self._audio_side(side)[None], self.text([texts]))[0].numpy()
             fused = self.fusion(self._audio_utterances(side), self.text([[t] for t in texts]))
             return torch.nn.functional.normalize(fused, dim=-1).mean(dim=0).numpy()
+        if self.system == "ssl-whisper":
+            if len(side) > self.params.max_utterances:
+                raise DataError(
+                    f"{self.name}: a trial side has {len(side)} utterances but ssl-whisper learned positions for "
+                    f"{self.params.max_utterances}; raise max_utterances and train again, or use smaller N."
+                )
+            maps = [self.audio.encoder.frame_map(f[None])[0].T for f in self._frames_of(side)]
+            whisper = [torch.from_numpy(self.cross_frames.frames(u)) for u in side]
+            index = lambda parts: torch.cat([torch.full((len(x),), i) for i, x in enumerate(parts)])  # noqa: E731
+            return self.fusion(torch.cat(maps)[None], index(maps), torch.cat(whisper)[None], index(whisper))[0].numpy()
         if self.system.startswith("rjca"):
             return self.fusion(self._audio_utterances(side)[None], self._rjca_text([self._texts(side)]))[0].numpy()
         if self.system == "hybrid":
@@ -437,6 +493,8 @@ class MultiUttAttacker(Attacker):
             config["audio"] = self.audio.config.to_json()
             if self.params.frame_source != "fbank":
                 self.frames.save(folder / FRONTEND)
+        if self.system == "ssl-whisper" and self.params.cross_frames != "fbank":
+            self.cross_frames.save(folder / CROSS_FRONTEND)
         if self.text is not None:
             torch.save(self.text.trainable_state(), folder / WEIGHTS["text"])
         if self.fusion is not None:
@@ -471,6 +529,8 @@ class MultiUttAttacker(Attacker):
                 )
             self.audio = self._build_audio(saved)
             self._load_state(self.audio, folder / WEIGHTS["audio"])
+        if self.system == "ssl-whisper" and self.params.cross_frames != "fbank":
+            self.cross_frames.load(folder / CROSS_FRONTEND)
         if self.uses_text:
             self.text = self._build_text()
             self._load_state(self.text, folder / WEIGHTS["text"], strict=self.params.text_finetune)

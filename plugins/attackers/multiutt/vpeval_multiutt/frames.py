@@ -119,12 +119,20 @@ def make_frame_source(name: str, params: dict, n_mels: int, cache_mb: int, conte
     return FrontendFrames(frontend, cache_mb)
 
 
-def random_crop(frames: np.ndarray, length: int, rng: np.random.Generator) -> np.ndarray:
-    """A random stretch of `length` frames; shorter utterances are repeated to fill it."""
+def crop_start(frames: int, length: int, rng: np.random.Generator) -> int:
+    """A random start for a `length`-frame crop (0 without a draw when the utterance is shorter)."""
+    return int(rng.integers(0, frames - length + 1)) if frames >= length else 0
+
+
+def crop_at(frames: np.ndarray, start: int, length: int) -> np.ndarray:
+    """`length` frames from `start`; utterances too short are repeated to fill it."""
     if len(frames) == 0:
         return np.zeros((length, frames.shape[1]), dtype=np.float32)
-    if len(frames) < length:
-        frames = np.tile(frames, (-(-length // len(frames)), 1))
-        return frames[:length]
-    start = int(rng.integers(0, len(frames) - length + 1))
+    if len(frames) < start + length:
+        frames = np.tile(frames, (-(-(start + length) // len(frames)), 1))
     return frames[start : start + length]
+
+
+def random_crop(frames: np.ndarray, length: int, rng: np.random.Generator) -> np.ndarray:
+    """A random stretch of `length` frames; shorter utterances are repeated to fill it."""
+    return crop_at(frames, crop_start(len(frames), length, rng), length)

@@ -13,10 +13,11 @@ from pydantic import Field, model_validator
 from vpeval.api import Params, PluginRef
 
 AUDIO_SYSTEMS = ("mean", "query-attention", "frame-concat")
-SYSTEMS = AUDIO_SYSTEMS + ("text", "audio-text", "audio-prosody", "hybrid", "rjca", "rjca-global-text")
+SYSTEMS = AUDIO_SYSTEMS + ("text", "audio-text", "audio-prosody", "hybrid", "rjca", "rjca-global-text", "ssl-whisper")
 
 System = Literal[
-    "mean", "query-attention", "frame-concat", "text", "audio-text", "audio-prosody", "hybrid", "rjca", "rjca-global-text"
+    "mean", "query-attention", "frame-concat", "text", "audio-text", "audio-prosody", "hybrid", "rjca", "rjca-global-text",
+    "ssl-whisper",
 ]
 
 
@@ -30,7 +31,8 @@ class MultiUttParams(Params):
         "statistics pooling (III-B1); text: authorship encoder over the N transcripts (IV-B, LUAR-like); "
         "audio-text (III-A2 / III-B2) and audio-prosody (III-A3 / III-B3) fusions; hybrid: transcript tokens "
         "cross-attend the frames of their utterance (III-B4); rjca: recursive joint cross-attention over the N "
-        "utterances' audio and text vectors, rjca-global-text: with one speaker-level text vector (III-B5).",
+        "utterances' audio and text vectors, rjca-global-text: with one speaker-level text vector (III-B5); "
+        "ssl-whisper: self-attention over the N utterances' frames, cross-attention to their Whisper frames (III-B6).",
     )
     utterances_per_speaker: int = Field(
         5, ge=1, description="N: utterances drawn per speaker for each training example (IV-C: 64 speakers x N=5)."
@@ -141,12 +143,22 @@ class MultiUttParams(Params):
     rjca_fusion_layers: int = Field(2, ge=1, description="Recursive joint cross-attention layers (IV-C: 2).")
     rjca_dropout: float = Field(0.6, ge=0.0, lt=1.0, description="Dropout of RJCA (IV-C: 0.6).")
 
+    # -- SSL-Whisper cross-attention (III-B6) ------------------------------------------------------------
+    cross_frames: str = Field(
+        "kimi-like",
+        description="The frontend whose features are the keys and values of ssl-whisper's cross-attention (the "
+        "paper: Whisper; kimi-like exposes packaged Whisper-base encoder frames); fbank also works.",
+    )
+    cross_frames_params: dict[str, Any] = Field(default_factory=dict, description="Parameters of that frontend.")
+    ssl_whisper_dim: int = Field(256, ge=1, description="Attention size of ssl-whisper (the paper gives none).")
+    max_utterances: int = Field(16, ge=1, description="Utterance positions ssl-whisper learns (N = 15 needs 15).")
+
     audio_cache_mb: int = Field(2048, ge=0, description="Frames kept in memory during training (MB).")
 
     @property
     def trains_fusion(self) -> bool:
         """Fusion layers learned on frozen encoders (the paper's two-stage training)."""
-        return self.system in ("audio-prosody", "hybrid", "rjca", "rjca-global-text") or (self.system == "audio-text" and self.fusion == "concat")
+        return self.system in ("audio-prosody", "hybrid", "rjca", "rjca-global-text", "ssl-whisper") or (self.system == "audio-text" and self.fusion == "concat")
 
     @model_validator(mode="after")
     def _check(self) -> MultiUttParams:
@@ -167,6 +179,12 @@ class MultiUttParams(Params):
                 "base_share below 1 splits encoder and fusion training: only hybrid, rjca, audio-prosody and "
                 "audio-text with fusion: concat train fusion layers"
             )
+        if self.system == "ssl-whisper" and self.ssl_whisper_dim % self.attention_heads:
+            raise ValueError(
+                f"ssl_whisper_dim {self.ssl_whisper_dim} must be a multiple of attention_heads {self.attention_heads}"
+            )
+        if self.system == "ssl-whisper" and self.utterances_per_speaker > self.max_utterances:
+            raise ValueError(f"utterances_per_speaker {self.utterances_per_speaker} exceeds max_utterances {self.max_utterances}")
         if self.rjca_dim % 2:
             raise ValueError(f"rjca_dim {self.rjca_dim} must be even (two LSTM directions)")
         if self.system.startswith("rjca") and (2 * self.rjca_dim) % self.attention_heads:
@@ -203,4 +221,5 @@ CPU_TEST_SIZE = {
     "hybrid_epochs": 2,
     "hybrid_lr": 5e-3,
     "rjca_dim": 16,
+    "ssl_whisper_dim": 16,
 }
