@@ -56,6 +56,7 @@ class MultiUttAttacker(Attacker):
         self._cross_frames = None
         self._transcriber = None
         self._start_folder: Path | None = None
+        self._utterance_memo: dict | None = None
 
     # -- what the system is made of ---------------------------------------------------------
 
@@ -401,8 +402,12 @@ class MultiUttAttacker(Attacker):
             if len(side) == 0:
                 raise DataError(f"A trial side given to the {self.name} attacker has no utterances; check the trial list.")
         items = self.context.progress(sides, total=len(sides), description=f"{self.name} ({self.system}): represent")
-        with torch.no_grad():
-            return np.stack([self._side(list(side)) for side in items]).astype(np.float64)
+        self._utterance_memo = {}  # nested N-utterance sides share utterances: embed each once per call
+        try:
+            with torch.no_grad():
+                return np.stack([self._side(list(side)) for side in items]).astype(np.float64)
+        finally:
+            self._utterance_memo = None
 
     def _side(self, side: list[Utterance]) -> np.ndarray:
         import torch
@@ -410,7 +415,9 @@ class MultiUttAttacker(Attacker):
         from vpeval_multiutt.fusion import weighted_vector
 
         if self.system in AUDIO_SYSTEMS:
-            return self._audio_side(side).numpy()
+            if self.system == "frame-concat":
+                return self._audio_side(side).numpy()
+            return self.audio.aggregate(self._audio_utterances(side)).numpy()
         if self.system == "text":
             return self.text([self._texts(side)])[0].numpy()
         if self.system == "audio-text" and self.params.fusion == "weighted":
@@ -462,7 +469,12 @@ class MultiUttAttacker(Attacker):
     def _audio_utterances(self, side: list[Utterance]):
         import torch
 
-        return torch.cat([self.audio.utterance_embeddings(f[None]) for f in self._frames_of(side)])
+        memo = self._utterance_memo if self._utterance_memo is not None else {}
+        for u in side:
+            key = (u.path, u.channel)
+            if key not in memo:
+                memo[key] = self.audio.utterance_embeddings(torch.from_numpy(self.frames.frames(u))[None])[0]
+        return torch.stack([memo[(u.path, u.channel)] for u in side])
 
     def _texts(self, side: list[Utterance]) -> list[str]:
         return [w.text for w in self.transcriber.get_many(side, f"{self.name}: transcribe")]

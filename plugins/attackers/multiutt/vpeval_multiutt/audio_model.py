@@ -121,7 +121,10 @@ class AudioModel(nn.Module):
         if self.aggregation == "frame-concat":
             maps = [self.encoder.frame_map(f[None]) for f in frames]
             return self.encoder.pool(torch.cat(maps, dim=2))[0]
-        utts = torch.cat([self.encoder(f[None]) for f in frames])
+        return self.aggregate(torch.cat([self.encoder(f[None]) for f in frames]))
+
+    def aggregate(self, embeddings: torch.Tensor) -> torch.Tensor:
+        """Utterance-level aggregation of one side's utterance embeddings [N, D] -> [D]."""
         if self.aggregation == "query-attention":
-            return self.query(utts[None])[0]
-        return nn.functional.normalize(utts, dim=-1).mean(dim=0)
+            return self.query(embeddings[None])[0]
+        return nn.functional.normalize(embeddings, dim=-1).mean(dim=0)
