@@ -203,6 +203,10 @@ class MultiUttAttacker(Attacker):
             self.frames.fit(corpus)
             self._train_audio(base)
         if self.uses_text:
+            if self.params.transcripts == "corpus" and data.scenario != "original":
+                self.context.log.warning(
+                    "%s: transcripts: corpus reads the reference text of anonymized speech, which an attacker "
+                    "would not have; set transcripts: asr to read what the anonymized audio says", self.name)
             self._train_text(base)
         if self.uses_prosody:
             self._fit_prosody_normalisation(base)
