@@ -154,16 +154,26 @@ def read_ct2_variables(parts: list[Path], prefix: str = "encoder/") -> dict[str,
     spec, _ = string(), take("I")
     if spec != "WhisperSpec":
         raise MissingModelError(f"{parts[0]} holds a CTranslate2 {spec}, not a Whisper model.")
-    out: dict[str, np.ndarray] = {}
+    where: dict[str, tuple[int, list[int], int]] = {}
     for _ in range(take("I")):
         name = string()
         dims = [take("I") for _ in range(take("B"))]
         dtype, size = take("B"), take("I")
-        if name.startswith(prefix):
-            if dtype not in CT2_DTYPES:
-                raise MissingModelError(f"{parts[0]}: {name} is quantized (CTranslate2 type {dtype}); use a float model.")
-            out[name] = np.frombuffer(data, CT2_DTYPES[dtype], count=int(np.prod(dims, dtype=np.int64)), offset=pos).reshape(dims)
+        where[name] = (pos, dims, dtype)
         pos += size
+    # Equal tensors are stored once; the others are aliases of them (possibly of a decoder variable).
+    aliases = {}
+    for _ in range(take("I")):
+        alias = string()
+        aliases[alias] = string()
+    out: dict[str, np.ndarray] = {}
+    for name in [*where, *aliases]:
+        if not name.startswith(prefix):
+            continue
+        offset, dims, dtype = where[aliases.get(name, name)]
+        if dtype not in CT2_DTYPES:
+            raise MissingModelError(f"{parts[0]}: {name} is quantized (CTranslate2 type {dtype}); use a float model.")
+        out[name] = np.frombuffer(data, CT2_DTYPES[dtype], count=int(np.prod(dims, dtype=np.int64)), offset=offset).reshape(dims)
     return out
 
 
