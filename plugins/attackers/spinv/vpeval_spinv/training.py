@@ -5,6 +5,7 @@ encoder fed the teacher view."""
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -148,6 +149,7 @@ def run_stage(
         order = rng.permutation(count)
         margin = arc_margin(epoch, settings.margin, settings.margin_ramp_start, settings.margin_ramp_end) if stage.name == "B" else None
         sums: dict[str, float] = {}
+        started = time.perf_counter()
         for b in range(batches_per_epoch):
             views = make_views(order[b * batch : (b + 1) * batch].tolist(), rng)
             terms = stage_losses(nets, views, settings, margin)
@@ -160,6 +162,7 @@ def run_stage(
             for name, value in {**terms, "total": loss}.items():
                 sums[name] = sums.get(name, 0.0) + float(value.detach())
         means = {name: value / batches_per_epoch for name, value in sums.items()}
+        means["seconds"] = time.perf_counter() - started  # training only, before validation
         if validate is not None:
             means["validation"] = validate()
             if best is None or means["validation"] > best[0]:
