@@ -9,6 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from vpeval.api import Attacker
+from vpeval.content_cache import cached_map, identity_digest, source_digest
 from vpeval.errors import DataError
 from vpeval.types import TrainingData, Utterance
 
@@ -47,9 +48,22 @@ class Ge2eAttacker(Attacker):
                 raise DataError(f"A trial side given to the {self.name} attacker has no utterances; check the trial list.")
         todo = list({_key(u): u for side in sides for u in side if _key(u) not in self._cache}.values())
         if todo:
-            for u in self.context.progress(todo, total=len(todo), description=f"{self.name}: embed"):
-                self._cache[_key(u)] = self.encoder.embed(u.load(self.sample_rate))
+            self.encoder.prepare()  # load once, before the workers fork
+            vectors = cached_map(self.context, todo, self.extractor_identity(),
+                                 lambda u: self.encoder.embed(u.load(self.sample_rate)), f"{self.name}: embed")
+            for u, vector in zip(todo, vectors):
+                self._cache[_key(u)] = vector
         return np.stack([np.mean([self._cache[_key(u)] for u in side], axis=0) for side in sides]).astype(np.float64)
+
+
+    def extractor_identity(self) -> str:
+        """What a d-vector depends on besides the audio: resemblyzer's release, our code, the parameters."""
+        from importlib.metadata import version
+
+        from vpeval_ge2e import encoder, preprocess
+
+        return "ge2e-" + identity_digest(version("resemblyzer"), source_digest(encoder, preprocess),
+                                         self.params.model_dump_json())
 
 
 def _key(u: Utterance) -> tuple[str, int | None]:
