@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import Field
 
 from vpeval.api import Attacker, Params
+from vpeval.content_cache import cached_map, identity_digest, source_digest
 from vpeval.errors import DataError
 from vpeval.types import FrontendOutput, TrainingData, Utterance
 from vpeval_token_probe.projection import fit_projection, project
@@ -47,32 +48,66 @@ class TokenProbe(Attacker):
         self.layout: dict | None = None
         self._cache: dict[tuple[str, str], np.ndarray] = {}
 
-    def _encode(self, utterance: Utterance) -> FrontendOutput:
+    def _require_frontend(self):
         if self.frontend is None:
             raise DataError("token-probe attacks a frontend; name one in the experiment (frontend: <name>).")
-        return self.frontend.encode(utterance.load(self.frontend.sample_rate))
+        return self.frontend
+
+    def _encode(self, utterance: Utterance) -> FrontendOutput:
+        frontend = self._require_frontend()
+        return frontend.encode(utterance.load(frontend.sample_rate))
 
     def _statistics(self, utterance: Utterance) -> np.ndarray:
-        key = (utterance.id, utterance.path)
-        if key not in self._cache:
-            output = self._encode(utterance)
+        return self._statistics_many([utterance])[0]
+
+    def _statistics_many(self, utterances: Sequence[Utterance]) -> list[np.ndarray]:
+        """Statistics vectors of the utterances: remembered, from the run's content cache, or computed
+        with the run's workers (forked: they share the fitted frontend)."""
+        todo = list({_key(u): u for u in utterances if _key(u) not in self._cache}.values())
+        if todo:
             if self.layout is None:
-                self.layout = layout(output)
-            elif layout(output) != self.layout:
-                raise DataError(
-                    f"The frontend's output for {utterance.path} has codebooks/feature size {layout(output)}, "
-                    f"but token-probe was trained on {self.layout}; retrain it with this frontend."
-                )
-            self._cache[key] = utterance_statistics(output, self.params.feature_std).astype(np.float32)
-        return self._cache[key]
+                self.layout = layout(self._encode(todo[0]))
+            vectors = cached_map(self.context, todo, self._extractor_identity(), self._compute_statistics,
+                                 "token-probe: encode")
+            self._cache.update((_key(u), v) for u, v in zip(todo, vectors))
+        return [self._cache[_key(u)] for u in utterances]
+
+    def _compute_statistics(self, utterance: Utterance) -> np.ndarray:
+        output = self._encode(utterance)
+        if layout(output) != self.layout:
+            raise DataError(
+                f"The frontend's output for {utterance.path} has codebooks/feature size {layout(output)}, "
+                f"but token-probe was trained on {self.layout}; retrain it with this frontend."
+            )
+        return utterance_statistics(output, self.params.feature_std).astype(np.float32)
+
+    def _extractor_identity(self) -> str:
+        """What a statistics vector depends on besides the audio: our code and settings, and the frontend
+        (its kind, parameters and the state it saves, e.g. fitted codebooks)."""
+        import sys
+        import tempfile
+
+        from vpeval_token_probe import statistics
+
+        frontend = self._require_frontend()
+        with tempfile.TemporaryDirectory() as folder:
+            frontend.save(Path(folder))
+            state = [p.read_bytes() for p in sorted(Path(folder).rglob("*")) if p.is_file()]
+        return "token-probe-" + identity_digest(
+            source_digest(statistics, sys.modules[__name__]), self.params.feature_std, type(frontend).__qualname__,
+            frontend.distribution, frontend.version, frontend.params.model_dump_json(), *state,
+        )
+
+    def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:
+        self._statistics_many([u for side in sides for u in side])  # every distinct utterance, in parallel
+        return super().represent_many(sides)
 
     def train(self, data: TrainingData) -> None:
         self.context.apply_threads()
         corpus = data.corpus
         if len(corpus) == 0:
             raise DataError("token-probe got no training utterances; the experiment's attacker-train split is empty.")
-        items = self.context.progress(corpus.utterances, total=len(corpus), description="token-probe: encode")
-        vectors = np.stack([self._statistics(u) for u in items])
+        vectors = np.stack(self._statistics_many(corpus.utterances))
         speakers = np.array([u.speaker for u in corpus.utterances])
         self.weight, self.bias = fit_projection(
             vectors, speakers, self.params.pca_dim, self.params.lda_dim, self.context.torch_seed("token-probe")
@@ -97,3 +132,7 @@ class TokenProbe(Attacker):
             self.weight, self.bias = data["weight"], data["bias"]
         saved = json.loads((folder / "layout.json").read_text())
         self.layout = {"codebook_sizes": tuple(saved["codebook_sizes"]), "feature_dim": saved["feature_dim"]}
+
+
+def _key(utterance: Utterance) -> tuple[str, str]:
+    return (utterance.id, utterance.path)
