@@ -72,6 +72,8 @@ class AsvAttacker(Attacker):
     # -- training -------------------------------------------------------------------------
 
     def train(self, data: TrainingData) -> None:
+        import torch
+
         from vpeval_asv.training import train_network
         from vpeval_asv.validation import ValidationTrials, hold_out
 
@@ -94,7 +96,14 @@ class AsvAttacker(Attacker):
             )
         self._embedder = self._fresh_embedder()
         self.context.log.info("%s: scenario %s, stages %s", self.name, data.scenario, [s.name for s in data.stages])
-        self.training_result = train_network(self._embedder, train_utts, trials, self.params, self.context, self.name)
+        # Training is one process: it may use every core the run has (threads or workers, whichever is
+        # more). Fixed per run, so a seed still gives the same weights on the same machine.
+        torch.set_num_threads(max(1, self.context.threads, self.context.workers))
+        try:
+            self.training_result = train_network(self._embedder, train_utts, trials, self.params, self.context,
+                                                 self.name)
+        finally:
+            self.context.apply_threads()
         self._embedder.forget()
         self._backend = self._fit_backend(corpus.utterances)
 
@@ -113,7 +122,8 @@ class AsvAttacker(Attacker):
         for utts in by_speaker.values():
             keep = rng.permutation(len(utts))[: p.backend_utterances_per_speaker]
             chosen.extend(utts[i] for i in sorted(keep))
-        embeddings = self.embedder.embed_utterances(chosen, self._progress, f"{self.name}: back-end embeddings")
+        embeddings = self.embedder.embed_utterances(chosen, description=f"{self.name}: back-end embeddings",
+                                                   context=self.context)
         speakers = np.array([u.speaker for u in chosen])
         plda = Plda.fit(embeddings, speakers, p.plda_dim) if p.backend == "plda" else None
         cohort = None
@@ -168,7 +178,8 @@ class AsvAttacker(Attacker):
             if len(side) == 0:
                 raise DataError(f"A trial side given to the {self.name} attacker has no utterances; check the trial list.")
         flat = [u for side in sides for u in side]
-        embeddings = length_normalise(self.embedder.embed_utterances(flat, self._progress, f"{self.name}: embed"))
+        embeddings = length_normalise(self.embedder.embed_utterances(flat, description=f"{self.name}: embed",
+                                                                         context=self.context))
         out = np.empty((len(sides), embeddings.shape[1]), dtype=np.float64)
         start = 0
         for i, side in enumerate(sides):

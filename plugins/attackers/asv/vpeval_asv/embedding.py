@@ -7,6 +7,8 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 import torch
 
+from vpeval.api import PluginContext
+from vpeval.content_cache import cached_map, identity_digest, source_digest
 from vpeval.types import Utterance
 
 from vpeval_asv.features import Features
@@ -50,9 +52,24 @@ class Embedder:
         utterances: Sequence[Utterance],
         progress: Callable[[Iterable, int, str], Iterable] | None = None,
         description: str = "embed",
+        context: PluginContext | None = None,
     ) -> np.ndarray:
-        """Raw embeddings [U, D]; each distinct path is read and embedded once per Embedder."""
+        """Raw embeddings [U, D]; each distinct path is read and embedded once per Embedder.
+
+        With a plugin context, missing ones come from the run's content cache or are computed with the
+        run's workers (forked: they share this model), one torch thread each.
+        """
         todo = list({_key(u): u for u in utterances if _key(u) not in self.cache}.values())
+        if context is not None and todo:
+            threads = max(1, context.threads)
+
+            def embed(u: Utterance) -> np.ndarray:
+                torch.set_num_threads(threads)  # a forked worker inherits the trainer's thread count
+                return self.embed_audio(u.load(self.config.sample_rate))
+
+            vectors = cached_map(context, todo, self.identity(), embed, description)
+            self.cache.update((_key(u), v) for u, v in zip(todo, vectors))
+            todo = []
         items = progress(todo, len(todo), description) if (progress and todo) else todo
         for u in items:
             self.cache[_key(u)] = self.embed_audio(u.load(self.config.sample_rate))
@@ -61,7 +78,26 @@ class Embedder:
         return np.stack([self.cache[_key(u)] for u in utterances])
 
     def forget(self) -> None:
+        """Drop remembered embeddings (the weights changed)."""
         self.cache.clear()
+        self._identity = None
+
+    def identity(self) -> str:
+        """What an embedding depends on besides the audio: weights, configuration, code, torch release."""
+        if getattr(self, "_identity", None) is None:
+            from vpeval_asv import features, models
+
+            state = [t.detach().cpu().numpy() for t in self.model.state_dict().values()]
+            self._identity = "asv-" + identity_digest(
+                torch.__version__, source_digest(features, models, _this_module()), self.config, self.max_samples, *state
+            )
+        return self._identity
+
+
+def _this_module():
+    import sys
+
+    return sys.modules[__name__]
 
 
 def _key(u: Utterance) -> tuple[str, int | None]:
