@@ -91,6 +91,9 @@ class PoolVC(Anonymizer):
             raise DataError(f"poolvc pool corpus {p.pool.use} needs at least two speakers; name a larger pool.")
         settings = AnalysisSettings(p.f0_method, p.frame_period, p.n_mels, p.n_ceps, p.max_pool_seconds)
         self._pool = PoolSpeakers(corpus, self.context, settings)
+        rates = {u.sample_rate for u in corpus.utterances if u.sample_rate}
+        if len(rates) == 1:  # analyse the pool now, in parallel, before the anonymization workers fork
+            self._pool.prefetch(rates.pop())
         self._mode = p.selection
         if p.selection in ("random", "farthest-random") and p.encoder is None:
             if p.selection == "farthest-random":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,11 +50,26 @@ class PoolSpeakers:
                          s.n_mels, s.n_ceps, s.max_seconds)
         return self.context.folder("poolvc") / f"{key:016x}.npz"
 
+    def prefetch(self, rate: int) -> None:
+        """Analyse every pool speaker not yet on disk at this rate, with the run's workers.
+
+        Called before the anonymization workers fork, so they read finished files instead of each
+        analysing the same pool speakers again.
+        """
+        todo = [s for s in self.speakers if not self.cache_file(s, rate).is_file()]
+        self.context.map(lambda speaker: self.store(speaker, rate), todo, "poolvc: pool speakers")
+
+    def store(self, speaker: str, rate: int) -> None:
+        path = self.cache_file(speaker, rate)
+        temporary = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
+        np.savez(temporary, **self.analyse_speaker(speaker, rate))
+        temporary.replace(path)  # atomic: a parallel worker never reads a half-written file
+
     def target(self, speaker: str, rate: int) -> TargetSpeaker:
         if (speaker, rate) not in self._memory:
             path = self.cache_file(speaker, rate)
             if not path.is_file():
-                np.savez(path, **self.analyse_speaker(speaker, rate))
+                self.store(speaker, rate)
             with np.load(path) as data:
                 self._memory[(speaker, rate)] = TargetSpeaker(
                     log_sp=data["log_sp"], cepstra=data["cepstra"],
@@ -70,7 +86,7 @@ class PoolSpeakers:
                 break
             audio = utt.load(rate)
             seconds += len(audio) / rate
-            feats = analyse(audio, rate, s.f0_method, s.frame_period)
+            feats = analyse(audio, rate, s.f0_method, s.frame_period, aperiodicity=False)  # only F0 and sp used
             log_sp.append(np.log(feats.sp + 1e-12).astype(np.float32))
             ceps.append(envelope_cepstra(feats.sp, rate, s.n_mels, s.n_ceps))
             logf0.append(np.log(feats.f0[feats.f0 > 0]))
