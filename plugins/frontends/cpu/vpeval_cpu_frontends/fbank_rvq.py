@@ -64,8 +64,10 @@ class FbankRvqFrontend(Frontend):
     def fit(self, corpus: Corpus) -> None:
         if len(corpus) == 0:
             raise DataError("The fbank-rvq frontend got an empty corpus to fit its codebooks on; give fit() speech.")
-        items = self.context.progress(corpus.utterances, total=len(corpus), description="fbank-rvq: features")
-        frames = np.concatenate([self._features(u.load(self.sample_rate)) for u in items])
+        # Filterbanks of every utterance with the run's workers, concatenated in corpus order.
+        features = self.context.map(lambda u: self._features(u.load(self.sample_rate)), corpus.utterances,
+                                    "fbank-rvq: features")
+        frames = np.concatenate(features)
         self.mean = frames.mean(axis=0)
         self.std = np.maximum(frames.std(axis=0), 1e-3)
         rng = self.context.rng("fbank-rvq", "codebooks")
