@@ -192,8 +192,7 @@ class UAR(Metric):
         """Features [U, D] of the chosen kind, cached by audio content."""
         cache = JsonCache(self.context.folder("features"))
         kinds = ["prosody", "functionals"] if self.params.features == "both" else [self.params.features]
-        rows = []
-        for utterance in self.context.progress(utterances, total=len(utterances), description=f"uar: {speech}"):
+        def row_of(utterance: Utterance) -> list[float]:
             row: list[float] = []
             for kind in kinds:
                 version = prosody.FEATURE_VERSION if kind == "prosody" else acoustic_features.FEATURE_VERSION
@@ -205,7 +204,10 @@ class UAR(Metric):
                               else list(acoustic_features.functionals(audio, FEATURE_RATE).values()))
                     cache.put(key, values)
                 row += values
-            rows.append(row)
+            return row
+
+        # Praat runs one utterance per worker process (the run's workers); rows come back in order.
+        rows = self.context.map(row_of, utterances, f"uar: {speech}")
         matrix = np.asarray(rows, dtype=np.float64)
         if self.params.speaker_normalization:
             matrix = normalise_per_speaker(matrix, np.array([u.speaker for u in utterances]))

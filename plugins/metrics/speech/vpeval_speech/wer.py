@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any
 
 import numpy as np
@@ -152,15 +153,21 @@ class WER(Metric):
             sort_keys=True,
         )
         wanted: list[Utterance] = [u for u in corpus if references.get(u.id)]
-        texts: dict[str, str] = {}
-        for utterance in self.context.progress(wanted, total=len(wanted), description=f"wer: {speech} speech"):
+        def text_of(utterance: Utterance) -> str:
             key = cache_key(file_digest(utterance.path), utterance.channel, settings)
             entry = cache.get(key)
             if entry is None:
                 transcript = asr.transcribe(utterance.load(asr.sample_rate))
                 entry = {"text": transcript.text, "words": transcript.words}
                 cache.put(key, entry)
-            texts[utterance.id] = entry["text"]
+            return entry["text"]
+
+        # An ASR that says it may be called from several threads at once (whisper: one model replica per
+        # run worker) transcribes that many utterances in parallel; the texts do not depend on it.
+        with ThreadPoolExecutor(max_workers=max(1, getattr(asr, "concurrency", 1))) as pool:
+            done = self.context.progress(pool.map(text_of, wanted), total=len(wanted),
+                                         description=f"wer: {speech} speech")
+            texts = {u.id: text for u, text in zip(wanted, done)}
         lines = "".join(f"{uid} {' '.join(text.split())}\n" for uid, text in texts.items())
         (self.context.folder() / f"hyp_{speech}.txt").write_text(lines)
         return texts

@@ -42,12 +42,17 @@ def check_model_dir(path: Path, parameter: str) -> Path:
 
 
 @functools.lru_cache(maxsize=2)
-def load_model(path: str, device: str, compute_type: str, threads: int):
-    """A faster-whisper model, shared by ASR instances with the same settings (WER runs once per system)."""
+def load_model(path: str, device: str, compute_type: str, threads: int, workers: int = 1):
+    """A faster-whisper model, shared by ASR instances with the same settings (WER runs once per system).
+
+    `workers` model replicas let that many Python threads transcribe at once (CTranslate2 releases the
+    GIL); each replica computes exactly what a single one would.
+    """
     from faster_whisper import WhisperModel
 
     return WhisperModel(
-        path, device=device, compute_type=compute_type, cpu_threads=threads, num_workers=1, local_files_only=True
+        path, device=device, compute_type=compute_type, cpu_threads=threads, num_workers=workers,
+        local_files_only=True,
     )
 
 
@@ -107,9 +112,22 @@ class WhisperASR(ASR):
         """The CTranslate2 model, loaded on first use from the local directory only."""
         if self._model is None:
             self._model = load_model(
-                str(self.model_dir()), self.params.device, self.params.compute_type, max(1, self.context.threads)
+                str(self.model_dir()), self.params.device, self.params.compute_type, max(1, self.context.threads),
+                self.concurrency,
             )
         return self._model
+
+    @property
+    def concurrency(self) -> int:
+        """How many threads may call transcribe at once: the run's workers, one model replica each.
+
+        One when sampled fallbacks are configured: CTranslate2's random seed is process-wide, so
+        parallel calls would draw from each other's seeds.
+        """
+        if any(t > 0 for t in self.params.temperature):
+            return 1
+        return max(1, self.context.workers)
+
 
     def transcribe(self, audio: np.ndarray) -> Transcript:
         """Text and word timings of mono float32 audio at 16 kHz."""
