@@ -131,17 +131,33 @@ def new_plugin(kind, name, directory):
 
 @main.command()
 @click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False))
-@click.option("--output", type=click.Path(dir_okay=False), help="Write the markdown here instead of printing it.")
+@click.option("--format", "fmt", type=click.Choice(["md", "csv", "latex"]), help="One paper-layout table of one metric "
+              "(systems down, conditions across, best per column marked); without it, every table of the runs in Markdown.")
+@click.option("--metric", help="The metric of the table (default: the EER).")
+@click.option("--rows", "row_dims", help="Comma-separated coordinates down the table (run, anonymizer, attacker, scenario, "
+              "protocol, n, gender, setting); default anonymizer,attacker.")
+@click.option("--columns", "col_dims", help="Comma-separated coordinates across; default run (when several), protocol, n.")
+@click.option("--best", type=click.Choice(["higher", "lower", "none"]), help="Which value per column is marked best "
+              "(default: the anonymizer's side: higher EER, lower WER, ...).")
+@click.option("--output", type=click.Path(dir_okay=False), help="Write the report here instead of printing it.")
 @user_errors
-def report(runs, output):
-    """One table across several run folders."""
+def report(runs, fmt, metric, row_dims, col_dims, best, output):
+    """Tables across run folders: all of them in Markdown, or one paper-ready table (--format/--metric)."""
     from vpeval.errors import DataError
     from vpeval.report.writer import combined_report
 
     for run in runs:
         if not (Path(run) / "results.json").exists():
             raise DataError(f"{run} has no results.json; pass run folders written by `vpeval --experiment`.")
-    text = combined_report([Path(r) for r in runs])
+    if fmt or metric or row_dims or col_dims or best:
+        from vpeval.report.paper_tables import paper_table
+
+        def dims(text):
+            return None if text is None else [d.strip() for d in text.split(",") if d.strip()]
+
+        text = paper_table([Path(r) for r in runs], fmt or "md", metric, dims(row_dims), dims(col_dims), best)
+    else:
+        text = combined_report([Path(r) for r in runs])
     if output:
         Path(output).write_text(text)
         click.echo(f"Wrote {output}")

@@ -68,7 +68,6 @@ STYLE = {
     "lines.markersize": 5,
     "axes.spines.top": False,
     "axes.spines.right": False,
-    "savefig.bbox": "tight",
     "pdf.fonttype": 42,  # TrueType in the PDF: text stays editable and searchable in papers
     "svg.hashsalt": "vpeval",
 }
@@ -224,7 +223,8 @@ def eer_vs_n_figures(rows: list[dict[str, Any]], out: Path) -> list[Figure]:
                 ax.set_xticks(sorted({r["n"] for r in mine}))
                 ax.set_title(protocol)
                 ax.set_xlabel("enrollment utterances N")
-                ax.set_ylabel(f"{metric} ({mine[0].get('unit') or ''})".replace(" ()", ""))
+                if j == 0:  # the panels share the axis
+                    ax.set_ylabel(f"{metric} ({mine[0].get('unit') or ''})".replace(" ()", ""))
             figure_legend(fig, axes)
             fig.suptitle(f"{metric} against N: attackers against {anonymizer}")
             png, pdf = save(fig, out, f"eer-vs-n__{anonymizer}")

@@ -62,7 +62,7 @@ def worst_case_tables(rows: list[dict[str, Any]], caption=None) -> list[str]:
         header = ["protocol", "N", f"lowest {metric}", "reached by"] + (["highest linkability", "reached by"] if has_link else [])
         body = []
         for w in mine:
-            cells = [w.protocol, str(w.n) if w.n is not None else "", fmt_value(w.eer), f"{w.eer['attacker']} ({w.eer.get('scenario') or '?'})"]
+            cells = [w.protocol, str(w.n) if w.n is not None else "", fmt_value(w.eer), w.eer["attacker"]]
             if has_link:
                 cells += [fmt_value(w.linkability), w.linkability["attacker"]] if w.linkability else ["", ""]
             body.append(cells)
