@@ -79,6 +79,11 @@ def tiny() -> dict:
     return dict(TINY)
 
 
+@pytest.fixture(scope="session")
+def tiny_shared() -> dict:
+    return dict(TINY)
+
+
 @pytest.fixture
 def eer_on():
     return heldout_eer
