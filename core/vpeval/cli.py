@@ -162,7 +162,7 @@ def report(runs, fmt, metric, row_dims, col_dims, best, output):
         Path(output).write_text(text)
         click.echo(f"Wrote {output}")
     else:
-        click.echo(text)
+        click.echo(text, nl=not text.endswith("\n"))
 
 
 @main.command()
