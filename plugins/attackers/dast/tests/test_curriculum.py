@@ -125,6 +125,11 @@ def test_stages_run_in_order_with_their_settings(stage2_model):
     assert dropouts == {0.3}  # Stage II's
     assert (folder / "stages" / "I" / "network.pt").is_file() and (folder / "stages" / "II" / "network.pt").is_file()
     assert attacker.stages_done == ["I", "II"]
+    # Muon trained the convolutions as matrices; afterwards they have their usual shapes and names again
+    before, after = (load_weights_only(folder / "stages" / s / "network.pt") for s in ("I", "II"))
+    assert {k: v.shape for k, v in before.items()} == {k: v.shape for k, v in after.items()}
+    if muon_available():
+        assert "flattened convolutions" in second.optimizer
 
 
 def test_stage3_starts_from_a_saved_stage2(stage2_model, train_corpus, heldout, tmp_path, tiny):

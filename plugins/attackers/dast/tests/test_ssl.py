@@ -16,7 +16,7 @@ def test_layer_weights_are_a_softmax_that_learns():
     mix = LayerWeightedSum(4)
     with torch.no_grad():
         mix.logits.copy_(torch.tensor([0.5, -1.0, 2.0, 0.0]))
-    assert float(mix.weights.sum()) == pytest.approx(1.0, abs=1e-6)
+    assert float(mix.weights.detach().sum()) == pytest.approx(1.0, abs=1e-6)
     assert (mix.weights > 0).all()
     hidden = torch.randn(4, 2, 5, 3)
     expected = sum(mix.weights[i] * hidden[i] for i in range(4))

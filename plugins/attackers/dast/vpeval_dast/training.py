@@ -3,9 +3,10 @@ a triangular cyclical learning rate (Smith 2017, section 3.2), gradient accumula
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,9 +49,41 @@ def muon_available() -> bool:
     return hasattr(torch.optim, "Muon")
 
 
+class _Unflatten(torch.nn.Module):
+    """Holds a convolution's weight [out, in, k] as a matrix [out, in * k] (the parametrization's original)."""
+
+    def __init__(self, shape: torch.Size):
+        super().__init__()
+        self.shape = tuple(shape)
+
+    def forward(self, matrix: torch.Tensor) -> torch.Tensor:
+        return matrix.view(self.shape)
+
+    def right_inverse(self, weight: torch.Tensor) -> torch.Tensor:
+        return weight.reshape(weight.shape[0], -1)
+
+
+@contextlib.contextmanager
+def convolutions_as_matrices(network: torch.nn.Module) -> Iterator[None]:
+    """While Muon trains: every convolution weight is a 2-d parameter [out, in * kernel], the way the
+    reference Muon flattens convolution filters (torch.optim.Muon takes 2-d parameters only); the
+    weights go back to their usual shape and state-dict names afterwards."""
+    from torch.nn.utils import parametrize
+
+    convolutions = [m for m in network.modules() if isinstance(m, torch.nn.Conv1d) and m.weight.requires_grad]
+    for module in convolutions:
+        parametrize.register_parametrization(module, "weight", _Unflatten(module.weight.shape), unsafe=True)
+    try:
+        yield
+    finally:
+        for module in convolutions:
+            parametrize.remove_parametrizations(module, "weight", leave_parametrized=True)
+
+
 def make_optimizers(kind: str, parameters: Sequence[torch.nn.Parameter], params: DastParams) -> tuple[list, str]:
-    """The optimizers of a stage and what they are. Muon orthogonalises 2-d weight matrices only; the
-    other tensors (convolutions, norms, biases, layer weights) take AdamW, as Muon's authors advise."""
+    """The optimizers of a stage and what they are. Muon orthogonalises 2-d weight matrices (and the
+    convolutions flattened by convolutions_as_matrices); norms, biases and the layer weights take AdamW,
+    as Muon's authors advise."""
     trainable = [p for p in parameters if p.requires_grad]
     if kind == "muon" and muon_available():
         matrices = [p for p in trainable if p.ndim == 2]
@@ -58,7 +91,7 @@ def make_optimizers(kind: str, parameters: Sequence[torch.nn.Parameter], params:
         optimizers = [torch.optim.Muon(matrices, lr=params.lr, weight_decay=params.weight_decay)] if matrices else []
         optimizers.append(torch.optim.AdamW(rest, lr=params.lr, weight_decay=params.weight_decay))
         share = sum(p.numel() for p in matrices) / max(1, sum(p.numel() for p in trainable))
-        return optimizers, f"muon ({share:.0%} of the weights, 2-d matrices) + adamw"
+        return optimizers, f"muon ({share:.0%} of the weights: matrices and flattened convolutions) + adamw"
     described = "adamw" if kind == "adamw" else "adamw (this torch has no torch.optim.Muon)"
     return [torch.optim.AdamW(trainable, lr=params.lr, weight_decay=params.weight_decay)], described
 
@@ -66,7 +99,8 @@ def make_optimizers(kind: str, parameters: Sequence[torch.nn.Parameter], params:
 def train_stage(embedder: Embedder, utterances: Sequence[Utterance], stage: str, params: DastParams,
                 context: PluginContext, name: str) -> StageRecord:
     """Train embedder.network in place on the stage's utterances (labels: their speakers)."""
-    with torch.random.fork_rng(devices=[]):
+    muon = params.stage(stage).optimizer == "muon" and muon_available()
+    with torch.random.fork_rng(devices=[]), (convolutions_as_matrices(embedder.network) if muon else contextlib.nullcontext()):
         torch.manual_seed(context.torch_seed(name, stage, "training"))
         return _train(embedder, utterances, stage, params, context, name)
 
