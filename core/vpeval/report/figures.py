@@ -277,6 +277,7 @@ def privacy_utility_figure(rows: list[dict[str, Any]], out: Path, protocol: str 
         if not drawn:
             return []
         figure_legend(fig, axes)
+        fig.suptitle(f"Privacy ({metric}, {protocol}) against utility")
         png, pdf = save(fig, out, f"privacy-utility__{protocol}")
     return [Figure(png, pdf, f"Privacy ({metric}, {protocol}) against utility ({', '.join(utility)})", anonymizers, attackers,
                    [protocol], [n] if n is not None else [], note)]
