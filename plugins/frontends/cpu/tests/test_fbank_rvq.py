@@ -47,6 +47,15 @@ def test_fit_is_deterministic_under_the_seed(corpus, fitted, tmp_path):
     assert not np.array_equal(fitted.books, other.books)
 
 
+def test_workers_give_the_same_codebooks(corpus, fitted, tmp_path):
+    # Two workers compute the features in forked processes and k-means with two BLAS threads.
+    parallel = FbankRvqFrontend(FbankRvqFrontend.Params(codebook_size=16),
+                                PluginContext(seed=0, work_dir=tmp_path, workers=2))
+    parallel.fit(corpus)
+    assert np.array_equal(parallel.books, fitted.books)
+    assert np.array_equal(parallel.mean, fitted.mean) and np.array_equal(parallel.std, fitted.std)
+
+
 def test_save_and_load_restore_the_codebooks(corpus, fitted, tmp_path):
     fitted.save(tmp_path / "state")
     restored = make(tmp_path)

@@ -72,7 +72,13 @@ class FbankRvqFrontend(Frontend):
         self.std = np.maximum(frames.std(axis=0), 1e-3)
         rng = self.context.rng("fbank-rvq", "codebooks")
         frames = subsample((frames - self.mean) / self.std, self.params.max_fit_frames, rng)
-        self.books = fit_residual(frames, self.params.num_codebooks, self.params.codebook_size, rng, "fbank-rvq")
+        # k-means is this stage's only work: its matrix products may use every core the run has. OpenBLAS
+        # splits a product's rows and columns between threads, each element summed by one thread in the
+        # same order, so the codebooks are the same bits with any thread count (test).
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=max(1, self.context.threads, self.context.workers), user_api="blas"):
+            self.books = fit_residual(frames, self.params.num_codebooks, self.params.codebook_size, rng, "fbank-rvq")
 
     def encode(self, audio: np.ndarray) -> FrontendOutput:
         if self.books is None:
