@@ -67,8 +67,10 @@ def main():
 
     pool = {"use": "synth", "params": {"preset": "tiny", "speakers": args.pool_speakers, "seed": 9_000_001}}
     systems = {
-        "mcadams alpha 0.8": McAdams(McAdams.Params(), context.child("mc")),
-        "mcadams alpha [0.5, 0.9]": McAdams(McAdams.Params(alpha_range=(0.5, 0.9)), context.child("mc2")),
+        # The settings these rows were first measured with: output at the input's peak.
+        "mcadams alpha 0.8": McAdams(McAdams.Params(alpha=0.8, output_level="input-peak"), context.child("mc")),
+        "mcadams alpha [0.5, 0.9]": McAdams(McAdams.Params(alpha_range=(0.5, 0.9), output_level="input-peak"),
+                                            context.child("mc2")),
         "poolvc random": PoolVC(PoolVC.Params(pool=pool, selection="random"), context.child("pvc")),
         "poolvc farthest-random (ge2e)": PoolVC(PoolVC.Params(pool=pool, encoder={"use": "ge2e"}),
                                                 context.child("pvc2")),

@@ -69,7 +69,7 @@ def test_alpha_one_is_near_identity(corpus):
 @pytest.mark.parametrize("rate", [8000, 16000, 22050])
 def test_length_rate_finite_and_changed(corpus, rate):
     audio = np.random.default_rng(2).normal(0, 0.1, int(0.73 * rate)).astype(np.float32)
-    anon = McAdams()
+    anon = McAdams(McAdams.Params(output_level="input-peak"))
     out = anon.anonymize(audio, rate, voice("u1"))
     assert out.dtype == np.float32 and out.shape == audio.shape and np.isfinite(out).all()
     assert not np.allclose(out, audio, atol=1e-3)
@@ -85,14 +85,14 @@ def test_short_and_empty_audio():
 
 def test_voice_keys_and_levels(corpus):
     audio, rate = load(corpus.utterances[2])
-    anon = McAdams(McAdams.Params(alpha_range=(0.5, 0.9)))
+    anon = McAdams()  # VPC 2024 B2: alpha drawn from [0.5, 0.9] per voice
     a1 = anon.anonymize(audio, rate, voice("utt-a"))
     assert np.array_equal(a1, anon.anonymize(audio, rate, voice("utt-a")))
     assert not np.allclose(a1, anon.anonymize(audio, rate, voice("utt-b")))
     # Speaker level: the same key for all of a speaker's utterances gives one alpha.
     alphas = {anon.alpha_for(voice("spk001", "speaker")) for _ in range(3)}
     assert len(alphas) == 1 and 0.5 <= alphas.pop() <= 0.9
-    fixed = McAdams()
+    fixed = McAdams(McAdams.Params(alpha=0.8))
     assert np.array_equal(fixed.anonymize(audio, rate, voice("k1")), fixed.anonymize(audio, rate, voice("k2")))
 
 
@@ -103,6 +103,10 @@ def test_bad_params_and_audio():
 
     with pytest.raises(ValidationError, match="alpha_range"):  # the config layer adds file and line
         McAdams.Params(alpha_range=(0.9, 0.2))
+    with pytest.raises(ValidationError, match="not both"):
+        McAdams.Params(alpha=0.8, alpha_range=(0.5, 0.9))
+    with pytest.raises(ValidationError, match="output_level"):
+        McAdams.Params(output_level="loud")
     with pytest.raises(BadAudioError):
         McAdams().anonymize(np.zeros((2, 100), np.float32), 16000, voice("x"))
 
@@ -122,3 +126,38 @@ def test_blocks_of_frames_give_the_same_bits_as_one_batch(corpus, monkeypatch):
     assert np.array_equal(blocked, mcadams(audio, rate, 0.7))
     monkeypatch.setattr(transform, "BLOCK_FRAMES", 7)
     assert np.array_equal(blocked, mcadams(audio, rate, 0.7))
+
+
+def test_defaults_are_vpc2024_b2_alpha_uniform_per_voice():
+    """VPC 2024's B2 draws alpha ~ U[0.5, 0.9] per utterance (anonymise_dir_mcadams_rand_seed.py)."""
+    anon = McAdams()
+    alphas = np.array([anon.alpha_for(voice(f"utt-{i}")) for i in range(400)])
+    assert alphas.min() >= 0.5 and alphas.max() <= 0.9
+    assert alphas.min() < 0.55 and alphas.max() > 0.85 and abs(alphas.mean() - 0.7) < 0.02
+    assert len(set(alphas.tolist())) == len(alphas)
+    # alpha comes from voice.rng: level speaker (one key per speaker) gives one alpha per speaker.
+    assert anon.alpha_for(voice("spk1", "speaker")) == anon.alpha_for(voice("spk1", "speaker"))
+
+
+def test_default_output_is_full_scale_like_vpc2024(corpus):
+    from vpeval_mcadams.anonymizer import FULL_SCALE_PEAK
+
+    audio, rate = load(corpus.utterances[0])
+    quiet = 0.05 * audio / np.abs(audio).max()
+    out = McAdams().anonymize(quiet, rate, voice("u"))
+    # VPC 2024 writes int16 x / max|x| * (2**15 - 2); read back / 2**15.
+    assert FULL_SCALE_PEAK == 32766 / 32768
+    assert np.isclose(np.abs(out).max(), FULL_SCALE_PEAK, rtol=1e-6)
+
+
+def test_older_settings_stay_available(corpus):
+    from vpeval_mcadams.transform import mcadams as transform
+
+    audio, rate = load(corpus.utterances[1])
+    quiet = (0.05 * audio / np.abs(audio).max()).astype(np.float32)
+    old = McAdams(McAdams.Params(alpha=0.8, output_level="input-peak"))
+    out = old.anonymize(quiet, rate, voice("a"))
+    assert np.array_equal(out, old.anonymize(quiet, rate, voice("b")))  # one alpha for everyone
+    assert np.isclose(np.abs(out).max(), np.abs(quiet).max(), rtol=1e-5)
+    raw = McAdams(McAdams.Params(alpha=0.8, output_level="unscaled")).anonymize(quiet, rate, voice("a"))
+    np.testing.assert_allclose(raw, transform(quiet, rate, 0.8).astype(np.float32), rtol=1e-6)

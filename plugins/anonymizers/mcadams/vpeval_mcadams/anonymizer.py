@@ -1,11 +1,12 @@
-"""The McAdams anonymizer plugin class (VoicePrivacy baseline B2; VPC 2024 draws alpha per utterance)."""
+"""The McAdams anonymizer plugin class: VoicePrivacy 2024's baseline B2 by default (alpha drawn per voice,
+full-scale output); fixed alpha 0.8 at the input's peak gives the VPC 2020/2022 variant."""
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from vpeval.api import Anonymizer, Params, Voice
 from vpeval.errors import BadAudioError
@@ -13,6 +14,11 @@ from vpeval.errors import BadAudioError
 from vpeval_mcadams.transform import mcadams
 
 ALPHA_MIN, ALPHA_MAX = 0.2, 2.0
+
+
+# VPC 2024's B2 writes each file as int16 samples x / max|x| * (2**15 - 2) and reads int16 back as / 2**15.
+FULL_SCALE_PEAK = (2**15 - 2) / 2**15
+VPC2024_ALPHA_RANGE = (0.5, 0.9)
 
 
 class McAdams(Anonymizer):
@@ -23,35 +29,35 @@ class McAdams(Anonymizer):
     sample_rate: ClassVar[int | None] = None
 
     class Params(Params):
-        """McAdams settings; defaults are the VoicePrivacy B2 recipe."""
+        """McAdams settings; defaults are VoicePrivacy 2024's B2 (alpha ~ U[0.5, 0.9], full-scale output)."""
 
         # Pole angles phi in (0, pi] become phi ** alpha: alpha = 1 is the identity; far below 0.2 every
         # formant collapses to about 1 rad, far above 2 they split to 0 and pi (clipped). VPC uses 0.5-0.9.
-        alpha: float = Field(
-            0.8, ge=ALPHA_MIN, le=ALPHA_MAX,
-            description=f"McAdams coefficient in [{ALPHA_MIN}, {ALPHA_MAX}]: complex pole angles phi become "
-            "phi ** alpha (VPC B2: 0.8).",
+        alpha: float | None = Field(
+            None, ge=ALPHA_MIN, le=ALPHA_MAX,
+            description=f"Fixed McAdams coefficient in [{ALPHA_MIN}, {ALPHA_MAX}] for every voice (VPC 2020/2022 "
+            "B2: 0.8); complex pole angles phi become phi ** alpha. Set it instead of alpha_range.",
         )
         alpha_range: tuple[Annotated[float, Field(ge=ALPHA_MIN, le=ALPHA_MAX)],
-                           Annotated[float, Field(ge=ALPHA_MIN, le=ALPHA_MAX)]] | None = Field(
-            None,
-            description="If set, alpha is drawn uniformly from [low, high] per voice instead "
-            "(VPC 2024 B2: [0.5, 0.9]); at speaker level every utterance of a speaker gets the same alpha.",
+                           Annotated[float, Field(ge=ALPHA_MIN, le=ALPHA_MAX)]] = Field(
+            VPC2024_ALPHA_RANGE,
+            description="[low, high]: alpha drawn uniformly per voice (VPC 2024 B2: [0.5, 0.9]); at speaker "
+            "level every utterance of a speaker gets the same alpha. Ignored when alpha is set.",
         )
         # Windows of at least 5 ms hold 40 samples at 8 kHz, more than the highest LPC order allowed.
         win_ms: float = Field(20.0, ge=5.0, le=200.0, description="Analysis window length in ms (VPC B2 winLengthinms).")
         shift_ms: float = Field(10.0, ge=1.0, le=200.0, description="Hop between frames in ms, at most win_ms (VPC B2 shiftLengthinms).")
         lp_order: int = Field(20, ge=2, le=32, description="LPC order of the Burg analysis (VPC B2 lp_order).")
-        normalize: bool = Field(
-            True,
-            description="Scale the output to the input's peak amplitude (VPC B2 scales to peak 1.0; keeping "
-            "the input's level leaves loudness unchanged for the attacker and the ASR).",
+        output_level: Literal["full-scale", "input-peak", "unscaled"] = Field(
+            "full-scale",
+            description="Peak of each output file: 'full-scale' (VPC 2024 B2: (2^15 - 2) / 2^15), 'input-peak' "
+            "(the input's peak: loudness unchanged), 'unscaled' (the transform's own level).",
         )
 
         @field_validator("alpha_range")
         @classmethod
         def _ordered(cls, value):
-            if value is not None and value[0] > value[1]:
+            if value[0] > value[1]:
                 raise ValueError(f"alpha_range must be [low, high] with low <= high, got {list(value)}; swap them")
             return value
 
@@ -63,9 +69,15 @@ class McAdams(Anonymizer):
                 raise ValueError(f"shift_ms ({value}) must not exceed win_ms ({win})")
             return value
 
+        @model_validator(mode="after")
+        def _one_alpha_setting(self):
+            if self.alpha is not None and "alpha_range" in self.model_fields_set:
+                raise ValueError("set either alpha (one fixed value) or alpha_range (drawn per voice), not both")
+            return self
+
     def alpha_for(self, voice: Voice) -> float:
-        """The voice's McAdams coefficient, drawn from voice.rng first when a range is set."""
-        if self.params.alpha_range is None:
+        """The voice's McAdams coefficient: the fixed alpha, or one drawn from voice.rng first."""
+        if self.params.alpha is not None:
             return self.params.alpha
         low, high = self.params.alpha_range
         return float(voice.rng.uniform(low, high))
@@ -85,7 +97,13 @@ class McAdams(Anonymizer):
             shift_ms=self.params.shift_ms,
             order=self.params.lp_order,
         )
-        if self.params.normalize:
-            peak = float(np.max(np.abs(out)))
-            out = out * (float(np.max(np.abs(audio))) / peak) if peak > 0 else out
-        return np.nan_to_num(out).astype(np.float32)
+        return np.nan_to_num(scale_to_level(out, audio, self.params.output_level)).astype(np.float32)
+
+
+def scale_to_level(out: np.ndarray, audio: np.ndarray, level: str) -> np.ndarray:
+    """`out` scaled so its peak is full scale (VPC 2024) or the input's peak; unchanged when 'unscaled'."""
+    peak = float(np.max(np.abs(out)))
+    if level == "unscaled" or peak == 0:
+        return out
+    target = FULL_SCALE_PEAK if level == "full-scale" else float(np.max(np.abs(audio)))
+    return out * (target / peak)
