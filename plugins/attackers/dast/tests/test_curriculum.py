@@ -159,3 +159,21 @@ def test_init_from_another_shape_is_refused(stage2_model, tmp_path, tiny):
     attacker = DastAttacker(stage_params(tiny, stages=["I"], embedding_dim=24), plugin_context(seed=2, work_dir=tmp_path))
     with pytest.raises(ConfigError, match="embedding_dim=16"):
         load_into(attacker._new_embedder().network, folder, "init_from")
+
+
+def test_experiment_validation_checks_stage2_anonymizer_names():
+    from vpeval.config import load_experiment_text
+
+    text = """\
+name: x
+data:
+  corpus: {use: synth, params: {preset: tiny}}
+anonymizers: [{use: poolvc}]
+attackers:
+  - use: dast
+    params: {stages: [I, II], stage2_anonymizers: [{use: mcadam}]}
+"""
+    with pytest.raises(ConfigError, match=r"line 7.*stage2_anonymizers\[0\]\.use.*did you mean 'mcadams'"):
+        load_experiment_text(text, "exp.yaml")
+    resolved = load_experiment_text(text.replace("mcadam}", "mcadams}"), "exp.yaml")
+    assert resolved.attackers[0].plugin.params["stage2_anonymizers"][0]["use"] == "mcadams"

@@ -20,6 +20,8 @@ def test_fusion_variant_beats_chance_on_heldout_speakers(fusion, epochs, train_c
     attacker.train(TrainingData([TrainingStage("original", train_corpus)]))
     losses = attacker.stage_records[-1].losses
     assert losses[-1] < 0.8 * losses[0]
+    if fusion != "fbank":  # the layer weighting is trained along (it starts uniform)
+        assert attacker.embedder.network.layer_weights.logits.detach().abs().max() > 0
     eer = eer_on(attacker, heldout)
     assert eer < 0.35, f"{fusion}: held-out EER {eer:.1%} is not clearly below chance (untrained {untrained:.1%})"
 
