@@ -10,6 +10,8 @@ from vpeval_embedding_anonymizers.evaluation import pairwise_eer
 from vpeval_embedding_anonymizers.ohnn import OHNNAnonymizer, derangement
 
 FAST = {"epochs": 150}
+# The learned rotation alone (one fixed map): the tests of what training gives use it.
+FIXED = {**FAST, "voice_target": "none"}
 
 
 def cos(a, b):
@@ -18,6 +20,16 @@ def cos(a, b):
 
 @pytest.fixture(scope="module")
 def trained(pool_file, work_dir):
+    from vpeval.api import PluginContext
+
+    anon = OHNNAnonymizer(OHNNAnonymizer.Params(pool_vectors=pool_file, **FIXED), PluginContext(7, work_dir / "ohnn"))
+    anon.prepare()
+    return anon
+
+
+@pytest.fixture(scope="module")
+def per_voice(pool_file, work_dir, trained):
+    """The default: the same trained OHNN (same checkpoint) plus a pool-speaker target drawn per voice."""
     from vpeval.api import PluginContext
 
     anon = OHNNAnonymizer(OHNNAnonymizer.Params(pool_vectors=pool_file, **FAST), PluginContext(7, work_dir / "ohnn"))
@@ -40,7 +52,53 @@ def test_far_from_originals_but_speakers_distinct(trained, evaluation_set, conte
     orig_same = (x / np.linalg.norm(x, axis=1, keepdims=True)) @ (x / np.linalg.norm(x, axis=1, keepdims=True)).T
     assert cos(z, x).mean() < 0.3 < orig_same[same_speaker].mean()
     assert pairwise_eer(x, z, speakers) > 0.3  # original vs anonymized: the source is hidden
-    assert pairwise_eer(z, z, speakers) < 0.05  # anonymized vs anonymized: speakers stay distinct
+    # One fixed map keeps same-speaker vectors as alike as before: A-A EER equals O-O (why the default
+    # draws a target per voice, below).
+    assert pairwise_eer(z, z, speakers) == pytest.approx(pairwise_eer(x, x, speakers), abs=1e-9)
+
+
+def test_pseudo_speaker_differs_per_utterance_and_is_one_per_speaker(per_voice, trained, evaluation_set, context,
+                                                                     make_voices):
+    x, speakers, _ = evaluation_set
+    # Utterance level: the same vector under 12 utterance keys gets (almost always) 12 pseudo-speakers.
+    same = np.repeat(x[:1], 12, axis=0)
+    z = per_voice.anonymize_embeddings(same, make_voices(context, [f"utt{i}" for i in range(12)]))
+    assert len({tuple(np.round(r, 6)) for r in z}) >= 10
+    assert np.array_equal(z, per_voice.anonymize_embeddings(same, make_voices(context, [f"utt{i}" for i in range(12)])))
+    np.testing.assert_allclose(np.linalg.norm(z, axis=1), np.linalg.norm(same, axis=1))
+    # They land on many different pool speakers' regions.
+    centres = per_voice.pool.speaker_means / np.linalg.norm(per_voice.pool.speaker_means, axis=1, keepdims=True)
+    nearest = np.argmax((z / np.linalg.norm(z, axis=1, keepdims=True)) @ centres.T, axis=1)
+    assert len(set(nearest.tolist())) >= 6
+    # Speaker level: one orthogonal map per speaker key, so its rows keep their mutual angles.
+    rows = np.flatnonzero(speakers == speakers[0])
+    zs = per_voice.anonymize_embeddings(x[rows], make_voices(context, [speakers[0]] * len(rows), level="speaker"))
+    np.testing.assert_allclose(zs @ zs.T, x[rows] @ x[rows].T, atol=1e-8)
+    other = per_voice.anonymize_embeddings(x[rows], make_voices(context, [speakers[0] + "b"] * len(rows), level="speaker"))
+    assert not np.allclose(zs, other)
+
+
+def test_per_voice_targets_lift_aa_eer_above_oo(per_voice, trained, evaluation_set, context, make_voices):
+    x, speakers, _ = evaluation_set
+    keys = [f"u{i}" for i in range(len(x))]
+    z = per_voice.anonymize_embeddings(x, make_voices(context, keys))
+    eer_oo, eer_aa = pairwise_eer(x, x, speakers), pairwise_eer(z, z, speakers)
+    assert eer_aa > eer_oo + 0.2, (eer_oo, eer_aa)
+    assert pairwise_eer(x, z, speakers) > 0.3
+    # The same checkpoint serves both (voice_target does not enter training).
+    np.testing.assert_array_equal(per_voice.rotation_matrix(), trained.rotation_matrix())
+
+
+def test_voice_rotation_is_orthogonal_and_sends_pool_speakers_to_others(per_voice, context, make_voices):
+    span = per_voice.speaker_span()
+    (voice,) = make_voices(context, ["utt-x"])
+    r = per_voice.voice_rotation(voice)
+    np.testing.assert_allclose(r @ r.T, np.eye(len(r)), atol=1e-10)
+    centres = per_voice.pool.speaker_means / np.linalg.norm(per_voice.pool.speaker_means, axis=1, keepdims=True)
+    moved = (centres @ span) @ r @ span.T
+    nearest = np.argmax(moved @ centres.T, axis=1)
+    assert np.mean(nearest != np.arange(len(centres))) > 0.9  # pool speakers become other pool speakers
+
 
 
 def test_pool_speakers_map_to_their_targets(trained):
@@ -63,7 +121,7 @@ def test_checkpoint_reloads_same_rotation(trained, pool_file, work_dir):
 
     files = list((work_dir / "ohnn" / "ohnn").glob("*.pt"))
     assert len(files) == 1
-    again = OHNNAnonymizer(OHNNAnonymizer.Params(pool_vectors=pool_file, **FAST), PluginContext(7, work_dir / "ohnn"))
+    again = OHNNAnonymizer(OHNNAnonymizer.Params(pool_vectors=pool_file, **FIXED), PluginContext(7, work_dir / "ohnn"))
     np.testing.assert_array_equal(again.rotation_matrix(), trained.rotation_matrix())
 
 

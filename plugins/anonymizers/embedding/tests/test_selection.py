@@ -43,7 +43,40 @@ def test_counts_scale_like_b1():
     assert selection_counts(1160, 200, 100) == (200, 100)
     assert selection_counts(5000, 200, 100) == (200, 100)
     assert selection_counts(116, 200, 100) == (20, 10)
-    assert selection_counts(3, 200, 100) == (1, 1)
+    # Small pools average at least 5 (B1's fractions alone gave 2 farthest / 1 averaged of 10: no averaging),
+    # drawn from twice as many candidates where the pool has them; the whole pool when it is tiny.
+    assert selection_counts(10, 200, 100) == (10, 5)
+    assert selection_counts(60, 200, 100) == (10, 5)
+    assert selection_counts(3, 200, 100) == (3, 3)
+    assert selection_counts(10, 200, 2) == (4, 2)  # an explicit smaller select is kept
+    assert selection_counts(10, 200, 100, min_averaged=1) == (2, 1)  # the old rule, on request
+
+
+def test_default_pool_averages_at_least_five_per_gender():
+    pool = Selection.Params().pool
+    assert pool.use == "synth" and pool.params["speakers"] >= 100
+    half = pool.params["speakers"] // 2
+    p = Selection.Params()
+    _, n_sel = selection_counts(half, p.farthest, p.select, p.min_averaged)
+    assert n_sel >= 5
+
+
+def test_averages_the_number_of_speakers_it_says(pool_file, context, evaluation_set, make_voices):
+    x, _, _ = evaluation_set
+    anon = make(pool_file, context)  # B1 defaults on a 40-speaker pool (20 per gender)
+    voices = make_voices(context, [f"k{i}" for i in range(6)], genders=["f", "m"] * 3)
+    z = anon.anonymize_embeddings(x[:6], voices)
+    again = make_voices(context, [f"k{i}" for i in range(6)], genders=["f", "m"] * 3)
+    for row, voice in enumerate(again):
+        allowed, n_far, n_sel = anon.counts(voice)
+        assert (allowed, n_far, n_sel) == (20, 10, 5)
+        chosen = anon.chosen_speakers(x[row], voice)
+        assert len(set(chosen.tolist())) == n_sel
+        mean = anon.pool.speaker_means[chosen].mean(axis=0)
+        expected = mean / np.linalg.norm(mean) * np.linalg.norm(x[row])
+        np.testing.assert_allclose(z[row], expected, rtol=1e-10)
+        # ... and z is no single pool speaker: cosine to the nearest pool speaker stays below 1.
+        assert max(cos(anon.pool.speaker_means, np.repeat(z[row][None], len(anon.pool.speaker_ids), 0))) < 0.99
 
 
 def test_same_gender_pool(pool_file, context, evaluation_set, make_voices):

@@ -14,13 +14,22 @@ vector y = M x. It is trained on pool speaker vectors with
 Seed 003 refers to Miao et al. (2023) for the details and reports one OHNN initialised with a fixed
 seed; the derangement targets are this implementation's reading of the classification loss (see the
 README). `rotations` > 1 trains several independently seeded OHNNs; each voice draws one.
+
+Per-voice pseudo-speakers: one learned rotation is a fixed map, so two utterances of a speaker stay as
+alike after it as before (A-A EER = O-O EER), whereas seed 003 (section 2.1.1) generates the pseudo-
+speaker independently for each utterance. With `voice_target: random-pool-speaker` (the default) each
+voice then draws its own target assignment, a derangement of the pool speakers (as the OHNN's training
+targets, but per voice), and the rotated vector is mapped by the orthogonal map that best sends every
+pool speaker onto its assigned one (orthogonal Procrustes inside the span of the pool speakers' centres,
+identity outside it). The whole map stays orthogonal and lands on real speakers' regions. Level
+`speaker` gives every utterance of a speaker one assignment; level `utterance` a new one each time.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
@@ -58,6 +67,13 @@ class OHNNAnonymizer(EmbeddingAnonymizer):
         epochs: int = Field(300, ge=1, le=100_000, description="Full-batch training steps over the pool vectors.")
         lr: float = Field(0.01, gt=0.0, le=1.0, description="Adam learning rate.")
         rotations: int = Field(1, ge=1, le=100, description="Independently seeded OHNNs; each voice draws one from its rng.")
+        voice_target: Literal["random-pool-speaker", "none"] = Field(
+            "random-pool-speaker",
+            description="'random-pool-speaker': each voice (utterance, or speaker at level speaker) draws a "
+            "derangement of the pool speakers from its rng and the rotated vector is mapped by the orthogonal "
+            "map that best realises it, so pseudo-speakers differ per voice (seed 003, 2.1.1); 'none': the "
+            "learned rotation alone, one fixed map for every voice.",
+        )
 
     def fit(self, pool: PoolEmbeddings) -> None:
         if len(pool.speaker_ids) < 2:
@@ -71,7 +87,9 @@ class OHNNAnonymizer(EmbeddingAnonymizer):
 
     def checkpoint_path(self, pool: PoolEmbeddings, index: int):
         digest = hashlib.sha256(np.ascontiguousarray(pool.embeddings).tobytes())
-        digest.update(self.params.model_dump_json(exclude={"pool", "encoder", "pool_vectors"}).encode())
+        # Only what training reads: a bigger bank or another voice_target reuses the trained OHNNs.
+        digest.update(self.params.model_dump_json(exclude={"pool", "encoder", "pool_vectors", "rotations",
+                                                           "voice_target"}).encode())
         digest.update(f"{self.context.seed}-{index}".encode())
         return self.context.folder("ohnn") / f"ohnn-{index}-{digest.hexdigest()[:16]}.pt"
 
@@ -141,4 +159,40 @@ class OHNNAnonymizer(EmbeddingAnonymizer):
                 rows = np.flatnonzero(choice == k)
                 if len(rows):
                     out[rows] = model(torch.as_tensor(embeddings[rows])).numpy()
+        if self.params.voice_target == "random-pool-speaker":
+            out = self.turn_to_voice_targets(out, voices)
         return out
+
+    def speaker_span(self) -> np.ndarray:
+        """Orthonormal basis [D, k] of the span of the pool speakers' unit centres."""
+        if getattr(self, "_span", None) is None:
+            _, sv, vt = np.linalg.svd(unit_rows(self.pool.speaker_means), full_matrices=False)
+            self._span = vt[sv > 1e-8 * sv[0]].T
+        return self._span
+
+    def voice_rotation(self, voice: Voice) -> np.ndarray:
+        """[k, k] orthogonal map (in speaker_span coordinates) that sends every pool speaker's centre as
+        close as an orthogonal map can to another pool speaker's: a derangement drawn from the voice's
+        rng, fitted by orthogonal Procrustes."""
+        from scipy.linalg import orthogonal_procrustes
+
+        centres = unit_rows(self.pool.speaker_means) @ self.speaker_span()
+        targets = centres[derangement(len(centres), voice.rng)]
+        rotation, _ = orthogonal_procrustes(centres, targets)
+        return rotation
+
+    def turn_to_voice_targets(self, rotated: np.ndarray, voices: Sequence[Voice]) -> np.ndarray:
+        """Each voice's rotated rows mapped by that voice's pool-speaker derangement (rows sharing a key,
+        level speaker, share it); the part of a vector outside the pool speakers' span is unchanged."""
+        span = self.speaker_span()
+        out = rotated.copy()
+        keys = [v.key for v in voices]
+        for key in dict.fromkeys(keys):
+            rows = [i for i, k in enumerate(keys) if k == key]
+            inside = rotated[rows] @ span
+            out[rows] += (inside @ self.voice_rotation(voices[rows[0]]) - inside) @ span.T
+        return out
+
+
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
