@@ -14,6 +14,8 @@ BASE = {"epochs": 150}
 
 
 def make(pool_file, work_dir, **kw):
+    # Absolute units unless a test says otherwise: the checks below are about Eq. 1 with alpha = 35.
+    kw.setdefault("alpha_units", "absolute")
     params = EmotionCompensation.Params(pool_vectors=pool_file, emotion_vectors=pool_file, base_params=BASE, **kw)
     return EmotionCompensation(params, PluginContext(7, work_dir / "ec"))
 
@@ -62,7 +64,39 @@ def test_label_indicator_needs_labels_and_alpha_keys_need_data(pool_file, work_d
 
 
 def test_alpha_reference_norm_rescales(pool_file, work_dir):
-    anon = make(pool_file, work_dir, alpha_reference_norm=100.0)
+    anon = make(pool_file, work_dir, alpha_units="relative", alpha_reference_norm=100.0)
     anon.prepare()
-    norm = np.linalg.norm(np.load(pool_file)["embeddings"], axis=1).mean()
+    norm = np.median(np.linalg.norm(np.load(pool_file)["embeddings"], axis=1))
     np.testing.assert_allclose(anon.alphas[anon.emotions.index("happy")], 35 * norm / 100.0)
+
+
+def test_default_alpha_is_relative_so_unit_norm_encoders_keep_the_speaker(pool_file, work_dir, evaluation_set,
+                                                                         make_voices, tmp_path):
+    """A unit-length encoder (GE2E-like): the paper's absolute 35 would replace the vector by 35 n_e."""
+    from vpeval_embedding_anonymizers.compensation import REFERENCE_NORM
+
+    pool = np.load(pool_file)
+    unit_pool = tmp_path / "unit.npz"
+    np.savez(unit_pool, **{**{k: pool[k] for k in pool.files},
+                           "embeddings": pool["embeddings"] / np.linalg.norm(pool["embeddings"], axis=1, keepdims=True)})
+    x, _, _ = evaluation_set
+    x = x / np.linalg.norm(x, axis=1, keepdims=True)
+    params = EmotionCompensation.Params(pool_vectors=str(unit_pool), emotion_vectors=str(unit_pool), base_params=BASE)
+    assert params.alpha_units == "relative" and params.alpha_reference_norm == REFERENCE_NORM
+    anon = EmotionCompensation(params, PluginContext(7, work_dir / "ec-unit"))
+    keys = [f"u{i}" for i in range(len(x))]
+    z_edit = anon.anonymize_embeddings(x, make_voices(anon.context, keys))
+    z = anon.base.anonymize_embeddings(x, make_voices(anon.context, keys))
+    np.testing.assert_allclose(np.abs(anon.alphas).max(), 35 / REFERENCE_NORM, rtol=1e-9)
+    moved = np.linalg.norm(z_edit - z, axis=1)
+    assert moved.max() == pytest.approx(35 / REFERENCE_NORM, rel=1e-9)
+    # The step stays comparable to the vector instead of 35 times it: z_edit keeps the pseudo-speaker.
+    compensated = moved > 0
+    cos = np.sum(z_edit * z, axis=1) / np.linalg.norm(z_edit, axis=1) / np.linalg.norm(z, axis=1)
+    assert cos[compensated].mean() > 0.4
+    absolute = EmotionCompensation(EmotionCompensation.Params(
+        pool_vectors=str(unit_pool), emotion_vectors=str(unit_pool), base_params=BASE, alpha_units="absolute"),
+        PluginContext(7, work_dir / "ec-unit"))
+    z_abs = absolute.anonymize_embeddings(x, make_voices(absolute.context, keys))
+    cos_abs = np.sum(z_abs * z, axis=1) / np.linalg.norm(z_abs, axis=1) / np.linalg.norm(z, axis=1)
+    assert cos_abs[compensated].mean() < 0.1  # the explicit absolute mode: speaker erased, as documented

@@ -4,8 +4,10 @@ One linear SVM per emotion (one-vs-rest) is trained on original speaker embeddin
 labelled speech; n_e is the unit normal of emotion e's hyperplane. An emotion indicator predicts e
 from the original vector x, the base anonymizer (OHNN by default) gives z, and z moves along n_e by
 alpha_e (paper: 35 for happy and angry, -35 for sad, 0 for neutral). As in the paper's Eq. (1), z is
-not normalised and alpha is in the embedding's own units; `alpha_reference_norm` rescales alpha for
-encoders whose vectors have another typical norm.
+not normalised. The paper's alpha is in its ECAPA's units, so by default (`alpha_units: relative`) alpha
+is scaled by (median norm of this encoder's vectors / REFERENCE_NORM): with a unit-length encoder such
+as GE2E, an absolute 35 would be 35 times the whole vector and erase the speaker. `absolute` keeps the
+paper's number as is.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ from vpeval_embedding_anonymizers.base import EmbeddingAnonymizer, PoolParams
 DEFAULT_EMOTION_CORPUS = {"preset": "emotion", "seed": POOL_SEED + 1}
 
 PAPER_ALPHA = {"happy": 35.0, "neutral": 0.0, "sad": -35.0, "angry": 35.0}
+# The paper does not state its ECAPA's vector norm. The reference is the median norm of vpeval's `ecapa`
+# encoder (an ECAPA-TDNN of the paper's kind: 192-d, AAM-softmax, no output normalisation) as
+# experiments/emotion-embedding.yaml trains it: there the paper's alpha applies unscaled.
+REFERENCE_NORM = 22.0
 
 
 class EmotionCompensation(EmbeddingAnonymizer):
@@ -64,11 +70,18 @@ class EmotionCompensation(EmbeddingAnonymizer):
             "oracle setting used to tune alpha).",
         )
         svm_c: float = Field(1.0, gt=0.0, description="LinearSVC regularisation C.")
-        alpha_reference_norm: float | None = Field(
-            None,
+        alpha_units: Literal["relative", "absolute"] = Field(
+            "relative",
+            description="'relative': alpha is multiplied by (median norm of the emotion data's vectors / "
+            "alpha_reference_norm), so the paper's 35 means the same step relative to the vectors for any "
+            "encoder; 'absolute': alpha is used as is, in the encoder's own units (Eq. 1 literally).",
+        )
+        alpha_reference_norm: float = Field(
+            REFERENCE_NORM,
             gt=0.0,
-            description="If set, alpha is multiplied by (mean norm of the emotion data's vectors / this): alpha "
-            "then means the same relative step for encoders with a different vector scale.",
+            description=f"Vector norm the alpha values refer to in relative units (default {REFERENCE_NORM}: the "
+            "median norm of the ECAPA-TDNN trained by experiments/emotion-embedding.yaml; the paper does not "
+            "state its ECAPA's).",
         )
 
     @property
@@ -154,10 +167,22 @@ class EmotionCompensation(EmbeddingAnonymizer):
         self.normals = np.stack(normals)  # [E, D], unit normals pointing to "has emotion e"
         # Balanced classes: emotion corpora are mostly neutral, and UAR weighs every emotion equally.
         self.indicator_model = LogisticRegression(max_iter=2000, class_weight="balanced").fit(x, labels)
-        scale = 1.0
-        if self.params.alpha_reference_norm:
-            scale = float(np.linalg.norm(x, axis=1).mean()) / self.params.alpha_reference_norm
-        self.alphas = np.array([self.params.alpha[e] for e in self.emotions]) * scale
+        self.alphas = np.array([self.params.alpha[e] for e in self.emotions]) * self.alpha_scale(x)
+
+    def alpha_scale(self, x: np.ndarray) -> float:
+        """Factor on the configured alphas: median vector norm / reference norm in relative units, else 1."""
+        median_norm = float(np.median(np.linalg.norm(x, axis=1)))
+        largest = max(abs(a) for a in self.params.alpha.values())
+        if self.params.alpha_units == "absolute":
+            if largest >= median_norm:
+                self.context.log.warning(
+                    "emotion-compensation: absolute alpha up to %g against vectors of median norm %.3g: the step "
+                    "is longer than the speaker vector and replaces it; use alpha_units: relative.", largest, median_norm)
+            return 1.0
+        scale = median_norm / self.params.alpha_reference_norm
+        self.context.log.info("emotion-compensation: vectors' median norm %.3g, reference %.3g: alpha up to %g "
+                              "becomes %.3g", median_norm, self.params.alpha_reference_norm, largest, largest * scale)
+        return scale
 
     @property
     def dim(self) -> int:

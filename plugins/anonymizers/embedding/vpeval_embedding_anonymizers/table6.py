@@ -24,6 +24,13 @@ from vpeval.plugins import plugin_context
 from vpeval_embedding_anonymizers.evaluation import embedding_space_table, format_table
 
 
+def alpha_units(args) -> dict:
+    """Emotion compensation's alpha settings: relative to --alpha-reference-norm when given, else absolute."""
+    if args.alpha_reference_norm is None:
+        return {"alpha_units": "absolute"}
+    return {"alpha_units": "relative", "alpha_reference_norm": args.alpha_reference_norm}
+
+
 def corpus_split(context: PluginContext, name: str, preset: str, encoder: str, work: Path):
     """(pool file, pool manifest, evaluation vectors, speakers, emotions, utterances)."""
     from vpeval.speakers import CorpusSpec, EncoderSpec, embed_corpus
@@ -53,7 +60,8 @@ def main() -> None:
     parser.add_argument("--corpus")
     parser.add_argument("--preset", default="demo")
     parser.add_argument("--encoder", default="ge2e")
-    parser.add_argument("--alpha-reference-norm", type=float, default=None)
+    parser.add_argument("--alpha-reference-norm", type=float, default=None,
+                        help="alpha in relative units against this norm; without it alpha is absolute")
     parser.add_argument("--indicator", choices=["classifier", "prosody"],
                         help="default: prosody with --corpus, classifier on synthetic embeddings")
     parser.add_argument("--seed", type=int, default=0)
@@ -90,10 +98,10 @@ def main() -> None:
     emotion_source = ({"emotion_corpus": {"use": "manifest", "params": {"path": str(manifest)}}}
                       if args.indicator == "prosody" else {"emotion_vectors": str(pool_file)})
     ec = EmotionCompensation(EmotionCompensation.Params(
-        **common, **emotion_source, indicator=args.indicator, alpha_reference_norm=args.alpha_reference_norm),
+        **common, **emotion_source, indicator=args.indicator, **alpha_units(args)),
         context.child("ec"))
     ec_label = EmotionCompensation(EmotionCompensation.Params(
-        **common, emotion_vectors=str(pool_file), alpha_reference_norm=args.alpha_reference_norm,
+        **common, emotion_vectors=str(pool_file), **alpha_units(args),
         indicator="label"), context.child("ec"))
     compensated = ec.anonymize_embeddings(x, voices())
     predicted = np.array(ec.source_emotions(x, voices()))
