@@ -144,7 +144,7 @@ class MultiUttParams(Params):
     rjca_dropout: float = Field(0.6, ge=0.0, lt=1.0, description="Dropout of RJCA (IV-C: 0.6).")
 
     # -- SSL-Whisper cross-attention (III-B6) ------------------------------------------------------------
-    cross_frames: str = Field(
+    cross_frames: Annotated[str, PluginRef("frontend", params="cross_frames_params", keywords=("fbank",))] = Field(
         "kimi-like",
         description="The frontend whose features are the keys and values of ssl-whisper's cross-attention (the "
         "paper: Whisper; kimi-like exposes packaged Whisper-base encoder frames); fbank also works.",
