@@ -79,6 +79,7 @@ class OHNNAnonymizer(EmbeddingAnonymizer):
         if len(pool.speaker_ids) < 2:
             raise DataError("ohnn needs a pool with at least two speakers; name a larger pool corpus.")
         self.pool = pool
+        self._span = None
         self.models = [self.train_or_load(pool, k) for k in range(self.params.rotations)]
 
     @property
