@@ -17,7 +17,7 @@ def _one_thread():
 
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory):
-    return make_corpus(tmp_path_factory.mktemp("dast-audio"), speakers=TRAIN_SPEAKERS + 6, utterances=6,
+    return make_corpus(tmp_path_factory.mktemp("dast-audio"), speakers=TRAIN_SPEAKERS + 8, utterances=6,
                        seconds=1.5, seed=0)
 
 
@@ -33,12 +33,13 @@ def heldout(corpus):
 
 @pytest.fixture(scope="session")
 def tiny_wavlm(tmp_path_factory):
-    """A random-weight WavLM folder: 3 layers of 32, 50 frames/s like WavLM-Large (strides 5 x 8 x 8)."""
+    """A random-weight WavLM folder: 3 layers of 64, 50 frames/s like WavLM-Large (strides 5 x 8 x 8).
+    Random weights carry little speaker information; 128 CNN channels keep enough for the fusion tests."""
     from transformers import WavLMConfig, WavLMModel
 
     torch.manual_seed(0)
-    config = WavLMConfig(hidden_size=32, num_hidden_layers=3, num_attention_heads=2, intermediate_size=64,
-                         conv_dim=(32, 32, 32), conv_stride=(5, 8, 8), conv_kernel=(10, 8, 8),
+    config = WavLMConfig(hidden_size=64, num_hidden_layers=3, num_attention_heads=4, intermediate_size=128,
+                         conv_dim=(128, 128, 128), conv_stride=(5, 8, 8), conv_kernel=(10, 8, 8),
                          num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4, num_buckets=32,
                          max_bucket_distance=64)
     folder = tmp_path_factory.mktemp("wavlm")

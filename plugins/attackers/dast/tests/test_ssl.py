@@ -27,9 +27,9 @@ def test_layer_weights_are_a_softmax_that_learns():
 
 def test_wavlm_folder_gives_every_transformer_layer(tiny_wavlm):
     stream = load_ssl(SslParams(kind="wavlm", path=str(tiny_wavlm)))
-    assert isinstance(stream, WavLMStream) and stream.layers == 3 and stream.dim == 32
+    assert isinstance(stream, WavLMStream) and stream.layers == 3 and stream.dim == 64
     hidden = stream.hidden_states(torch.randn(2, 16000))
-    assert hidden.shape[:2] == (3, 2) and hidden.shape[3] == 32
+    assert hidden.shape[:2] == (3, 2) and hidden.shape[3] == 64
     assert abs(hidden.shape[2] - 50) <= 1  # 50 frames per second
     assert not any(p.requires_grad for p in stream.model.parameters())  # frozen
 

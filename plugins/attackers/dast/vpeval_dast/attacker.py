@@ -93,9 +93,9 @@ class DastAttacker(Attacker):
         """Start from another dast attacker's saved network (not its head): the experiment's `init_from`."""
         self._start_folder = Path(folder)
 
-    def stage_utterances(self, data: TrainingData) -> dict[str, list[Utterance]]:
-        """Each declared stage's training utterances; checks they exist before anything is trained."""
-        from vpeval_dast.curriculum import convert_for_stage2, fraction_per_speaker, split_stages
+    def check_data(self, data: TrainingData) -> None:
+        """Stop with one sentence if the core did not give the speech the declared stages need."""
+        from vpeval_dast.curriculum import split_stages
 
         p = self.params
         original, target = split_stages(data)
@@ -108,6 +108,14 @@ class DastAttacker(Attacker):
         if target is None and "III" in p.stages:
             raise DataError(f"The {self.name} attacker's Stage III adapts to the target anonymizer's output; set "
                             "train_on: anonymized, or leave III out of stages.")
+
+    def stage_utterances(self, data: TrainingData) -> dict[str, list[Utterance]]:
+        """Each declared stage's training utterances (Stage II's converted here)."""
+        from vpeval_dast.curriculum import convert_for_stage2, fraction_per_speaker, split_stages
+
+        p = self.params
+        self.check_data(data)
+        original, target = split_stages(data)
         out = {}
         for stage in p.stages:
             if stage == "I":
@@ -128,14 +136,15 @@ class DastAttacker(Attacker):
         from vpeval_dast.training import train_stage
 
         self.context.apply_threads()
-        stage_data = self.stage_utterances(data)
+        self.check_data(data)
         self._embedder = self._new_embedder()
         p = self.params
         start = p.init_from or self._start_folder
         self.stages_done = []
-        if start:
+        if start:  # before Stage II's conversions, so a wrong checkpoint stops the run at once
             self.stages_done = load_into(self._embedder.network, start, f"{self.name} init_from")
             self.context.log.info("%s: starting from %s (stages %s done there)", self.name, start, self.stages_done)
+        stage_data = self.stage_utterances(data)
         torch.set_num_threads(max(1, self.context.threads, self.context.workers))
         try:
             for stage in p.stages:

@@ -89,7 +89,18 @@ class WhisperStream(FrozenSsl):
         return torch.cat(chunks, dim=2)
 
 
+_LOADED: dict[str, FrozenSsl] = {}
+
+
 def load_ssl(params: SslParams) -> FrozenSsl:
+    """The frozen model, loaded once per process: several dast attackers of a run share it read-only."""
+    key = params.model_dump_json()
+    if key not in _LOADED:
+        _LOADED[key] = _load(params)
+    return _LOADED[key]
+
+
+def _load(params: SslParams) -> FrozenSsl:
     if params.kind == "wavlm":
         from transformers import WavLMModel
 

@@ -122,7 +122,9 @@ def _train(embedder: Embedder, utterances: Sequence[Utterance], stage: str, para
     head = AamHead(network.config.embedding_dim, len(speakers), params.margin, params.scale)  # new per stage
     network.set_dropout(settings.dropout)
     optimizers, described = make_optimizers(settings.optimizer, [*network.parameters(), *head.parameters()], params)
-    batches_per_epoch = max(1, len(segments) // settings.batch_size) if len(segments) >= 2 else 1
+    batches_per_epoch = -(-len(segments) // settings.batch_size)
+    if batches_per_epoch > 1 and len(segments) % settings.batch_size == 1:
+        batches_per_epoch -= 1  # the one-crop remainder is dropped below (batch norm needs two)
     steps = epochs * math.ceil(batches_per_epoch / settings.grad_accumulation)
     half_cycle = max(1, round(steps / (2 * params.clr_cycles)))
     schedulers = [torch.optim.lr_scheduler.CyclicLR(o, base_lr=params.base_lr, max_lr=params.lr, step_size_up=half_cycle,
