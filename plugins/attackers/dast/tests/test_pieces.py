@@ -65,6 +65,7 @@ def test_save_load_round_trip_uses_weights_only(trained, heldout, tmp_path, monk
     assert restored.stages_done == ["I"] and (folder / "history.json").is_file()
 
 
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")  # torch's note on the hostile file itself
 def test_a_pickled_object_checkpoint_is_refused(trained, tmp_path, tiny):
     import pickle
     import shutil
