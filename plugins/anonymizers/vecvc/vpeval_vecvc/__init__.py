@@ -1,0 +1,1 @@
+"""vpeval-vecvc: speak an utterance's content with a continuous pseudo-speaker vector."""
