@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 from pathlib import Path
 
 import pytest
@@ -179,7 +180,18 @@ def experiment_inputs():
         doc = yaml.safe_load(text)
         for _ in range(rng.choice([1, 1, 2, 3])):
             doc = mutate_document(doc, rng)
-        yield yaml.safe_dump(doc, sort_keys=False, allow_unicode=True).encode()
+        yield _dump_deep(doc).encode()
+
+
+def _dump_deep(doc) -> str:
+    """YAML text of a mutated document; the 200-level nesting mutation inside an already nested spot is
+    deeper than PyYAML's recursive dumper reaches at Python's default recursion limit."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20_000))
+    try:
+        return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def score_base(rng: random.Random) -> list[list[str]]:
