@@ -151,3 +151,15 @@ def test_det_points_follow_the_scores():
     # Thresholds below every score, then after 0.1, 0.35, 0.4, 0.8.
     assert fa.tolist() == [1.0, 0.5, 0.5, 0.0, 0.0]
     assert miss.tolist() == [0.0, 0.0, 0.5, 0.5, 1.0]
+
+
+def test_sweep_curves_share_the_module_and_are_reproducible(tmp_path):
+    panels = {"O-A": [figures.Curve("dast", [1, 10, 100], [40.0, 30.0, 20.0], [35.0, 25.0, 15.0], [45.0, 35.0, 25.0]),
+                      figures.Curve("spinv", [1, 10, 100], [45.0, 41.0, 38.0])],
+              "A-A": [figures.Curve("spinv", [1, 10, 100], [30.0, 22.0, 12.0])]}
+    first = figures.curve_figure(panels, tmp_path / "a", "sweep", title="EER against minutes of training speech",
+                                 xlabel="minutes", ylabel="EER (%)", xticks=[1, 10, 100], xscale="log")
+    second = figures.curve_figure(panels, tmp_path / "b", "sweep", title="EER against minutes of training speech",
+                                  xlabel="minutes", ylabel="EER (%)", xticks=[1, 10, 100], xscale="log")
+    for a, b in zip(first, second):
+        assert a.stat().st_size > 5_000 and a.read_bytes() == b.read_bytes()

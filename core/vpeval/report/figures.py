@@ -193,6 +193,45 @@ def det_figures(run_folder: Path, out: Path) -> list[Figure]:
 # -- EER against N ------------------------------------------------------------------------------------
 
 
+@dataclass
+class Curve:
+    """One line of a panel: y against x, with an optional interval (shaded)."""
+
+    label: str
+    x: list[float]
+    y: list[float]
+    low: list[float] | None = None
+    high: list[float] | None = None
+
+
+def curve_figure(panels: dict[str, list[Curve]], out: Path, name: str, *, title: str, xlabel: str, ylabel: str,
+                 xticks: list[float] | None = None, xscale: str = "linear") -> tuple[Path, Path]:
+    """Lines against a swept quantity, a panel per condition on one y scale: EER against N here, and the
+    sweeps other modules draw (training data size, utterance duration). Each label keeps one colour and
+    marker across panels; written as PNG and PDF through `save()`."""
+    labels = list(dict.fromkeys(c.label for curves in panels.values() for c in curves))
+    with style():
+        fig, axes = new_figure(len(panels), sharey=True)
+        for j, (panel, curves) in enumerate(panels.items()):
+            ax = axes[0][j]
+            for c in curves:
+                k = labels.index(c.label)
+                colour = COLOURS[k % len(COLOURS)]
+                ax.plot(c.x, c.y, marker=MARKERS[k % len(MARKERS)], color=colour, label=c.label)
+                if c.low is not None and c.high is not None:
+                    ax.fill_between(c.x, c.low, c.high, color=colour, alpha=0.15, linewidth=0)
+            ax.set_xscale(xscale)
+            if xticks is not None:
+                ax.set_xticks(xticks, [f"{v:g}" for v in xticks])
+            ax.set_title(panel)
+            ax.set_xlabel(xlabel)
+            if j == 0:  # the panels share the axis
+                ax.set_ylabel(ylabel)
+        figure_legend(fig, axes)
+        fig.suptitle(title)
+        return save(fig, out, name)
+
+
 def eer_vs_n_figures(rows: list[dict[str, Any]], out: Path) -> list[Figure]:
     """Seed 000's Figure 1 layout per anonymizer: EER against the number of enrollment utterances N,
     O-A left and A-A right, one line per attacker with its interval shaded. Only for runs with several N."""
@@ -208,28 +247,22 @@ def eer_vs_n_figures(rows: list[dict[str, Any]], out: Path) -> list[Figure]:
         mine = [r for r in chosen if r["anonymizer"] == anonymizer]
         protocols = sorted({r["protocol"] for r in mine}, key=protocol_sort_key)
         attackers = list(dict.fromkeys(r["attacker"] for r in mine))
-        with style():
-            fig, axes = new_figure(len(protocols), sharey=True)  # O-A and A-A on one scale, as seed 000
-            for j, protocol in enumerate(protocols):
-                ax = axes[0][j]
-                for k, attacker in enumerate(attackers):
-                    line = sorted((r for r in mine if r["protocol"] == protocol and r["attacker"] == attacker), key=lambda r: r["n"])
-                    if not line:
-                        continue
-                    x = [r["n"] for r in line]
-                    ax.plot(x, [r["value"] for r in line], marker=MARKERS[k % len(MARKERS)], color=COLOURS[k % len(COLOURS)], label=attacker)
-                    if all(r.get("ci_low") is not None and r.get("ci_high") is not None for r in line):
-                        ax.fill_between(x, [r["ci_low"] for r in line], [r["ci_high"] for r in line], color=COLOURS[k % len(COLOURS)], alpha=0.15, linewidth=0)
-                ax.set_xticks(sorted({r["n"] for r in mine}))
-                ax.set_title(protocol)
-                ax.set_xlabel("enrollment utterances N")
-                if j == 0:  # the panels share the axis
-                    ax.set_ylabel(f"{metric} ({mine[0].get('unit') or ''})".replace(" ()", ""))
-            figure_legend(fig, axes)
-            fig.suptitle(f"{metric} against N: attackers against {anonymizer}")
-            png, pdf = save(fig, out, f"eer-vs-n__{anonymizer}")
-        figures.append(Figure(png, pdf, f"{metric} against N against {anonymizer}", [anonymizer], attackers, protocols,
-                              sorted({r["n"] for r in mine}), note))
+        panels = {}
+        for protocol in protocols:
+            panels[protocol] = []
+            for attacker in attackers:
+                line = sorted((r for r in mine if r["protocol"] == protocol and r["attacker"] == attacker), key=lambda r: r["n"])
+                if not line:
+                    continue
+                interval = all(r.get("ci_low") is not None and r.get("ci_high") is not None for r in line)
+                panels[protocol].append(Curve(attacker, [r["n"] for r in line], [r["value"] for r in line],
+                                              [r["ci_low"] for r in line] if interval else None,
+                                              [r["ci_high"] for r in line] if interval else None))
+        ns = sorted({r["n"] for r in mine})
+        png, pdf = curve_figure(panels, out, f"eer-vs-n__{anonymizer}", title=f"{metric} against N: attackers against {anonymizer}",
+                                xlabel="enrollment utterances N", ylabel=f"{metric} ({mine[0].get('unit') or ''})".replace(" ()", ""),
+                                xticks=ns)
+        figures.append(Figure(png, pdf, f"{metric} against N against {anonymizer}", [anonymizer], attackers, protocols, ns, note))
     return figures
 
 
