@@ -49,13 +49,13 @@ def tiny_wavlm(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_whisper(tmp_path_factory):
-    """A random-weight Whisper folder (transformers format): 2 encoder layers of 32."""
+    """A random-weight Whisper folder (transformers format): 2 encoder layers of 64."""
     from transformers import WhisperConfig, WhisperForConditionalGeneration
 
     torch.manual_seed(0)
-    config = WhisperConfig(vocab_size=100, num_mel_bins=80, d_model=32, encoder_layers=2, decoder_layers=1,
-                           encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
-                           decoder_ffn_dim=64, max_source_positions=1500, max_target_positions=32,
+    config = WhisperConfig(vocab_size=100, num_mel_bins=80, d_model=64, encoder_layers=2, decoder_layers=1,
+                           encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+                           decoder_ffn_dim=128, max_source_positions=1500, max_target_positions=32,
                            decoder_start_token_id=1, pad_token_id=0, eos_token_id=2, bos_token_id=1)
     folder = tmp_path_factory.mktemp("whisper")
     WhisperForConditionalGeneration(config).save_pretrained(folder)

@@ -62,7 +62,7 @@ def test_ct2_whisper_weights_map_onto_transformers_encoder(tiny_whisper, tmp_pat
     stream = WhisperStream(encoder)
     audio = torch.from_numpy(np.random.default_rng(0).normal(size=(1, 24000)).astype(np.float32) * 0.1)
     hidden = stream.hidden_states(audio)
-    assert hidden.shape == (2, 1, 75, 32)
+    assert hidden.shape == (2, 1, 75, 64)
     model = ctranslate2.models.Whisper(str(tmp_path / "ct2"), device="cpu", compute_type="float32")
     mel = np.ascontiguousarray(stream.log_mel(audio).numpy())
     expected = np.asarray(model.encode(ctranslate2.StorageView.from_array(mel), to_cpu=True))
