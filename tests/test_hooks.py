@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from vpeval import hookimpl, hookspecs
-from vpeval.api import ASR, Anonymizer, Attacker, CorpusSource, Frontend, Metric, SpeakerEncoder, Transcript
+from vpeval.api import ASR, Anonymizer, Attacker, CorpusSource, Executor, Frontend, Metric, SpeakerEncoder, Transcript
 from vpeval.plugins import PluginManager
 from vpeval.types import Corpus, FrontendOutput, MetricResult
 
@@ -115,6 +115,20 @@ def test_hook_register_corpora():
             return Corpus("empty", [])
 
     assert register_through("register_corpora", Empty).get("corpus", "empty") is Empty
+
+
+def test_hook_register_executors():
+    class Serial(Executor):
+        """One item after another, in this process."""
+
+        name = "serial"
+
+        def map(self, func, items, description=""):
+            return (func(item) for item in items)
+
+    manager = register_through("register_executors", Serial)
+    assert manager.get("executor", "serial") is Serial
+    assert list(Serial().map(lambda x: x * 2, [1, 2, 3])) == [2, 4, 6]
 
 
 HOOKS = sorted(hookspecs.HOOK_KINDS)

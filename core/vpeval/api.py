@@ -387,7 +387,28 @@ def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return num / np.maximum(den, 1e-12)
 
 
+class Executor(Plugin):
+    """Where per-item work runs: this machine's processes (`local`) or a cluster (a plugin such as `dask`).
+
+    `map(func, items, description)` yields func(item) for every item, in completion order (callers that
+    need item order carry an index in the item). func writes its own output (a file per item, atomically)
+    and returns something small. An executor that runs func in other machines' processes pickles func
+    with cloudpickle, so the core hands it picklable callables. `close()` releases workers; the runner
+    calls it when the run ends. Executors are not part of any cache key: results must not depend on them.
+    """
+
+    kind: ClassVar[str] = "executor"
+    # True when func runs in processes that did not fork from this one (they rebuild what they need).
+    remote: ClassVar[bool] = False
+
+    def map(self, func: Callable[[T], Any], items: Sequence[T], description: str = "") -> Iterable[Any]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release workers and connections (default: nothing to release)."""
+
+
 KINDS: dict[str, type[Plugin]] = {
     cls.kind: cls
-    for cls in (Anonymizer, Attacker, Frontend, Metric, SpeakerEncoder, ASR, CorpusSource)
+    for cls in (Anonymizer, Attacker, Frontend, Metric, SpeakerEncoder, ASR, CorpusSource, Executor)
 }

@@ -1,4 +1,4 @@
-"""Plugins that ship with the core: data sources for the formats users already have.
+"""Plugins that ship with the core: data sources for the formats users already have, and the local executor.
 
 They are registered like any other plugin (distribution `vpeval`), so the core itself names no method.
 """
@@ -14,3 +14,10 @@ def register_corpora(register):
 
     register(ManifestCorpus)
     register(KaldiCorpus)
+
+
+@hookimpl
+def register_executors(register):
+    from vpeval.run.local_executor import LocalProcesses
+
+    register(LocalProcesses)

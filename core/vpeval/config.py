@@ -143,6 +143,8 @@ class Experiment(Strict):
     output: str | None = Field(default=None, description="run folder inside the working directory (default runs/<name>); --output names any")
     threads: int = Field(default=1, ge=1, description="CPU threads for torch and numerical libraries")
     workers: int = Field(default=1, ge=1, description="worker processes for per-utterance stages (anonymization)")
+    executor: Spec | None = Field(default=None, description="where per-utterance stages run: {use: local} (the default: "
+                                  "this machine, `workers` processes) or a cluster executor such as dask; never part of a cache key")
 
     @model_validator(mode="after")
     def _consistent(self) -> Experiment:
@@ -210,6 +212,7 @@ class ResolvedExperiment(BaseModel):
     anonymizers: list[ResolvedAnonymizer]
     attackers: list[ResolvedAttacker]
     metrics: list[ResolvedPlugin]
+    executor: ResolvedPlugin | None = None  # None: the built-in local executor
 
     @property
     def output(self) -> Path:
@@ -237,6 +240,8 @@ class ResolvedExperiment(BaseModel):
             for a in self.attackers
         ]
         exp["metrics"] = [_plugin_dict(m) for m in self.metrics]
+        if self.executor is not None:
+            exp["executor"] = _plugin_dict(self.executor)
         exp["output"] = str(self.output)
         return exp
 
@@ -383,6 +388,7 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
         elif ref.plugin.use != a.plugin.use or ref.init_from is not None:
             errors.append(f"{where}: '{a.init_from}' must be a {a.plugin.use} attacker trained from scratch to start {a.label} from it.")
     metrics = [plugin("metric", m, ("metrics", i)) for i, m in enumerate(exp.metrics)]
+    executor = plugin("executor", exp.executor, ("executor",)) if exp.executor is not None else None
 
     labels = [a.label for a in anonymizers]
     for kind, names in (("anonymizer", labels), ("attacker", [a.label for a in attackers])):
@@ -401,6 +407,7 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
         anonymizers=anonymizers,
         attackers=attackers,
         metrics=[m for m in metrics if m is not None],
+        executor=executor,
     )
 
 

@@ -99,6 +99,18 @@ def register_corpora(register, core_version):
     """
 
 
+@hookspec
+def register_executors(register, core_version):
+    """Register executor classes (subclasses of `vpeval.api.Executor`).
+
+    An executor runs per-item work (anonymizing utterances) on this machine's processes or on a cluster;
+    the experiment picks one with `executor: {use: NAME, params: {...}}`. Results must not depend on it.
+
+    :param register: call `register(cls)` for each class.
+    :param core_version: the installed vpeval version (declare it only if the plugin needs it).
+    """
+
+
 # Which kind each hook registers; the plugin manager checks registered classes against it.
 HOOK_KINDS = {
     "register_anonymizers": "anonymizer",
@@ -108,4 +120,5 @@ HOOK_KINDS = {
     "register_encoders": "encoder",
     "register_asr": "asr",
     "register_corpora": "corpus",
+    "register_executors": "executor",
 }

@@ -19,16 +19,17 @@ from typing import Any
 
 import numpy as np
 
-from vpeval.api import Anonymizer, Attacker, Frontend, Metric, MetricInputs, Plugin, PluginContext, SimilarityMatrix, Voice
+from vpeval.api import Anonymizer, Attacker, Executor, Frontend, Metric, MetricInputs, Plugin, PluginContext, SimilarityMatrix
 from vpeval.config import ResolvedAnonymizer, ResolvedAttacker, ResolvedExperiment, ResolvedPlugin
 from vpeval.plugins import get_plugin_manager
-from vpeval.run.cache import StageCache, atomic_file, stable_key
+from vpeval.run.cache import StageCache, stable_key
 from vpeval.run.console import RunConsole
-from vpeval.run.executor import LocalExecutor
+from vpeval.run.anonymize_task import AnonymizeTask, voice_rng
+from vpeval.run.local_executor import LocalProcesses
 from vpeval.run.folder import claim_run_folder, experiment_run_folder, run_folder_lock
 from vpeval.run.names import utterance_file
 from vpeval.run.stored import SpeechFiles, Stored, StoredMetricResults, StoredPlugin, StoredScores, StoredSpeech
-from vpeval.types import Corpus, EvaluationPlan, MetricResult, Scores, TrainingData, TrainingStage, TrialList, Utterance
+from vpeval.types import Corpus, EvaluationPlan, MetricResult, Scores, TrainingData, TrainingStage, TrialList
 
 CACHE_ENV = "VPEVAL_CACHE"
 
@@ -63,7 +64,7 @@ class RunState:
     """What one run creates as it goes; made at the start of `Runner.run`."""
 
     console: RunConsole
-    executor: LocalExecutor
+    executor: Executor  # the experiment's `executor` plugin (local by default); closed when the run ends
     plan: EvaluationPlan | None = None  # once the data stage made it
     fingerprint: str = ""  # the corpus's content fingerprint, part of every stage key
     timings: dict[str, float] = field(default_factory=dict)
@@ -170,15 +171,34 @@ class Runner:
         state.executed.setdefault(stage, []).append(label)
         state.console.log.info("%s %s: computed in %.1f s", stage, label, took)
 
+    def _executor(self, console: RunConsole) -> Executor:
+        """The experiment's executor plugin (never part of a cache key); local for experiments resolved before it existed."""
+        context = PluginContext(seed=self.settings.seed, work_dir=self.cache.root / "work" / "executor", threads=self.settings.threads,
+                                workers=self.settings.workers, log=console.log.getChild("executor"),
+                                options={"cache_root": self.cache.root})
+        spec = self.exp.executor
+        if spec is None:
+            return LocalProcesses(context=context)
+        cls = self.manager.get("executor", spec.use)
+        executor = cls(cls.Params.model_validate(spec.params), context)
+        if cls.remote:
+            console.log.info("executor %s: anonymization runs on its workers; per-utterance helpers of plugins "
+                             "(PluginContext.map: embeddings, features, transcripts) run here with workers: %d",
+                             spec.use, self.settings.workers)
+        return executor
+
     # -- the run -----------------------------------------------------------------------------
 
     def run(self) -> RunResult:
         try:
             claim_run_folder(self.folder, self.overwrite)
             with run_folder_lock(self.folder, self.quiet), RunConsole(self.folder / "run.log", quiet=self.quiet) as console:
-                self._state = RunState(console, LocalExecutor(self.settings.workers))
+                self._state = RunState(console, self._executor(console))
                 console.log.info("run %s -> %s (cache %s)", self.settings.name, self.folder, self.cache.root)
-                return self._run()
+                try:
+                    return self._run()
+                finally:
+                    self._state.executor.close()
         finally:
             if self._tmp_cache is not None:
                 shutil.rmtree(self._tmp_cache, ignore_errors=True)
@@ -314,40 +334,29 @@ class Runner:
 
     def _anonymize_files(self, anon: ResolvedAnonymizer, corpus: Corpus, key: str, label: str) -> SpeechFiles:
         """One anonymized file per utterance in the entry's partial folder; what a killed run wrote is kept."""
-        from vpeval.data import audio as audio_io
-
         steps = self._anonymizer_steps(anon)
         for step in steps:
             step.expect(corpus.utterances)  # refusals come before any audio is processed
         partial = self.cache.partial_path("anonymize", key)
         entries = [{"id": u.id, "file": utterance_file(u.id)} for u in corpus.utterances]
         todo = [u for u, e in zip(corpus.utterances, entries) if not (partial / e["file"]).exists()]
-
-        def anonymize_one(utt: Utterance) -> str:
-            rate = steps[0].sample_rate or utt.sample_rate or _file_rate(utt.path)
-            audio = utt.load(rate)
-            for index, step in enumerate(steps):
-                if step.sample_rate and step.sample_rate != rate:
-                    audio, rate = audio_io.resample(audio, rate, step.sample_rate), step.sample_rate
-                voice_key = utt.id if anon.level == "utterance" else utt.speaker
-                voice = Voice(voice_key, anon.level, self._voice_rng(anon, index, voice_key), utt)
-                audio = np.asarray(step.anonymize(audio, rate, voice), dtype=np.float32)
-            with atomic_file(partial / utterance_file(utt.id)) as tmp:
-                audio_io.write_audio(tmp, audio, rate)
-            return utt.id
-
+        # A picklable task: forked workers use these prepared steps, cluster workers rebuild the chain.
+        task = AnonymizeTask(anon, self.settings.seed, self.settings.threads, self.cache.root, partial,
+                             {"allow_pipes": self.allow_pipes, "cache_root": self.cache.root})
+        task.remember(steps)
         console = self.state.console
         if len(todo) < len(entries):
             console.log.info("anonymize %s: resuming, %d of %d utterances already done", label, len(entries) - len(todo), len(entries))
-        results = self.state.executor.map(anonymize_one, todo)
-        for _ in console.track(results, total=len(todo), description=f"anonymize {label}"):
-            pass
+        try:
+            results = self.state.executor.map(task, todo, f"anonymize {label}")
+            for _ in console.track(results, total=len(todo), description=f"anonymize {label}"):
+                pass
+        finally:
+            task.forget()
         return SpeechFiles(partial, entries)
 
     def _voice_rng(self, anon: ResolvedAnonymizer, step: int, key: str) -> np.random.Generator:
-        from vpeval.api import stable_int
-
-        return np.random.default_rng([self.settings.seed & 0xFFFFFFFF, stable_int("voice", step, key)])
+        return voice_rng(self.settings.seed, step, key)
 
     def _frontend(self, att: ResolvedAttacker, train: Corpus) -> Frontend:
         assert att.frontend is not None
@@ -566,12 +575,6 @@ def _num(x):
         return None
     x = float(x)
     return None if np.isnan(x) else x
-
-
-def _file_rate(path: str) -> int:
-    import soundfile as sf
-
-    return int(sf.info(path).samplerate)
 
 
 def _trials_key(trial_list: TrialList) -> str:

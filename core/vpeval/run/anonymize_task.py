@@ -1,0 +1,126 @@
+"""Anonymizing one utterance as a picklable task, so any executor (forked workers or a cluster) can run it.
+
+The task carries only what rebuilds the anonymizer chain: the resolved plugins (name, validated params,
+version, code hash), the seed, the thread count and the cache folder. In the run's own process (and in
+forked workers) the run hands over its prepared instances (`remember`); a cluster worker builds and
+prepares the chain once per worker process from the installed plugins, with the same work folders,
+so its output is the same file, byte for byte.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vpeval.api import Anonymizer, Plugin, PluginContext, Voice, stable_int
+from vpeval.config import ResolvedAnonymizer, ResolvedPlugin
+from vpeval.errors import PluginError
+from vpeval.run.cache import atomic_file, stable_key
+from vpeval.run.names import utterance_file
+from vpeval.types import Utterance
+
+# Prepared chains of this process, by task identity: seeded by the run, filled on demand in cluster workers.
+_PREPARED: dict[str, list[Anonymizer]] = {}
+_BUILDING = threading.Lock()  # a worker with several threads prepares each chain once
+
+
+def voice_rng(seed: int, step: int, key: str) -> np.random.Generator:
+    """The pseudo-speaker generator of chain step `step` for voice key `key` (utterance or speaker id)."""
+    return np.random.default_rng([seed & 0xFFFFFFFF, stable_int("voice", step, key)])
+
+
+def file_rate(path: str) -> int:
+    import soundfile as sf
+
+    return int(sf.info(path).samplerate)
+
+
+def plugin_work_dir(cache_root: Path, kind: str, use: str, identity: Any) -> Path:
+    """Where a plugin instance keeps its files: the same folder in the run's process and on every worker."""
+    return Path(cache_root) / "work" / f"{kind}-{use}" / stable_key(identity)[:16]
+
+
+@dataclass(frozen=True)
+class AnonymizeTask:
+    """Anonymize one utterance with the chain `anon` and write it atomically into `partial`."""
+
+    anon: ResolvedAnonymizer
+    seed: int
+    threads: int
+    cache_root: Path
+    partial: Path
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def identity(self) -> str:
+        return stable_key([self.anon.identity(), self.seed, str(self.cache_root), self.threads])
+
+    def remember(self, steps: list[Anonymizer]) -> None:
+        """Use these prepared instances in this process and in processes forked from it."""
+        _PREPARED[self.identity] = steps
+
+    def forget(self) -> None:
+        _PREPARED.pop(self.identity, None)
+
+    def __call__(self, utt: Utterance) -> str:
+        from vpeval.data import audio as audio_io
+
+        steps = self._steps()
+        rate = steps[0].sample_rate or utt.sample_rate or file_rate(utt.path)
+        audio = utt.load(rate)
+        for index, step in enumerate(steps):
+            if step.sample_rate and step.sample_rate != rate:
+                audio, rate = audio_io.resample(audio, rate, step.sample_rate), step.sample_rate
+            voice_key = utt.id if self.anon.level == "utterance" else utt.speaker
+            voice = Voice(voice_key, self.anon.level, voice_rng(self.seed, index, voice_key), utt)
+            audio = np.asarray(step.anonymize(audio, rate, voice), dtype=np.float32)
+        with atomic_file(self.partial / utterance_file(utt.id)) as tmp:
+            audio_io.write_audio(tmp, audio, rate)
+        return utt.id
+
+    # -- building the chain in a worker that did not fork from the run ------------------------------
+
+    def _steps(self) -> list[Anonymizer]:
+        steps = _PREPARED.get(self.identity)
+        if steps is not None:
+            return steps
+        with _BUILDING:
+            if self.identity not in _PREPARED:
+                built = [self._build(step) for step in self.anon.steps]
+                for step in built:
+                    step.prepare()
+                _PREPARED[self.identity] = built
+            return _PREPARED[self.identity]
+
+    def _build(self, resolved: ResolvedPlugin) -> Anonymizer:
+        from vpeval.config import code_fingerprint
+        from vpeval.plugins import get_plugin_manager
+
+        cls = get_plugin_manager().get(resolved.kind, resolved.use)
+        here = (cls.distribution, cls.version, code_fingerprint(cls))
+        wanted = (resolved.distribution, resolved.version, resolved.code)
+        if here != wanted:
+            raise PluginError(f"this worker has {resolved.kind} {resolved.use} from {' '.join(here)}, and the run uses "
+                              f"{' '.join(wanted)}; install the same plugin version and code on every worker.")
+        context = self._context(plugin_work_dir(self.cache_root, "anonymizer", resolved.use, resolved.identity()))
+        instance = cls(cls.Params.model_validate(resolved.params), context)
+        context.apply_threads()
+        return instance  # type: ignore[return-value]
+
+    def _context(self, work_dir: Path) -> PluginContext:
+        return PluginContext(seed=self.seed, work_dir=work_dir, threads=self.threads, workers=1,
+                             log=logging.getLogger("vpeval.worker"), plugin_factory=self._helper, options=self.options)
+
+    def _helper(self, kind: str, name: str, params: dict | None) -> Plugin:
+        """Helper plugins (encoders, ASR) made as the run's process makes them (Runner._make_helper)."""
+        from vpeval.plugins import get_plugin_manager
+
+        cls = get_plugin_manager().get(kind, name)
+        validated = cls.Params.model_validate(params or {})
+        identity = {"kind": kind, "use": name, "params": validated.model_dump(mode="json"), "version": cls.version}
+        return cls(validated, self._context(Path(self.cache_root) / "work" / f"{kind}-{name}" / stable_key(identity)[:16]))

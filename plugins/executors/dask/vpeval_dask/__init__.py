@@ -1,0 +1,1 @@
+"""vpeval executor on Dask (see README.md)."""

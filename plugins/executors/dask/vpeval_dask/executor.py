@@ -1,0 +1,131 @@
+"""The `dask` executor: per-item work as Dask tasks over batches of items.
+
+With `address`, it connects to a running scheduler (a cluster you started, or dask-jobqueue's
+SLURMCluster); without, it starts a LocalCluster of worker processes on this machine. The client and
+cluster start at the first `map`, so `vpeval validate` and fully cached runs start nothing.
+Items are written by the task itself (one file each, atomically) into the cache, so the cache folder
+must be on a filesystem that every worker shares with this process; the first `map` checks it.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from vpeval.api import Executor, Params
+from vpeval.errors import PluginError
+
+
+def run_batch(func: Callable[[Any], Any], batch: Sequence[Any]) -> list[Any]:
+    """One Dask task: func over a batch of items, in this worker process."""
+    return [func(item) for item in batch]
+
+
+def read_probe(path: str) -> str | None:
+    """What a worker reads at the probe path (None when it cannot see the file)."""
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return None
+
+
+class DaskExecutor(Executor):
+    """A Dask cluster: an existing scheduler (`address`) or a LocalCluster of worker processes."""
+
+    name = "dask"
+    remote = True
+
+    class Params(Params):
+        address: str | None = Field(default=None, description="scheduler address such as tcp://10.0.0.5:8786; none: a LocalCluster on this machine")
+        workers: int = Field(default=2, ge=1, description="LocalCluster worker processes (unused with `address`)")
+        threads_per_worker: int = Field(default=1, ge=1, description="LocalCluster threads per worker process (1 keeps torch and BLAS deterministic)")
+        batch: int = Field(default=16, ge=1, description="items (utterances) per Dask task")
+        retries: int = Field(default=2, ge=0, description="reruns of a task that raised; a task on a killed worker is rerun by the scheduler")
+        connect_timeout: float = Field(default=30.0, gt=0, description="seconds to wait for the scheduler at `address`")
+
+    def __init__(self, params=None, context=None):
+        super().__init__(params, context)
+        self._client = None
+        self._cluster = None
+        self._checked_shared = False
+
+    # -- connection ---------------------------------------------------------------------------
+
+    @property
+    def client(self):
+        if self._client is None:
+            self._client = self._connect()
+        return self._client
+
+    def _connect(self):
+        from distributed import Client, LocalCluster
+
+        p = self.params
+        if p.address is None:
+            self._cluster = LocalCluster(n_workers=p.workers, threads_per_worker=p.threads_per_worker, processes=True,
+                                         dashboard_address=None, silence_logs=logging.WARNING)
+            self.context.log.info("dask: started a LocalCluster of %d worker processes", p.workers)
+            return Client(self._cluster)
+        try:
+            client = Client(p.address, timeout=f"{p.connect_timeout}s")
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise PluginError(f"executor dask: no Dask scheduler answered at {p.address} within {p.connect_timeout:g} s "
+                              f"({exc}); start the scheduler or correct `executor.params.address`.") from None
+        self.context.log.info("dask: connected to %s (%d workers)", p.address, len(client.scheduler_info().get("workers", {})))
+        return client
+
+    def _check_shared_folder(self) -> None:
+        """Each worker must read a file this process just wrote into the cache folder."""
+        if self._checked_shared:
+            return
+        root = self.context.options.get("cache_root")
+        if root is None:
+            return
+        probe = Path(root) / "work" / "executor" / f"probe-{uuid.uuid4().hex}"
+        probe.parent.mkdir(parents=True, exist_ok=True)
+        token = uuid.uuid4().hex
+        probe.write_text(token)
+        try:
+            seen = self.client.run(read_probe, str(probe))
+        finally:
+            probe.unlink(missing_ok=True)
+        blind = sorted(worker for worker, text in seen.items() if text != token)
+        if blind:
+            raise PluginError(f"executor dask: worker {blind[0]} cannot read the cache folder {root}; vpeval's workers write "
+                              "results there, so put the cache (VPEVAL_CACHE or --cache) on a filesystem every worker mounts at the same path.")
+        self._checked_shared = True
+
+    # -- the executor contract ---------------------------------------------------------------------
+
+    def map(self, func: Callable[[Any], Any], items: Sequence[Any], description: str = "") -> Iterator[Any]:
+        """func(item) for every item, yielded as their batches complete."""
+        from distributed import as_completed
+
+        items = list(items)
+        if not items:
+            return
+        client = self.client
+        self._check_shared_folder()
+        size = self.params.batch
+        batches = [items[i:i + size] for i in range(0, len(items), size)]
+        futures = [client.submit(run_batch, func, batch, pure=False, retries=self.params.retries,
+                                 key=f"vpeval-{description or 'map'}-{i}-{uuid.uuid4().hex[:8]}")
+                   for i, batch in enumerate(batches)]
+        try:
+            for future in as_completed(futures):
+                yield from future.result()
+        finally:
+            client.cancel([f for f in futures if not f.done()])
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
