@@ -266,6 +266,16 @@ class Attacker(Plugin):
     def load(self, folder: Path) -> None:
         """Restore what `save` stored (torch: torch.load(..., weights_only=True))."""
 
+    @classmethod
+    def check_experiment(cls, params: dict[str, Any], anonymizers: dict[str, list[str]]) -> list[str]:
+        """Sentences refusing this attacker's validated params in this experiment (none by default).
+
+        `anonymizers` maps each anonymizer label to the plugin names of its chain. `vpeval validate`
+        reports each sentence at the attacker's params, e.g. an attacker that must not have seen the
+        systems it is evaluated on.
+        """
+        return []
+
     def init_from(self, folder: Path) -> None:
         """Start the next `train` from what another attacker of this class saved (fine-tuning).
 

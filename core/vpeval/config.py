@@ -387,6 +387,10 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
             errors.append(f"{where}: no other attacker is labelled '{a.init_from}'" + (f"; did you mean '{close[0]}'?" if close else "; name another attacker's label."))
         elif ref.plugin.use != a.plugin.use or ref.init_from is not None:
             errors.append(f"{where}: '{a.init_from}' must be a {a.plugin.use} attacker trained from scratch to start {a.label} from it.")
+    targets = {an.label: [s.use for s in an.steps] for an in anonymizers}
+    for i, a in enumerate(attackers):  # checks that need the whole experiment, e.g. DAST's unseen Stage II systems
+        cls = manager.get("attacker", a.plugin.use)
+        errors.extend(f"{doc.where(('attackers', i, 'params'))}: {sentence}" for sentence in cls.check_experiment(a.plugin.params, targets))
     metrics = [plugin("metric", m, ("metrics", i)) for i, m in enumerate(exp.metrics)]
     executor = plugin("executor", exp.executor, ("executor",)) if exp.executor is not None else None
 

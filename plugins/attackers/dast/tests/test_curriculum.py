@@ -177,3 +177,20 @@ attackers:
         load_experiment_text(text, "exp.yaml")
     resolved = load_experiment_text(text.replace("mcadam}", "mcadams}"), "exp.yaml")
     assert resolved.attackers[0].plugin.params["stage2_anonymizers"][0]["use"] == "mcadams"
+
+
+def test_validate_refuses_a_stage2_system_that_is_also_a_target():
+    from vpeval.config import load_experiment_text
+
+    text = """\
+name: x
+data:
+  corpus: {use: synth, params: {preset: tiny}}
+anonymizers: [{use: poolvc}, {use: mcadams, params: {alpha: 0.8}}]
+attackers:
+  - use: dast
+    params: {stages: [I, II], stage2_anonymizers: [{use: mcadams}]}
+"""
+    with pytest.raises(ConfigError, match=r"exp\.yaml, line 7 \(attackers\[0\]\.params\).*mcadams"):
+        load_experiment_text(text, "exp.yaml")
+    load_experiment_text(text.replace(", {use: mcadams, params: {alpha: 0.8}}", ""), "exp.yaml")  # disjoint: valid
