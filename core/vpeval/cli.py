@@ -76,7 +76,7 @@ def validate(file):
 
 
 @main.command()
-@click.option("--kind", help="Only this kind (anonymizer, attacker, frontend, metric, encoder, asr, corpus).")
+@click.option("--kind", help="Only this kind (anonymizer, attacker, frontend, metric, encoder, asr, corpus, executor).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @user_errors
 def plugins(kind, as_json):
