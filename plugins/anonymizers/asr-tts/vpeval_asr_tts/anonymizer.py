@@ -151,7 +151,7 @@ def speech_span(audio: np.ndarray, rate: int, transcript: Transcript) -> tuple[f
 
 def speak(text: str, pseudo: PseudoVoice, wpm: float) -> tuple[np.ndarray, int]:
     """float32 speech of `text` at espeak-ng's rate, lead-in and tail silence trimmed."""
-    from vpeval_asr_tts.espeak import get_engine
+    from vpeval_espeak.driver import get_engine
 
     engine = get_engine()
     engine.set_voice(pseudo.voice_lines())

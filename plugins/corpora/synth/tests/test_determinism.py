@@ -35,7 +35,7 @@ def test_parallel_generation_gives_the_same_corpus(tmp_path, make_source):
 
 
 def test_engine_output_does_not_depend_on_what_was_said_before():
-    from vpeval_synth.espeak import get_engine
+    from vpeval_espeak.driver import get_engine
 
     engine = get_engine()
     outputs = []

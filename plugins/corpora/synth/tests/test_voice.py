@@ -4,7 +4,7 @@ import numpy as np
 import parselmouth
 import soundfile as sf
 
-from vpeval_synth.espeak import get_engine
+from vpeval_espeak.driver import get_engine
 from vpeval_synth.generate import make_speaker
 from vpeval_synth.voice import F0_BANDS
 

@@ -73,7 +73,7 @@ def make_speaker(settings: Settings, index: int) -> Speaker:
 
 def generate_speaker(settings: Settings, index: int, folder: Path) -> list[dict]:
     """Write one speaker's wav files under folder/audio/<speaker>/ and return their manifest rows."""
-    from vpeval_synth.espeak import get_engine
+    from vpeval_espeak.driver import get_engine
 
     engine = get_engine()
     speaker = make_speaker(settings, index)

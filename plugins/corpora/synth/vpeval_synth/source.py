@@ -14,7 +14,6 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from vpeval.api import CorpusSource
-from vpeval.errors import MissingModelError
 from vpeval.api import Params as BaseParams
 from vpeval.types import Corpus, Utterance
 
@@ -114,7 +113,7 @@ class SynthCorpus(CorpusSource):
 
     def fingerprint(self) -> str:
         """Content identity: generation is deterministic, so version and settings fix every byte."""
-        from vpeval_synth.espeak import espeak_version
+        from vpeval_espeak.driver import espeak_version
         from vpeval_synth.generate import GENERATOR_VERSION
 
         settings = asdict(self.settings())
@@ -153,16 +152,10 @@ class SynthCorpus(CorpusSource):
     def _build(self, folder: Path) -> None:
         """Generate into a temporary folder and rename it, so an interrupted run leaves no half corpus."""
         from vpeval_synth.card import make_card, write_card
-        from vpeval_synth.espeak import espeak_version
+        from vpeval_espeak.driver import espeak_version, require_espeak
         from vpeval_synth.generate import GENERATOR_VERSION, generate_speaker
 
-        try:
-            import espeakng_loader  # noqa: F401
-        except ImportError:
-            raise MissingModelError(
-                "The synth corpus needs espeak-ng from the espeakng-loader package; "
-                "install it with: pip install espeakng-loader==0.2.4."
-            ) from None
+        require_espeak("The synth corpus")
         settings = self.settings()
         partial = folder.with_name(f"{folder.name}.partial-{os.getpid()}")
         shutil.rmtree(partial, ignore_errors=True)

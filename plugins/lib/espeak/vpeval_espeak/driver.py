@@ -1,6 +1,6 @@
 """espeak-ng driven through ctypes from the espeakng-loader package (GPL-3.0).
 
-A copy of vpeval-synth's driver (plugins must not import each other), with one change: the engine
+Shared by the synth corpus and the asr-tts anonymizer (plugins must not import each other). The engine
 belongs to the process that started it, so a worker forked by the runner starts its own server instead
 of talking over its parent's socket.
 
@@ -13,7 +13,7 @@ memories) that neither priming nor espeak_Terminate/espeak_Initialize resets: th
 same voice came out different depending on what had been said before. So every synthesis runs in a
 process forked from a server whose engine has been started but has never spoken: each utterance
 starts from the same state, and the output depends only on its own inputs. The server is a spawned
-process of its own (`python -m vpeval_asr_tts.espeak`), so the caller's threads or libraries never
+process of its own (`python -m vpeval_espeak.driver`), so the caller's threads or libraries never
 meet fork(). Voice files use neither
 espeak-ng's `breath` (its noise comes from the C library's rand()) nor `flutter`; breathiness is
 added afterwards with numpy (voice.add_breath).
@@ -54,6 +54,18 @@ def get_engine() -> EspeakServer:
     return _engine
 
 
+def require_espeak(who: str) -> None:
+    """One sentence (MissingModelError) when the espeakng-loader package is not installed."""
+    try:
+        import espeakng_loader  # noqa: F401
+    except ImportError:
+        from vpeval.errors import MissingModelError
+
+        raise MissingModelError(
+            f"{who} needs espeak-ng from the espeakng-loader package; install it with: pip install espeakng-loader==0.2.4."
+        ) from None
+
+
 def espeak_version() -> str:
     from importlib import metadata
 
@@ -66,7 +78,7 @@ class EspeakServer:
     def __init__(self) -> None:
         ours, theirs = socket.socketpair()
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "vpeval_asr_tts.espeak", str(theirs.fileno())], pass_fds=[theirs.fileno()]
+            [sys.executable, "-m", "vpeval_espeak.driver", str(theirs.fileno())], pass_fds=[theirs.fileno()]
         )
         theirs.close()
         self._conn = Connection(ours.detach())
@@ -146,7 +158,7 @@ class _Engine:
     def __init__(self) -> None:
         import espeakng_loader
 
-        self._root = Path(tempfile.mkdtemp(prefix="vpeval-asr-tts-espeak-"))
+        self._root = Path(tempfile.mkdtemp(prefix="vpeval-espeak-"))
         data = self._root / "espeak-ng-data"
         _copy_pruned_data(Path(espeakng_loader.get_data_path()), data)
         self._voice_file = data / "voices" / "syn" / "voice"
