@@ -36,9 +36,9 @@ class TokenProbe(Attacker):
 
     class Params(Params):
         pca_dim: int = Field(
-            200, ge=1, description="PCA dimensions kept before LDA (capped at utterances minus speakers)."
+            200, ge=1, le=8192, description="PCA dimensions kept before LDA (capped at utterances minus speakers)."
         )
-        lda_dim: int = Field(150, ge=1, description="LDA output dimensions (capped at speakers minus one).")
+        lda_dim: int = Field(150, ge=1, le=8192, description="LDA output dimensions (capped at speakers minus one).")
         feature_std: bool = Field(True, description="Append the per-dimension standard deviation of the features.")
 
     def __init__(self, params=None, context=None):

@@ -40,7 +40,7 @@ class UAR(Metric):
     needs = "speech"
 
     class Params(Params):
-        folds: int = Field(5, ge=2, description="Speaker-independent folds (fewer when there are fewer speakers).")
+        folds: int = Field(5, ge=2, le=100, description="Speaker-independent folds (fewer when there are fewer speakers).")
         features: Literal["prosody", "functionals", "both"] = Field(
             "prosody",
             description="prosody: 13 two-pass Praat prosodic features (pitch level, spread and movement, tempo, "
@@ -55,7 +55,7 @@ class UAR(Metric):
             False, description="Z-score features within each speaker before classifying (off: absolute features)."
         )
         bootstrap: int = Field(
-            1000, ge=0, description="Speaker-level bootstrap replicates for the confidence interval (the folds' "
+            1000, ge=0, le=100_000, description="Speaker-level bootstrap replicates for the confidence interval (the folds' "
             "predictions are reweighted, the models not retrained); 0 disables it.",
         )
         confidence: float = Field(0.95, gt=0.0, lt=1.0, description="Coverage of the percentile confidence interval.")
@@ -192,6 +192,7 @@ class UAR(Metric):
         """Features [U, D] of the chosen kind, cached by audio content."""
         cache = JsonCache(self.context.folder("features"))
         kinds = ["prosody", "functionals"] if self.params.features == "both" else [self.params.features]
+
         def row_of(utterance: Utterance) -> list[float]:
             row: list[float] = []
             for kind in kinds:

@@ -38,7 +38,7 @@ class WER(Metric):
             "original and anonymized speech, round-robin over speakers (None: all). ASR is the slow part.",
         )
         bootstrap: int = Field(
-            1000, ge=0, description="Speaker-level bootstrap replicates for the confidence interval; 0 disables it."
+            1000, ge=0, le=100_000, description="Speaker-level bootstrap replicates for the confidence interval; 0 disables it."
         )
         confidence: float = Field(0.95, gt=0.0, lt=1.0, description="Coverage of the percentile confidence interval.")
 
@@ -153,6 +153,7 @@ class WER(Metric):
             sort_keys=True,
         )
         wanted: list[Utterance] = [u for u in corpus if references.get(u.id)]
+
         def text_of(utterance: Utterance) -> str:
             key = cache_key(file_digest(utterance.path), utterance.channel, settings)
             entry = cache.get(key)

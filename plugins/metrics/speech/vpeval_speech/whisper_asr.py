@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field
@@ -70,11 +70,13 @@ class WhisperASR(ASR):
         )
         compute_type: str = Field("int8", description="CTranslate2 compute type (int8, int8_float32, float32, ...).")
         device: Literal["cpu", "cuda", "auto"] = Field("cpu", description="Where CTranslate2 runs the model.")
-        beam_size: int = Field(5, ge=1, description="Beam width of the decoder (Whisper's default is 5).")
+        beam_size: int = Field(5, ge=1, le=64, description="Beam width of the decoder (Whisper's default is 5).")
         language: str | None = Field("en", description="Language code; None lets a multilingual model detect it.")
         word_timestamps: bool = Field(True, description="Return word start and end times with the text.")
-        temperature: tuple[float, ...] = Field(
+        temperature: tuple[Annotated[float, Field(ge=0.0, le=2.0)], ...] = Field(
             (0.0,),
+            min_length=1,
+            max_length=20,
             description="Whisper's temperatures: beam search at the first value, retried at the next ones (sampling) "
             "when the text repeats itself or is unlikely. The default decodes deterministically: CTranslate2 "
             "seeds its sampling threads once per process, so sampled fallbacks change with what the process "
@@ -83,6 +85,7 @@ class WhisperASR(ASR):
         no_repeat_ngram_size: int = Field(
             3,
             ge=0,
+            le=100,
             description="Forbid repeating any n-gram of this size (0: off); stops the repetition loops Whisper "
             "falls into on short or degraded clips, which the sampling fallback would otherwise catch.",
         )
@@ -127,7 +130,6 @@ class WhisperASR(ASR):
         if any(t > 0 for t in self.params.temperature):
             return 1
         return max(1, self.context.workers)
-
 
     def transcribe(self, audio: np.ndarray) -> Transcript:
         """Text and word timings of mono float32 audio at 16 kHz."""
