@@ -26,7 +26,7 @@ data:
   nontarget_trials_per_speaker: 2
 anonymizers:
   - {use: mcadams}
-  - {use: mcadams, level: speaker, label: mcadams-speaker}
+  - {use: mcadams, level: speaker, label: mcadams-speaker, params: {alpha_range: [0.6, 0.7], lp_order: 16}}
 attackers:
   - tiny-mfcc
 protocols: [O-O, O-A, A-A]
