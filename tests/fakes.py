@@ -2,7 +2,8 @@
 
 - `fake-shift`: anonymizer that shifts pitch and formants by resampling (factor drawn per voice).
 - `fake-spectrum`: attacker on mean log band energies with a global mean removed.
-- `fake-eer`: a sort-based EER metric.
+- `fake-inverter`: fake-spectrum that also returns recovered and target vectors (inversion).
+- `fake-eer`: a sort-based EER metric; `fake-cosine`: mean cosine of recovered and target vectors.
 - `fake-corpus`: corpus source that writes the dummy corpus.
 """
 
@@ -86,6 +87,30 @@ class FakeSpectrum(Attacker):
         return hist / max(hist.sum(), 1.0)
 
 
+class FakeInverter(FakeSpectrum):
+    """fake-spectrum that also "recovers" each utterance's vector, as an inversion attacker would."""
+
+    name = "fake-inverter"
+
+    def inversion_embeddings(self, corpus: Corpus, reference: Corpus | None = None):
+        reference = corpus if reference is None else reference
+        recovered = np.stack([self.represent([u]) for u in corpus.utterances])
+        target = np.stack([self.represent([reference[u.id]]) for u in corpus.utterances])
+        return recovered, target, np.array([u.speaker for u in corpus.utterances])
+
+
+class FakeCosine(Metric):
+    """Mean cosine of recovered and target embeddings (an `inversion`-like metric)."""
+
+    name = "fake-cosine"
+    needs = "embeddings"
+
+    def compute(self, inputs: MetricInputs) -> list[MetricResult]:
+        r, t = inputs.recovered, inputs.target
+        cos = np.sum(r * t, axis=1) / np.maximum(np.linalg.norm(r, axis=1) * np.linalg.norm(t, axis=1), 1e-12)
+        return [MetricResult("fake-cosine", float(cos.mean()), details={"rows": len(r)})]
+
+
 class FakeEER(Metric):
     """EER in % from a sort (pooled and per gender)."""
 
@@ -153,12 +178,14 @@ def register_anonymizers(register):
 @hookimpl
 def register_attackers(register):
     register(FakeSpectrum)
+    register(FakeInverter)
 
 
 @hookimpl
 def register_metrics(register):
     register(FakeEER)
     register(FakeSeparation)
+    register(FakeCosine)
 
 
 @hookimpl

@@ -294,6 +294,16 @@ class Attacker(Plugin):
         items = self.context.progress(sides, total=len(sides), description=f"{self.name}: represent")
         return np.stack([self.represent(side) for side in items])
 
+    def inversion_embeddings(
+        self, corpus: Corpus, reference: Corpus | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """For attackers that recover a speaker embedding (seed 002): (recovered [U, D] from `corpus`,
+        target [U, D] from the utterance of the same id in `reference`, default `corpus`, speakers [U]).
+
+        The core hands them to metrics that need "embeddings" (`inversion`). None: not such an attacker.
+        """
+        return None
+
     def score(self, enroll: np.ndarray, test: np.ndarray) -> np.ndarray:
         """Scores [T] for row-wise pairs of representations; cosine similarity by default."""
         return cosine_rows(enroll, test)

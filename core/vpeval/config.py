@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from vpeval.api import PluginRef
+from vpeval.api import Attacker, PluginRef
 from vpeval.errors import ConfigError, PluginError
 from vpeval.settings import EnrollSizes, PlanSettings, Seed, SplitSettings, StrictModel, non_empty_distinct
 from vpeval.yamlsource import Loc, YamlDocument, format_loc, load_yaml, parse_yaml
@@ -392,6 +392,11 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
         cls = manager.get("attacker", a.plugin.use)
         errors.extend(f"{doc.where(('attackers', i, 'params'))}: {sentence}" for sentence in cls.check_experiment(a.plugin.params, targets))
     metrics = [plugin("metric", m, ("metrics", i)) for i, m in enumerate(exp.metrics)]
+    inverting = [a.label for a in attackers if _recovers_embeddings(manager.get("attacker", a.plugin.use))]
+    for i, m in enumerate(metrics):
+        if m is not None and manager.get("metric", m.use).needs == "embeddings" and not inverting:
+            errors.append(f"{doc.where(('metrics', i))}: metric {m.use} reads embeddings that an attacker recovers "
+                          "(seed 002's inversion, e.g. spinv), and no attacker of this experiment does; add one or remove the metric.")
     executor = plugin("executor", exp.executor, ("executor",)) if exp.executor is not None else None
 
     labels = [a.label for a in anonymizers]
@@ -516,6 +521,10 @@ def _non_finite(doc: YamlDocument, value: Any, loc: Loc) -> list[str]:
     if isinstance(value, list):
         return [e for i, item in enumerate(value) for e in _non_finite(doc, item, loc + (i,))]
     return []
+
+
+def _recovers_embeddings(cls: type) -> bool:
+    return cls.inversion_embeddings is not Attacker.inversion_embeddings
 
 
 def _label(use: str, params: dict[str, Any]) -> str:

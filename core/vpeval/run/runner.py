@@ -218,7 +218,7 @@ class Runner:
         ) else set()
         anonymized_eval: dict[str, Corpus] = {}
         for anon in self.exp.anonymizers:
-            if {"O-A", "A-A"} & set(self.settings.protocols) or self._speech_metrics():
+            if {"O-A", "A-A"} & set(self.settings.protocols) or self._speech_metrics() or self._metrics("embeddings"):
                 anonymized_eval[anon.label] = self._anonymize(anon, plan.evaluation, "evaluation")
             if anon.label in needs_train_anon:
                 self._anonymize(anon, plan.train, "train")
@@ -239,6 +239,8 @@ class Runner:
                         if att.train_on == "anonymized" and anon is not system:
                             continue
                         speech_rows += self._similarity_metric(metric, att, attacker, train_key, anon, plan, anonymized_eval[anon.label])
+                for metric in self._metrics("embeddings"):
+                    speech_rows += self._embedding_metric(metric, att, attacker, train_key, system, plan, anonymized_eval)
 
         rows = self._score_metrics(score_sets) + speech_rows + self._speech_metric_rows(plan, anonymized_eval)
         state.timings["total"] = time.perf_counter() - started
@@ -554,6 +556,34 @@ class Runner:
                       "pools": stable_key([plan.enroll_ids, plan.test_ids])}
         results = self._metric_results(plugin, f"{att.label} vs {anon.label}", inputs_key, coords, matrices)
         return [_row(coords, plugin, r) for r in results]
+
+    def _embedding_metric(self, metric_entry, att, attacker: Attacker, train_key: str, system, plan, anonymized_eval) -> list[dict[str, Any]]:
+        """Recovered against true speaker embeddings (seed 002's inversion), for attackers that recover them.
+
+        Protocol "O": recovered from the original evaluation speech; "A": from an anonymizer's version of it.
+        The targets always come from the original speech of the same utterance.
+        """
+        plugin, _cls = metric_entry
+        if type(attacker).inversion_embeddings is Attacker.inversion_embeddings:
+            return []
+        versions: list[tuple[str, ResolvedAnonymizer | None]] = [("O", None)] if system is None else []
+        versions += [("A", anon) for anon in self.exp.anonymizers if system is None or anon is system]
+        rows = []
+        for protocol, anon in versions:
+            observed = anonymized_eval[anon.label] if anon is not None else plan.evaluation
+            anon_key = self.state.anonymized[(anon.label, "evaluation")][0] if anon is not None else None
+            coords = {"anonymizer": anon.label if anon else "none", "attacker": att.label, "scenario": att.train_on,
+                      "protocol": protocol, "n": 1}
+
+            def inputs(observed=observed, coords=coords) -> MetricInputs:
+                recovered, target, speakers = attacker.inversion_embeddings(observed, plan.evaluation)
+                return MetricInputs(recovered=recovered, target=target, speakers=speakers, attributes=coords)
+
+            inputs_key = {"train": train_key, "anonymized": anon_key, "data": self.state.fingerprint,
+                          "utterances": stable_key([u.id for u in plan.evaluation.utterances])}
+            label = f"{att.label} {protocol}" + (f" vs {anon.label}" if anon else "")
+            rows += [_row(coords, plugin, r) for r in self._metric_results(plugin, label, inputs_key, coords, inputs)]
+        return rows
 
 
 def _row(coords: dict[str, Any], plugin: ResolvedPlugin, r) -> dict[str, Any]:

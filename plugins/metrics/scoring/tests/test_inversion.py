@@ -30,9 +30,11 @@ def test_inversion_numbers_equal_direct_computation():
         q = np.exp(a) / np.exp(a).sum()
         kl.append(sum(pk * np.log((pk + 1e-8) / (qk + 1e-8)) for pk, qk in zip(p, q)))
     assert out["inversion-kl"].value == pytest.approx(np.mean(kl))
-    # verification over every recovered x target pair
-    scores = np.array([[a @ b / np.linalg.norm(a) / np.linalg.norm(b) for b in target] for a in recovered]).ravel()
-    same = (speakers[:, None] == speakers[None, :]).ravel()
+    # verification over every recovered x target pair of two different utterances (never an utterance with itself)
+    pairs = [(i, j) for i in range(len(recovered)) for j in range(len(target)) if i != j]
+    scores = np.array([recovered[i] @ target[j] / np.linalg.norm(recovered[i]) / np.linalg.norm(target[j]) for i, j in pairs])
+    same = np.array([speakers[i] == speakers[j] for i, j in pairs])
+    assert out["inversion-eer"].details["pairs"] == len(pairs)
     assert out["inversion-eer"].value == pytest.approx(100 * step_eer(SortedTrials(scores, same).tally()).eer)
     best = max(
         (0.5 * ((scores[same] > t).mean() + (scores[~same] <= t).mean()), t) for t in [-np.inf, *sorted(set(scores))]

@@ -34,11 +34,17 @@ def kl_divergence(recovered: np.ndarray, target: np.ndarray, epsilon: float) -> 
 
 
 def verification_trials(recovered: np.ndarray, target: np.ndarray, speakers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every recovered embedding against every target embedding: cosine scores and same-speaker labels."""
+    """Every recovered embedding against the target embedding of every OTHER utterance: cosine scores and
+    same-speaker labels.
+
+    Row i of both arrays is one utterance, so the pair (i, i) would compare an utterance with itself (a
+    trivial target trial); seed 002's verification pairs never do, so the diagonal is left out.
+    """
     scores = unit_rows(recovered) @ unit_rows(target).T
     speakers = np.asarray(speakers).astype(str)
     same = speakers[:, None] == speakers[None, :]
-    return scores.ravel(), same.ravel()
+    others = ~np.eye(len(speakers), dtype=bool)
+    return scores[others], same[others]
 
 
 @dataclass(frozen=True)
