@@ -45,9 +45,19 @@ def cluster():
     cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
-def executor(cluster, cache_root: Path, **params) -> DaskExecutor:
-    return DaskExecutor(DaskExecutor.Params(address=cluster.scheduler_address, **params),
-                        PluginContext(options={"cache_root": cache_root}))
+@pytest.fixture
+def executor(cluster):
+    """Makes dask executors on the module's cluster and closes their clients after the test."""
+    made = []
+
+    def make(cache_root: Path, **params) -> DaskExecutor:
+        made.append(DaskExecutor(DaskExecutor.Params(address=cluster.scheduler_address, **params),
+                                 PluginContext(options={"cache_root": cache_root})))
+        return made[-1]
+
+    yield make
+    for dask in made:
+        dask.close()
 
 
 def run(root: Path, text: str):
@@ -79,10 +89,10 @@ def write_square(job):
     return item
 
 
-def test_a_killed_worker_is_replaced_and_its_task_rerun(tmp_path, cluster):
+def test_a_killed_worker_is_replaced_and_its_task_rerun(tmp_path, executor):
     out, marker = tmp_path / "out", tmp_path / "killed"
     out.mkdir()
-    dask = executor(cluster, tmp_path, batch=2)
+    dask = executor(tmp_path, batch=2)
     done = sorted(dask.map(write_square, [(str(out), str(marker), i) for i in range(12)], "squares"))
     assert marker.exists(), "the first attempt at item 5 did not run (nothing was killed)"
     assert done == list(range(12))
@@ -100,9 +110,9 @@ def raise_once(job):
     return item
 
 
-def test_a_task_that_raised_is_retried(tmp_path, cluster):
+def test_a_task_that_raised_is_retried(tmp_path, executor):
     marker = tmp_path / "raised"
-    assert sorted(executor(cluster, tmp_path, batch=1).map(raise_once, [(str(marker), i) for i in range(3)])) == [0, 1, 2]
+    assert sorted(executor(tmp_path, batch=1).map(raise_once, [(str(marker), i) for i in range(3)])) == [0, 1, 2]
     assert marker.exists()
 
 
