@@ -1,4 +1,4 @@
-"""Per-utterance results (embeddings, feature vectors) kept on disk by audio content and extractor.
+"""Per-utterance results (embeddings, feature vectors, transcripts) kept on disk by audio content and extractor.
 
 A result is stored under the hash of the audio file's bytes (and channel) and a string naming
 everything else it depends on (the extractor's identity: model weights' digest, parameters,
@@ -9,6 +9,7 @@ never is. Misses are computed with the run's workers (`PluginContext.map`).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -94,3 +95,35 @@ def cached_map(
     for index, value in zip(missing, context.map(work, missing, description)):
         out[index] = value
     return out  # type: ignore[return-value]
+
+
+def cache_key(*parts: object) -> str:
+    """A key for `JsonCache`: sha256 of the parts' text (for example a file hash and the settings)."""
+    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()
+
+
+class JsonCache:
+    """One JSON value per key under `folder` (transcripts, feature rows), for values that are not arrays.
+
+    Keys are made with `cache_key` from the audio file's content hash (`vpeval.data.fingerprint.file_hash`)
+    and whatever settings change the result, never from file names, so a changed file is never served stale.
+    """
+
+    def __init__(self, folder: str | os.PathLike):
+        self.folder = Path(folder)
+
+    def _path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"  # two-character fan-out keeps folders small
+
+    def get(self, key: str):
+        try:
+            return json.loads(self._path(key).read_text())
+        except (OSError, ValueError):  # absent, or damaged by a killed writer: recompute
+            return None
+
+    def put(self, key: str, value) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(value))
+        temporary.replace(path)  # atomic: parallel workers and runs never read a partial file

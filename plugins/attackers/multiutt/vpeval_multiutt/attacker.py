@@ -367,7 +367,8 @@ class MultiUttAttacker(Attacker):
 
     def _prosody(self, utterances: Sequence[Utterance], standardise: bool = True) -> np.ndarray:
         """[U, 3] prosodic vectors, cached by audio content and transcript settings."""
-        from vpeval_multiutt.content_cache import JsonCache, cache_key, file_digest
+        from vpeval.content_cache import JsonCache, cache_key
+        from vpeval.data.fingerprint import file_hash
         from vpeval_multiutt.prosody import utterance_prosody
 
         cache = JsonCache(self.context.folder("prosody"))
@@ -375,7 +376,7 @@ class MultiUttAttacker(Attacker):
         items = self.context.progress(utterances, total=len(utterances), description=f"{self.name}: prosody")
         for u in items:
             source = "corpus:" + (u.transcript or "") if self.params.transcripts == "corpus" else self.transcriber.settings()
-            key = cache_key(file_digest(u.path), u.channel, PROSODY_VERSION, source)
+            key = cache_key(file_hash(u.path), u.channel, PROSODY_VERSION, source)
             value = cache.get(key)
             if value is None:
                 value = utterance_prosody(u.load(self.sample_rate), self.sample_rate, self.transcriber.get(u)).tolist()

@@ -14,7 +14,7 @@ from vpeval.api import Frontend, PluginContext
 from vpeval.errors import ConfigError
 from vpeval.types import Corpus, Utterance
 
-from vpeval_multiutt.content_cache import MemoryCache
+from vpeval_multiutt.memory_cache import MemoryCache
 
 SAMPLE_RATE = 16000
 FBANK_RATE = 100.0

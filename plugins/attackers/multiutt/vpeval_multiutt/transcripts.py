@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from vpeval.api import PluginContext
 from vpeval.types import Utterance
 
-from vpeval_multiutt.content_cache import JsonCache, cache_key, file_digest
+from vpeval.content_cache import JsonCache, cache_key
+from vpeval.data.fingerprint import file_hash
 
 ASR_RATE = 16000
 
@@ -65,7 +66,7 @@ class Transcriber:
         memo_key = (utterance.path, utterance.channel, stat.st_size, stat.st_mtime_ns)
         if memo_key in self._memo:
             return self._memo[memo_key]
-        key = cache_key(file_digest(utterance.path), utterance.channel, self.settings())
+        key = cache_key(file_hash(utterance.path), utterance.channel, self.settings())
         hit = self.cache.get(key)
         if hit is None:
             transcript = self.asr.transcribe(utterance.load(ASR_RATE))

@@ -13,7 +13,8 @@ from vpeval.errors import MetricInputError
 from vpeval.stats import percentile_interval, speaker_weights
 from vpeval.types import Corpus, MetricResult, Utterance
 from vpeval_speech import acoustic_features
-from vpeval_speech.content_cache import JsonCache, cache_key, file_digest
+from vpeval.content_cache import JsonCache, cache_key
+from vpeval.data.fingerprint import file_hash
 from vpeval_speech.emotion_evaluator import (
     FoldOutcome,
     class_recalls,
@@ -197,7 +198,7 @@ class UAR(Metric):
             row: list[float] = []
             for kind in kinds:
                 version = prosody.FEATURE_VERSION if kind == "prosody" else acoustic_features.FEATURE_VERSION
-                key = cache_key(file_digest(utterance.path), utterance.channel, version, FEATURE_RATE)
+                key = cache_key(file_hash(utterance.path), utterance.channel, version, FEATURE_RATE)
                 values = cache.get(key)
                 if values is None:
                     audio = utterance.load(FEATURE_RATE)

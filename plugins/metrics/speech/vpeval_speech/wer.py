@@ -13,7 +13,8 @@ from vpeval.api import Metric, MetricInputs, Params, PluginRef
 from vpeval.stats import percentile_interval, speaker_weights
 from vpeval.errors import MetricInputError
 from vpeval.types import Corpus, MetricResult, Utterance
-from vpeval_speech.content_cache import JsonCache, cache_key, file_digest
+from vpeval.content_cache import JsonCache, cache_key
+from vpeval.data.fingerprint import file_hash
 from vpeval_speech.normalize import normalize_text
 
 NORMALISER = "vpeval_speech.normalize.normalize_text (NFKC, lowercase, numbers to words, no punctuation)"
@@ -155,7 +156,7 @@ class WER(Metric):
         wanted: list[Utterance] = [u for u in corpus if references.get(u.id)]
 
         def text_of(utterance: Utterance) -> str:
-            key = cache_key(file_digest(utterance.path), utterance.channel, settings)
+            key = cache_key(file_hash(utterance.path), utterance.channel, settings)
             entry = cache.get(key)
             if entry is None:
                 transcript = asr.transcribe(utterance.load(asr.sample_rate))
