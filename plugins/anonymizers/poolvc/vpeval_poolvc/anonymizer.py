@@ -24,7 +24,7 @@ from vpeval_poolvc.choice import farthest_count, farthest_random_choice, nearest
 from vpeval_poolvc.features import envelope_cepstra, mean_normalised
 from vpeval_poolvc.knn import knn_average
 from vpeval_poolvc.pool import AnalysisSettings, PoolSpeakers
-from vpeval_poolvc.world import WorldFeatures, analyse, synthesize
+from vpeval_world.vocoder import WorldFeatures, analyse, synthesize
 
 MIN_SECONDS = 0.1  # WORLD needs a few frames; shorter input is zero-padded for analysis
 # The default pool: 20 speakers of the built-in synth corpus with a seed of their own, so the pool is

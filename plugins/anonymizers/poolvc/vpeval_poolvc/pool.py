@@ -12,7 +12,7 @@ from vpeval.api import PluginContext, stable_int
 from vpeval.types import Corpus
 
 from vpeval_poolvc.features import envelope_cepstra, mean_normalised
-from vpeval_poolvc.world import analyse
+from vpeval_world.vocoder import analyse
 
 
 @dataclass

@@ -31,7 +31,7 @@ from vpeval.speakers import POOL_SEED, CorpusSpec, EncoderSpec, embed_corpus
 from vpeval_vecvc.envelope import centred, cepstra, knn_mean
 from vpeval_vecvc.mixing import fit_weights, nearest_weights, unit
 from vpeval_vecvc.pool import Analysis, PoolVoices
-from vpeval_vecvc.world import WorldFeatures, analyse, synthesize
+from vpeval_world.vocoder import WorldFeatures, analyse, synthesize
 
 MIN_SECONDS = 0.1  # WORLD needs a few frames; shorter input is zero-padded for analysis
 DEFAULT_POOL = {"preset": "tiny", "speakers": 20, "seed": POOL_SEED}
@@ -137,7 +137,7 @@ class VectorVC(Anonymizer):
         p = self.params
         padded = np.zeros(max(len(audio), int(MIN_SECONDS * rate)), dtype=np.float64)
         padded[: len(audio)] = audio
-        source = analyse(padded, rate, p.frame_period)
+        source = analyse(padded, rate, frame_period=p.frame_period)
         query = centred(cepstra(source.sp, rate, p.n_mels, p.n_ceps))
         renderer = _Renderer(self, source, query, rate, len(padded))
         goal = unit(requested)

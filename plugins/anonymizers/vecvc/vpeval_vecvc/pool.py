@@ -18,7 +18,7 @@ from vpeval.speakers import PoolEmbeddings
 from vpeval.types import Corpus
 
 from vpeval_vecvc.envelope import centred, cepstra
-from vpeval_vecvc.world import analyse
+from vpeval_world.vocoder import analyse
 
 
 @dataclass
@@ -96,7 +96,7 @@ class PoolVoices:
                 break
             audio = utt.load(rate)
             seconds += len(audio) / rate
-            feats = analyse(audio, rate, a.frame_period, aperiodicity=False)
+            feats = analyse(audio, rate, frame_period=a.frame_period, aperiodicity=False)
             log_sp.append(np.log(feats.sp + 1e-12).astype(np.float32))
             keys.append(cepstra(feats.sp, rate, a.n_mels, a.n_ceps))
             logf0.append(np.log(feats.f0[feats.f0 > 0]))

@@ -12,7 +12,7 @@ from vpeval.errors import BadAudioError
 from vpeval.testing.dummies import make_corpus
 from vpeval.testing.scorers import mfcc_eers
 from vpeval_world_shift.anonymizer import ShiftVoice, WorldShift
-from vpeval_world_shift.world import analyse, warp_frequency_axis
+from vpeval_world.vocoder import analyse, warp_frequency_axis
 
 
 def voice(key: str, level: str = "utterance") -> Voice:

@@ -23,7 +23,7 @@ from pydantic import Field, field_validator
 from vpeval.api import Anonymizer, Params, Voice
 from vpeval.errors import BadAudioError
 
-from vpeval_world_shift.world import WorldFeatures, analyse, synthesize, warp_frequency_axis
+from vpeval_world.vocoder import WorldFeatures, analyse, synthesize, warp_frequency_axis
 
 MIN_SECONDS = 0.1  # WORLD needs a few frames; shorter input is zero-padded for analysis
 MAX_SEMITONES = 24.0  # two octaves: beyond that WORLD's F0 leaves the range of speech

@@ -1,0 +1,1 @@
+"""The WORLD vocoder (pyworld) for vpeval plugins: a library without entry points."""
