@@ -341,3 +341,15 @@ def test_resolved_yaml_reruns_and_refuses_another_installed_version(fake_plugins
         load_experiment_text(yaml.safe_dump(resolved, sort_keys=False), "resolved.yaml")
     assert "(metrics[0].version): metric fake-eer came from vpeval-fakes 0.9" in str(info.value)
     assert "vpeval-fakes 1.0 is installed" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_plugins_code_fingerprint_covers_the_vpeval_libraries_it_requires(monkeypatch):
+    import vpeval.config as config
+    from vpeval.plugins import get_plugin_manager
+
+    cls = get_plugin_manager().get("anonymizer", "poolvc")
+    assert config._library_packages(cls.distribution) == ["vpeval_world"]
+    with_library = config.code_fingerprint(cls)
+    monkeypatch.setattr(config, "_CODE_HASHES", {})
+    monkeypatch.setattr(config, "_library_packages", lambda distribution: [])
+    assert config.code_fingerprint(cls) != with_library  # an edit in vpeval_world changes poolvc's cache keys

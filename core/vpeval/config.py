@@ -7,6 +7,7 @@ plugin's `Params`. Nothing here imports a plugin's heavy dependencies.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import json
 import math
@@ -254,22 +255,60 @@ _CODE_HASHES: dict[str, str] = {}
 
 
 def code_fingerprint(cls: type) -> str:
-    """sha256 (16 hex) of the .py files of the top-level package that defines `cls`."""
+    """sha256 (16 hex) of the .py files of the top-level package that defines `cls`, and of the vpeval
+    library distributions (plugins/lib: WORLD, Praat prosody, espeak-ng) that its distribution requires,
+    so an edited library retires what the plugins using it computed."""
+    top = cls.__module__.split(".")[0]
+    if top not in _CODE_HASHES:
+        digest = hashlib.sha256()
+        _hash_package(top, digest)
+        for library in _library_packages(getattr(cls, "distribution", "")):
+            digest.update(f"library:{library}".encode())
+            _hash_package(library, digest)
+        _CODE_HASHES[top] = digest.hexdigest()[:16]
+    return _CODE_HASHES[top]
+
+
+def _hash_package(top: str, digest) -> None:
     import importlib
     import sys
 
-    top = cls.__module__.split(".")[0]
-    if top not in _CODE_HASHES:
-        module = sys.modules.get(top) or importlib.import_module(top)
-        roots = [Path(p) for p in getattr(module, "__path__", [])] or [Path(module.__file__)]
-        digest = hashlib.sha256()
-        for root in roots:
-            files = sorted(root.rglob("*.py")) if root.is_dir() else [root]
-            for f in files:
-                digest.update(str(f.relative_to(root) if root.is_dir() else f.name).encode())
-                digest.update(f.read_bytes())
-        _CODE_HASHES[top] = digest.hexdigest()[:16]
-    return _CODE_HASHES[top]
+    module = sys.modules.get(top) or importlib.import_module(top)
+    roots = [Path(p) for p in getattr(module, "__path__", [])] or [Path(module.__file__)]
+    for root in roots:
+        files = sorted(root.rglob("*.py")) if root.is_dir() else [root]
+        for f in files:
+            digest.update(str(f.relative_to(root) if root.is_dir() else f.name).encode())
+            digest.update(f.read_bytes())
+
+
+def _library_packages(distribution: str) -> list[str]:
+    """Top-level packages of the vpeval-* distributions (not the core) that `distribution` requires."""
+    import re
+    from importlib import metadata
+
+    try:
+        requires = metadata.distribution(distribution).requires or []
+    except (metadata.PackageNotFoundError, ValueError):
+        return []
+    wanted = set()
+    for requirement in requires:
+        if "extra ==" in requirement:  # test extras are not the plugin's code
+            continue
+        name = re.split(r"[\s;<>=!~\[(]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+        if name.startswith("vpeval-"):
+            wanted.add(name)
+    return sorted(
+        package for package, owners in _packages_distributions().items()
+        if any(owner.lower().replace("_", "-") in wanted for owner in owners)
+    )
+
+
+@functools.cache
+def _packages_distributions() -> dict[str, list[str]]:
+    from importlib import metadata
+
+    return metadata.packages_distributions()
 
 
 def load_experiment(path: str | Path, manager=None) -> ResolvedExperiment:
