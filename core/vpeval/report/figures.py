@@ -102,7 +102,11 @@ def figure_legend(fig, axes) -> None:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             entries.setdefault(label, handle)
     if entries:
-        fig.legend(list(entries.values()), list(entries), loc="outside lower center", ncols=min(len(entries), 3), frameon=False)
+        # As many columns as fit the figure's width (long system labels get fewer), so none is cut off.
+        chars_per_inch = 18  # the legend's 7-point font, with the marker and spacing of each entry
+        fit = int(fig.get_figwidth() * chars_per_inch // (max(len(label) for label in entries) + 6))
+        fig.legend(list(entries.values()), list(entries), loc="outside lower center",
+                   ncols=max(1, min(len(entries), 3, fit)), frameon=False)
 
 
 def save(fig, folder: Path, name: str) -> tuple[Path, Path]:
@@ -110,8 +114,9 @@ def save(fig, folder: Path, name: str) -> tuple[Path, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     stem = file_name(name)
     png, pdf = folder / f"{stem}.png", folder / f"{stem}.pdf"
-    fig.savefig(png, dpi=DPI, metadata={"Software": None})
-    fig.savefig(pdf, metadata={"CreationDate": None, "ModDate": None, "Producer": None, "Creator": "vpeval"})
+    # bbox_inches="tight" keeps every artist (a wide legend too) inside the image.
+    fig.savefig(png, dpi=DPI, metadata={"Software": None}, bbox_inches="tight")
+    fig.savefig(pdf, metadata={"CreationDate": None, "ModDate": None, "Producer": None, "Creator": "vpeval"}, bbox_inches="tight")
     return png, pdf
 
 
