@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install vpeval into .venv at the repository root: the exact versions of requirements.lock, then the core
-# and every distribution under plugins/<group>/<name>/ (plugins and libraries), editable. The
+# and every distribution under plugins/<group>/<name>/ and lib/<name>/ (plugins and the libraries they share), editable. The
 # pyproject.toml files declare version ranges; the lock is what is tested. Idempotent: a second call with
 # nothing changed takes seconds.
 set -euo pipefail
@@ -10,7 +10,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "creating .venv with $($PYTHON --version)"
   "$PYTHON" -m venv .venv
 fi
-plugins=$(find plugins -mindepth 3 -maxdepth 3 -name pyproject.toml -printf '%h\n' 2>/dev/null | sort)
+plugins=$( (find plugins -mindepth 3 -maxdepth 3 -name pyproject.toml -printf '%h\n'; find lib -mindepth 2 -maxdepth 2 -name pyproject.toml -printf '%h\n') 2>/dev/null | sort)
 stamp=.venv/.vpeval-installed
 want=$(cat requirements.lock pyproject.toml $(printf '%s/pyproject.toml ' $plugins) | sha256sum | cut -c1-16)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then

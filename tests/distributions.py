@@ -51,8 +51,8 @@ def read_distribution(pyproject: Path) -> Distribution:
 
 
 def plugin_distributions(root: Path = ROOT) -> list[Distribution]:
-    """Every distribution under plugins/ (plugins and libraries), in path order."""
-    return [read_distribution(p) for p in sorted((root / "plugins").rglob("pyproject.toml"))]
+    """Every distribution under plugins/ and lib/ (plugins and the libraries they share), in path order."""
+    return [read_distribution(p) for folder in ("lib", "plugins") for p in sorted((root / folder).rglob("pyproject.toml"))]
 
 
 def core_distribution(root: Path = ROOT) -> Distribution:

@@ -2,7 +2,7 @@
 
 A plugin reaches another plugin through the core (`context.get(kind, name, params)`); code that several
 plugins share lives in the core or in a library distribution that registers no entry point (such as
-plugins/lib/prosody). Otherwise installing one plugin drags in another one's dependencies.
+lib/prosody). Otherwise installing one plugin drags in another one's dependencies.
 """
 
 from __future__ import annotations

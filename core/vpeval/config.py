@@ -256,7 +256,7 @@ _CODE_HASHES: dict[str, str] = {}
 
 def code_fingerprint(cls: type) -> str:
     """sha256 (16 hex) of the .py files of the top-level package that defines `cls`, and of the vpeval
-    library distributions (plugins/lib: WORLD, Praat prosody, espeak-ng) that its distribution requires,
+    library distributions (lib/: WORLD, Praat prosody, espeak-ng) that its distribution requires,
     so an edited library retires what the plugins using it computed."""
     top = cls.__module__.split(".")[0]
     if top not in _CODE_HASHES:
