@@ -116,3 +116,25 @@ def load_pool(
     if vectors:
         return read_npz(vectors, "pool_vectors")
     return embed_corpus(context, corpus, encoder)
+
+
+def embedding_anonymizer_in_space(
+    context: PluginContext, name: str, params: dict[str, Any], pool: CorpusSpec, encoder: EncoderSpec, refusal: str
+):
+    """The embedding anonymizer `name` through the core, its vectors in the caller's speaker space.
+
+    A waveform anonymizer that asks an embedding anonymizer for pseudo-speaker vectors needs them in its
+    own space: the anonymizer gets the caller's `pool` and `encoder` where its parameters have fields of
+    those names that `params` leaves unset. `refusal` is the sentence (a ConfigError) for a named plugin
+    that does not work on embeddings.
+    """
+    from vpeval.errors import ConfigError
+
+    anonymizer = context.get("anonymizer", name, dict(params))
+    if "embedding" not in anonymizer.works_on:
+        raise ConfigError(refusal)
+    ours = {"pool": pool.model_dump(), "encoder": encoder.model_dump()}
+    shared = {k: v for k, v in ours.items() if k in anonymizer.Params.model_fields and k not in params}
+    if not shared:
+        return anonymizer
+    return context.get("anonymizer", name, {**shared, **params})

@@ -17,8 +17,8 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from vpeval.api import Anonymizer, Params, PluginRef, Voice
-from vpeval.errors import BadAudioError, ConfigError, DataError
-from vpeval.speakers import POOL_SEED, CorpusSpec, EncoderSpec, embed_corpus
+from vpeval.errors import BadAudioError, DataError
+from vpeval.speakers import POOL_SEED, CorpusSpec, EncoderSpec, embed_corpus, embedding_anonymizer_in_space
 
 from vpeval_poolvc.choice import farthest_count, farthest_random_choice, nearest_speaker, random_choice
 from vpeval_poolvc.features import envelope_cepstra, mean_normalised
@@ -116,15 +116,11 @@ class PoolVC(Anonymizer):
         names (as the embedding anonymizers of vpeval-embedding-anonymizers do) and selection_params
         does not set them."""
         p = self.params
-        anonymizer = self.context.get("anonymizer", p.selection, dict(p.selection_params))
-        if "embedding" not in anonymizer.works_on:
-            raise ConfigError(f"poolvc selection '{p.selection}' does not work on speaker embeddings; name "
-                              "'random', 'farthest-random' or an embedding anonymizer such as selection or ohnn.")
-        ours = {"pool": p.pool.model_dump(), "encoder": p.encoder.model_dump()}
-        shared = {k: v for k, v in ours.items() if k in anonymizer.Params.model_fields and k not in p.selection_params}
-        if not shared:
-            return anonymizer
-        return self.context.get("anonymizer", p.selection, {**shared, **p.selection_params})
+        return embedding_anonymizer_in_space(
+            self.context, p.selection, p.selection_params, p.pool, p.encoder,
+            f"poolvc selection '{p.selection}' does not work on speaker embeddings; name "
+            "'random', 'farthest-random' or an embedding anonymizer such as selection or ohnn.",
+        )
 
     def choose_speaker(self, audio: np.ndarray, rate: int, voice: Voice) -> str:
         speakers = self._pool.speakers

@@ -26,7 +26,7 @@ from pydantic import Field
 
 from vpeval.api import Anonymizer, Params, PluginRef, Voice
 from vpeval.errors import BadAudioError, ConfigError, DataError
-from vpeval.speakers import POOL_SEED, CorpusSpec, EncoderSpec, embed_corpus
+from vpeval.speakers import POOL_SEED, CorpusSpec, EncoderSpec, embed_corpus, embedding_anonymizer_in_space
 
 from vpeval_vecvc.envelope import centred, cepstra, knn_mean
 from vpeval_vecvc.mixing import fit_weights, nearest_weights, unit
@@ -101,15 +101,11 @@ class VectorVC(Anonymizer):
         """The named embedding anonymizer, through the core, given this plugin's pool and encoder where it
         has fields of those names that anonymizer_params leaves unset (its vectors must live in our space)."""
         p = self.params
-        anonymizer = self.context.get("anonymizer", p.anonymizer, dict(p.anonymizer_params))
-        if "embedding" not in anonymizer.works_on:
-            raise ConfigError(f"vector-vc anonymizer '{p.anonymizer}' does not work on speaker embeddings; name an "
-                              "embedding anonymizer such as selection, ohnn or emotion-compensation.")
-        ours = {"pool": p.pool.model_dump(), "encoder": p.encoder.model_dump()}
-        shared = {k: v for k, v in ours.items() if k in anonymizer.Params.model_fields and k not in p.anonymizer_params}
-        if not shared:
-            return anonymizer
-        return self.context.get("anonymizer", p.anonymizer, {**shared, **p.anonymizer_params})
+        return embedding_anonymizer_in_space(
+            self.context, p.anonymizer, p.anonymizer_params, p.pool, p.encoder,
+            f"vector-vc anonymizer '{p.anonymizer}' does not work on speaker embeddings; name an "
+            "embedding anonymizer such as selection, ohnn or emotion-compensation.",
+        )
 
     def embed(self, audio: np.ndarray, rate: int) -> np.ndarray:
         from vpeval.data.audio import resample
