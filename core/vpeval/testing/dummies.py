@@ -97,3 +97,10 @@ def make_corpus(
                 )
             )
     return Corpus(name=name, utterances=utts, fingerprint=f"{name}-{seed}-{speakers}-{utterances}-{sample_rate}")
+
+
+def seeded_voice(key: str, level: str = "utterance", seed: int = 0, utterance=None):
+    """The Voice an anonymizer test hands over: its generator fixed by `seed` and the key."""
+    from vpeval.api import PluginContext, Voice
+
+    return Voice(key, level, PluginContext(seed=seed).rng("voice", key), utterance)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -9,16 +10,16 @@ import pytest
 import soundfile as sf
 from pydantic import ValidationError
 
-from vpeval.api import PluginContext, Transcript, Voice
+from vpeval.api import Transcript
 from vpeval.errors import BadAudioError
 from vpeval.plugins import plugin_context
+from vpeval.testing.dummies import seeded_voice
 from vpeval.testing.scorers import mfcc_eers
 from vpeval_asr_tts.anonymizer import AsrTts, speech_span
 from vpeval_asr_tts.voice import F0_BANDS, PseudoVoice
 
 
-def voice(key: str, level: str = "utterance") -> Voice:
-    return Voice(key=key, level=level, rng=PluginContext(seed=6).rng("voice", key))
+voice = functools.partial(seeded_voice, seed=6)
 
 
 @pytest.fixture(scope="module")

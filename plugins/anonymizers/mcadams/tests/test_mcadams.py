@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import soundfile as sf
 
-from vpeval.api import PluginContext, Voice
-from vpeval.testing.dummies import make_corpus
+from vpeval.testing.dummies import make_corpus, seeded_voice
 from vpeval.testing.scorers import mfcc_eers
 from vpeval_mcadams.anonymizer import McAdams
 from vpeval_mcadams.lpc import all_pole_rows, burg_lpc, fir_rows, poly_from_roots, poly_roots
@@ -15,8 +16,7 @@ from vpeval_mcadams.reference import mcadams_reference
 from vpeval_mcadams.transform import mcadams
 
 
-def voice(key: str, level: str = "utterance") -> Voice:
-    return Voice(key=key, level=level, rng=PluginContext(seed=3).rng("voice", key))
+voice = functools.partial(seeded_voice, seed=3)
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import csv
 import tempfile
 from pathlib import Path
@@ -10,10 +11,10 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from vpeval.api import PluginContext, SpeakerEncoder, Voice
+from vpeval.api import PluginContext, SpeakerEncoder
 from vpeval.plugins import plugin_context
 from vpeval.testing.contracts import AnonymizerContract
-from vpeval.testing.dummies import make_corpus
+from vpeval.testing.dummies import make_corpus, seeded_voice
 from vpeval.testing.scorers import mfcc_eers, mfcc_mean
 from vpeval_poolvc.anonymizer import PoolVC, convert_f0
 
@@ -38,8 +39,7 @@ class TestPoolVCContract(AnonymizerContract):
     params = {"pool": POOL, "selection": "random"}
 
 
-def voice(key, level="utterance"):
-    return Voice(key=key, level=level, rng=PluginContext(seed=1).rng("voice", key))
+voice = functools.partial(seeded_voice, seed=1)
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import numpy as np
 import pytest
 import soundfile as sf
@@ -9,7 +10,7 @@ from pydantic import ValidationError
 
 from vpeval.api import PluginContext, Voice
 from vpeval.errors import BadAudioError
-from vpeval.testing.dummies import make_corpus
+from vpeval.testing.dummies import make_corpus, seeded_voice
 from vpeval.testing.scorers import mfcc_eers
 from vpeval_vtln.anonymizer import VTLN, Warp
 from vpeval_vtln.warping import bilinear, piecewise_linear, piecewise_linear_inverse
@@ -17,8 +18,7 @@ from vpeval_vtln.warping import bilinear, piecewise_linear, piecewise_linear_inv
 GRID = np.linspace(0.0, np.pi, 513)
 
 
-def voice(key: str, level: str = "utterance") -> Voice:
-    return Voice(key=key, level=level, rng=PluginContext(seed=4).rng("voice", key))
+voice = functools.partial(seeded_voice, seed=4)
 
 
 @pytest.fixture(scope="module")

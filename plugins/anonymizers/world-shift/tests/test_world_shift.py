@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import numpy as np
 import pytest
 import soundfile as sf
 from pydantic import ValidationError
 
-from vpeval.api import PluginContext, Voice
 from vpeval.errors import BadAudioError
-from vpeval.testing.dummies import make_corpus
+from vpeval.testing.dummies import make_corpus, seeded_voice
 from vpeval.testing.scorers import mfcc_eers
 from vpeval_world_shift.anonymizer import ShiftVoice, WorldShift
 from vpeval_world.vocoder import analyse, warp_frequency_axis
 
 
-def voice(key: str, level: str = "utterance") -> Voice:
-    return Voice(key=key, level=level, rng=PluginContext(seed=2).rng("voice", key))
+voice = functools.partial(seeded_voice, seed=2)
 
 
 @pytest.fixture(scope="module")
