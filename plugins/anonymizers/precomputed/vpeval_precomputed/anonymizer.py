@@ -54,8 +54,9 @@ class Precomputed(Anonymizer):
     def expect(self, utterances: Sequence[Utterance]) -> None:
         """Refuse, before any audio is processed, utterances without precomputed audio or file.
 
-        For a core that announces what it will anonymize (all parts of the run together); ids the
-        set holds beyond those are normal: a VoicePrivacy folder set covers more than one run uses.
+        The core calls it with each part of the run (evaluation, attacker training) before its first
+        utterance; ids the set holds beyond those are normal: a VoicePrivacy folder set covers more
+        than one run uses.
         """
         index = self._index()
         wanted = list(dict.fromkeys(u.id for u in utterances))
