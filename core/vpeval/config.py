@@ -177,14 +177,19 @@ class ResolvedPlugin(BaseModel):
     version: str
     label: str
     code: str = ""  # hash of the plugin package's source files
+    helpers: str = ""  # hash of the source of the plugins its params name ("" when it names none)
 
     def identity(self) -> dict[str, Any]:
-        """What the cache key hashes: the code (distribution, version, source hash) and the validated params.
+        """What the cache key hashes: the code (distribution, version, source hash), the code of the plugins
+        its params name (an encoder, an ASR, a pool corpus) and the validated params.
 
-        The source hash catches code edited without a version bump (editable installs, development).
+        The source hashes catch code edited without a version bump (editable installs, development).
         """
-        return {"kind": self.kind, "use": self.use, "params": self.params, "dist": self.distribution,
-                "version": self.version, "code": self.code}
+        identity = {"kind": self.kind, "use": self.use, "params": self.params, "dist": self.distribution,
+                    "version": self.version, "code": self.code}
+        if self.helpers:  # only then: the keys of plugins that name no other plugin stay as they were
+            identity["helpers"] = self.helpers
+        return identity
 
 
 class ResolvedAnonymizer(BaseModel):
@@ -267,6 +272,14 @@ def code_fingerprint(cls: type) -> str:
             _hash_package(library, digest)
         _CODE_HASHES[top] = digest.hexdigest()[:16]
     return _CODE_HASHES[top]
+
+
+def referenced_code(cls: type, named: list[type]) -> str:
+    """A hash of the code of the plugins `cls`'s params name (an encoder, an ASR, a pool corpus), so
+    editing a helper plugin retires what its owner computed with it; "" when it names none."""
+    own = code_fingerprint(cls)
+    others = sorted({code_fingerprint(other) for other in named} - {own})
+    return hashlib.sha256(" ".join(others).encode()).hexdigest()[:16] if others else ""
 
 
 def _hash_package(top: str, digest) -> None:
@@ -359,8 +372,8 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
                 sub = loc + ("params",) + tuple(err["loc"])
                 errors.append(f"{doc.where(sub)}: {_pydantic_sentence(err, f'{kind} {use}')}")
             return None
-        before = len(errors)
-        check_references(manager, doc, validated, loc + ("params",), f"{kind} {use}", errors)
+        before, named = len(errors), []
+        check_references(manager, doc, validated, loc + ("params",), f"{kind} {use}", errors, named=named)
         if len(errors) > before:
             return None
         label = getattr(spec, "label", None) or _label(use, params)
@@ -372,6 +385,7 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
             version=cls.version,
             label=label,
             code=code_fingerprint(cls),
+            helpers=referenced_code(cls, named),
         )
 
     corpus = plugin("corpus", exp.data.corpus, ("data", "corpus"))
@@ -465,11 +479,12 @@ MAX_NESTING = 8  # a plugin whose defaults name itself would otherwise recurse f
 
 
 def check_references(manager, doc: YamlDocument, params: BaseModel, loc: Loc, owner: str, errors: list[str], depth: int = 0,
-                     owner_loc: Loc | None = None) -> None:
+                     owner_loc: Loc | None = None, named: list[type] | None = None) -> None:
     """Check every plugin that `params` names through a PluginRef field (and what those name, in turn).
 
     Unknown names get the nearest installed name (or built-in keyword); the named plugin's params are
-    validated with its own Params; every sentence carries the file and line of the nested field.
+    validated with its own Params; every sentence carries the file and line of the nested field. The
+    classes of the plugins named are appended to `named` (their code joins the owner's cache identity).
     """
     owner_loc = loc if owner_loc is None else owner_loc
     if depth > MAX_NESTING:
@@ -480,13 +495,13 @@ def check_references(manager, doc: YamlDocument, params: BaseModel, loc: Loc, ow
         value = getattr(params, field_name)
         ref = next((m for m in info.metadata if isinstance(m, PluginRef)), None)
         if ref is not None:
-            _check_reference(manager, doc, ref, params, field_name, loc, owner, owner_loc, errors, depth)
+            _check_reference(manager, doc, ref, params, field_name, loc, owner, owner_loc, errors, depth, named)
         for sub_loc, model in _models_in(value, loc + (field_name,)):
-            check_references(manager, doc, model, sub_loc, owner, errors, depth, owner_loc)
+            check_references(manager, doc, model, sub_loc, owner, errors, depth, owner_loc, named)
 
 
 def _check_reference(manager, doc, ref: PluginRef, params: BaseModel, field_name: str, loc: Loc, owner: str,
-                     owner_loc: Loc, errors: list[str], depth: int) -> None:
+                     owner_loc: Loc, errors: list[str], depth: int, named: list[type] | None) -> None:
     value = getattr(params, field_name)
     shown = format_loc((loc + (field_name,))[len(owner_loc):])  # as the user wrote it, e.g. pool.use
     if ref.name is not None:  # a fixed plugin: the field holds its params
@@ -527,7 +542,9 @@ def _check_reference(manager, doc, ref: PluginRef, params: BaseModel, field_name
         for err in exc.errors():
             errors.append(f"{doc.where(params_loc + tuple(err['loc']))}: {_pydantic_sentence(err, f'{ref.kind} {name}')}")
         return
-    check_references(manager, doc, validated, params_loc, f"{ref.kind} {name}", errors, depth + 1, params_loc)
+    if named is not None:
+        named.append(cls)
+    check_references(manager, doc, validated, params_loc, f"{ref.kind} {name}", errors, depth + 1, params_loc, named)
 
 
 def _unknown_reference(manager, ref: PluginRef, name: str) -> str:
