@@ -118,11 +118,40 @@ def test_user_errors(split, encoder, frontend, tmp_path):
         make(tmp_path, encoder, frontend).train(TrainingData([TrainingStage("original", one_speaker)]))
     with pytest.raises(ValidationError, match="divide"):
         SpInv.Params(hidden=30, heads=4)
+    with pytest.raises(ValidationError, match="raise local_seconds"):
+        SpInv.Params(observed_seconds=10, local_seconds=3, global_seconds=6)
+
+
+def test_attackers_differing_only_in_how_they_attack_share_one_trained_model(split, encoder, frontend, tmp_path, monkeypatch):
+    import vpeval_spinv.fit
+
+    quick = {"stage_a_epochs": 2, "stage_b_epochs": 1}
+    context_options = {"cache_root": str(tmp_path / "cache")}
+    calls = []
+    real_fit = vpeval_spinv.fit.fit_spinv
+    monkeypatch.setattr(vpeval_spinv.fit, "fit_spinv", lambda *a: calls.append(a[0].params) or real_fit(*a))
+
+    def trained_attacker(folder, **overrides):
+        attacker = make(tmp_path / folder, encoder, frontend, **quick, **overrides)
+        attacker.context.options = context_options
+        attacker.train(TrainingData([TrainingStage("original", split[0])]))
+        return attacker
+
+    first = trained_attacker("a")
+    second = trained_attacker("b", compare="recovered", observed_seconds=0.5)
+    assert len(calls) == 1  # the second reused the first's model
+    for name, value in first.model.state_dict().items():
+        torch.testing.assert_close(second.model.state_dict()[name], value)
+    assert second.params.observed_seconds == 0.5 and second.history == first.history
+    trained_attacker("c", stage_a_lr=1e-3)  # a training parameter changed: trains again
+    assert len(calls) == 2
 
 
 def test_stage_b_starts_from_the_best_validation_epoch_of_stage_a(split, encoder, frontend, tmp_path):
     validation = split[1].with_speakers(split[1].speakers[:3])
-    attacker = make(tmp_path, encoder, frontend, views_from="frames", stage_a_epochs=6, stage_b_epochs=0, stage_a_lr=5e-3)
+    # the selection scores slices of local_seconds (the length G trains on); observe as much to compare
+    attacker = make(tmp_path, encoder, frontend, views_from="frames", stage_a_epochs=6, stage_b_epochs=0, stage_a_lr=5e-3,
+                    observed_seconds=TINY["local_seconds"])
     attacker.train(TrainingData([TrainingStage("original", split[0])], validation))
     scores = [h["validation"] for h in attacker.history]
     recovered, target, _ = attacker.inversion_embeddings(validation)

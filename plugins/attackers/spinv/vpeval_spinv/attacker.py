@@ -100,6 +100,12 @@ class SpInvParams(Params):
             raise ValueError("margin_ramp_end must not come before margin_ramp_start")
         if self.ema_end < self.ema_start:
             raise ValueError("ema_end must be at least ema_start (the teacher slows down over training)")
+        if self.observed_seconds > max(self.local_seconds, self.global_seconds):
+            raise ValueError(
+                f"observed_seconds ({self.observed_seconds}) is longer than the training views (local_seconds "
+                f"{self.local_seconds}, global_seconds {self.global_seconds}), so G has no positions for it; "
+                "raise local_seconds to at least the observed duration"
+            )
         return self
 
 
@@ -162,12 +168,22 @@ class SpInv(Attacker):
     def train(self, data: TrainingData) -> None:
         from vpeval_spinv.fit import fit_spinv
 
+        from vpeval_spinv.shared import SAVED, shared_folder, store, training_identity
+
         self.context.apply_threads()
         corpus = data.corpus
         if len(corpus) < 2 or len(corpus.speakers) < 2:
             raise DataError("spinv needs training speech of at least two utterances and two speakers (attacker-train split).")
+        # attackers differing only in compare / observed_seconds share one trained G (shared.py)
+        folder = shared_folder(self, training_identity(self, corpus, data.validation))
+        if folder is not None and (folder / SAVED).is_file():
+            self.context.log.info("spinv: reusing the model trained for the same training parameters (%s)", folder.name[:12])
+            self.load(folder)
+            return
         self.model, self.config, self.history = fit_spinv(self, corpus, data.validation)
         self._recovered.clear()
+        if folder is not None:
+            store(self, folder)
 
     # -- attack ---------------------------------------------------------------------------------
 
