@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from vpeval.api import Attacker, PluginRef
 from vpeval.errors import ConfigError, PluginError
+from vpeval.report.spec import ReportSpec
 from vpeval.settings import EnrollSizes, PlanSettings, Seed, SplitSettings, StrictModel, non_empty_distinct
 from vpeval.yamlsource import Loc, YamlDocument, format_loc, load_yaml, parse_yaml
 
@@ -146,6 +147,8 @@ class Experiment(Strict):
     workers: int = Field(default=1, ge=1, description="worker processes for per-utterance stages (anonymization)")
     executor: Spec | None = Field(default=None, description="where per-utterance stages run: {use: local} (the default: "
                                   "this machine, `workers` processes) or a cluster executor such as dask; never part of a cache key")
+    report: ReportSpec | None = Field(default=None, description="the paper's tables, curves and findings that report.md prints "
+                                      "(vpeval.report.spec); never part of a cache key")
 
     @model_validator(mode="after")
     def _consistent(self) -> Experiment:
@@ -453,6 +456,8 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
     executor = plugin("executor", exp.executor, ("executor",)) if exp.executor is not None else None
 
     labels = [a.label for a in anonymizers]
+    if exp.report is not None:
+        errors.extend(check_report_selections(doc, exp, labels, [a.label for a in attackers]))
     for kind, names in (("anonymizer", labels), ("attacker", [a.label for a in attackers])):
         dup = {n for n in names if names.count(n) > 1}
         if dup:
@@ -471,6 +476,21 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
         metrics=[m for m in metrics if m is not None],
         executor=executor,
     )
+
+
+def check_report_selections(doc: YamlDocument, exp: Experiment, anonymizers: list[str], attackers: list[str]) -> list[str]:
+    """Every label, protocol, N and scenario the `report:` section selects exists in this experiment, so a
+    typo is caught at `vpeval validate` rather than printed as an empty table after the run."""
+    known = {"anonymizer": [*anonymizers, "original"], "attacker": attackers, "protocol": list(exp.protocols),
+             "n": [str(n) for n in exp.enroll_utterances], "scenario": ["original", "anonymized"], "gender": ["f", "m", "avg", "all"]}
+    errors = []
+    for loc, dim, values in exp.report.selections():
+        for value in values:
+            if value not in known[dim]:
+                close = difflib.get_close_matches(value, known[dim], n=1)
+                hint = f"did you mean '{close[0]}'?" if close else f"use one of: {', '.join(known[dim]) or 'none'}."
+                errors.append(f"{doc.where(('report',) + loc)}: this experiment has no {dim} '{value}'; {hint}")
+    return errors
 
 
 # -- nested plugin references (PluginRef fields of plugin params) -----------------------------------

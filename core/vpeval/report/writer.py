@@ -12,7 +12,8 @@ from typing import Any
 import yaml
 
 from vpeval import __version__
-from vpeval.report.figures import SCORE_INDEX, Figure, report_figures
+from vpeval.report import declared
+from vpeval.report.figures import FIGURES_DIR, SCORE_INDEX, Figure, report_figures
 from vpeval.report.provenance import RunInfo
 from vpeval.report.tables import attack_tables, speech_tables
 from vpeval.report.worst_case import worst_case_tables
@@ -52,11 +53,15 @@ def write_outputs(exp, result, plan, score_sets) -> None:
         "skipped_audio": [{"utterance": u, "path": p, "reason": r} for u, p, r in result.skipped_audio],
         "rows": result.rows,
     }
+    figures = report_figures(folder, result.rows)
+    info = RunInfo.from_run(exp.to_dict(), payload)
+    paper = declared.build(exp.experiment.report, result.rows, folder / FIGURES_DIR, info.caption)
+    if paper.findings:  # machine-readable verdicts beside the rows
+        payload["findings"] = [f.to_json() for f in paper.findings]
     write_json_atomic(folder / "results.json", payload)
     write_json_atomic(folder / "timings.json", {"seconds": result.timings, "computed": result.executed})
     write_text_atomic(folder / "results.csv", rows_csv(result.rows))
-    figures = report_figures(folder, result.rows)
-    write_text_atomic(folder / "report.md", report_markdown(exp, result, payload, figures))
+    write_text_atomic(folder / "report.md", report_markdown(exp, result, payload, figures, paper))
 
 
 def kaldi_scores_text(scores) -> str:
@@ -76,8 +81,10 @@ def rows_csv(rows: list[dict[str, Any]]) -> str:
     return buffer.getvalue()
 
 
-def report_markdown(exp, result, payload: dict[str, Any], figures: list[Figure] = ()) -> str:
-    """The worst case first, then the figures, every table, and under each what produced it."""
+def report_markdown(exp, result, payload: dict[str, Any], figures: list[Figure] = (),
+                    paper: declared.DeclaredReport | None = None) -> str:
+    """The worst case first, then the experiment's findings and paper tables (its `report:` section), the
+    figures, every table, and under each what produced it."""
     e = exp.experiment
     info = RunInfo.from_run(exp.to_dict(), payload)
     lines = [f"# {e.name}", ""]
@@ -97,6 +104,14 @@ def report_markdown(exp, result, payload: dict[str, Any], figures: list[Figure] 
     worst = worst_case_tables(result.rows, caption=lambda an, at, pr, n: info.caption(anonymizers=[an], attackers=at, protocols=pr, n=n))
     if worst:
         lines += ["", "## Worst case at a glance", ""] + [t + "\n" for t in worst]
+    if paper is not None and paper.findings:
+        lines += ["", "## Findings", "", "Each finding of the experiment's `report:` section, checked on this run's results.", ""]
+        lines += [f + "\n" for f in declared.findings_markdown(paper.findings)]
+    if paper is not None and paper.tables:
+        lines += ["", "## Paper tables", ""] + [t + "\n" for t in paper.tables]
+    if paper is not None and (paper.figures or paper.notes):
+        lines += ["", "## Paper figures", ""] + [figure_markdown(f, folder=result.folder, info=info) + "\n" for f in paper.figures]
+        lines += [f"- {note}" for note in paper.notes]
     if figures:
         lines += ["", "## Figures", ""] + [figure_markdown(f, folder=result.folder, info=info) + "\n" for f in figures]
     attack = attack_tables(result.rows, caption=lambda an, at, pr, n: info.caption(anonymizers=an, attackers=at, protocols=pr, n=n))
