@@ -25,13 +25,15 @@ class Embedder:
         self.fbank = FbankFeatures(network.config.n_mels) if network.config.fusion != "ssl" else None
         self.max_samples = None if embed_max_seconds is None else int(embed_max_seconds * SAMPLE_RATE)
 
-    def inputs(self, waves: torch.Tensor, generator: torch.Generator | None = None):
-        """(Fbank frames or None, SSL hidden states or None); SpecAugment on the Fbank when a generator is given."""
+    def inputs(self, waves: torch.Tensor, generator: torch.Generator | None = None, hidden: torch.Tensor | None = None):
+        """(Fbank frames or None, SSL hidden states or None); SpecAugment on the Fbank when a generator is given.
+        `hidden`: the SSL hidden states of these waves, already computed (ssl_context: utterance)."""
         fbank = self.fbank(waves) if self.fbank is not None else None
         if fbank is not None and generator is not None:
             fbank = self.specaugment(fbank, generator)
-        hidden = self.ssl.hidden_states(waves) if self.ssl is not None else None
-        return fbank, hidden
+        if self.ssl is not None and hidden is None:
+            hidden = self.ssl.hidden_states(waves)
+        return fbank, (hidden if self.ssl is not None else None)
 
     def embed_audio(self, audio: np.ndarray) -> np.ndarray:
         audio = np.asarray(audio, dtype=np.float32)[: self.max_samples]
@@ -52,26 +54,49 @@ class Embedder:
         return np.stack([by_key[(u.path, u.channel)] for u in utterances])
 
 
-class AudioCache:
-    """Mono float32 16 kHz audio kept in memory up to a byte budget (least recently used out)."""
+class _Lru:
+    """Arrays kept in memory up to a byte budget, least recently used out."""
 
     def __init__(self, budget_mb: int):
         self.budget = budget_mb * 1024 * 1024
         self.used = 0
         self.items: OrderedDict[tuple[str, int | None], np.ndarray] = OrderedDict()
 
-    def load(self, utterance: Utterance) -> np.ndarray:
-        key = (utterance.path, utterance.channel)
+    def _get(self, key, make):
         if key in self.items:
             self.items.move_to_end(key)
             return self.items[key]
-        audio = np.asarray(utterance.load(SAMPLE_RATE), dtype=np.float32)
-        if audio.nbytes <= self.budget:
-            self.items[key] = audio
-            self.used += audio.nbytes
+        value = make()
+        if value.nbytes <= self.budget:
+            self.items[key] = value
+            self.used += value.nbytes
             while self.used > self.budget:
                 self.used -= self.items.popitem(last=False)[1].nbytes
-        return audio
+        return value
+
+
+class AudioCache(_Lru):
+    """Mono float32 16 kHz audio kept in memory up to a byte budget (least recently used out)."""
+
+    def load(self, utterance: Utterance) -> np.ndarray:
+        return self._get((utterance.path, utterance.channel),
+                         lambda: np.asarray(utterance.load(SAMPLE_RATE), dtype=np.float32))
+
+
+class SslCache(_Lru):
+    """The frozen SSL model's hidden states of whole utterances [L, T, D] (float16), computed once per
+    stage instead of once per training crop and epoch (ssl_context: utterance)."""
+
+    def __init__(self, budget_mb: int, ssl: FrozenSsl):
+        super().__init__(budget_mb)
+        self.ssl = ssl
+
+    def load(self, utterance: Utterance, audio: np.ndarray) -> np.ndarray:
+        def compute() -> np.ndarray:
+            with torch.no_grad():
+                return self.ssl.hidden_states(torch.from_numpy(audio)[None])[:, 0].numpy().astype(np.float16)
+
+        return self._get((utterance.path, utterance.channel), compute)
 
 
 def random_crop(audio: np.ndarray, length: int, rng: np.random.Generator) -> np.ndarray:
@@ -82,6 +107,31 @@ def random_crop(audio: np.ndarray, length: int, rng: np.random.Generator) -> np.
         return np.tile(audio, -(-length // audio.size))[:length]
     start = int(rng.integers(0, audio.size - length + 1))
     return audio[start : start + length]
+
+
+def random_crop_with_frames(audio: np.ndarray, hidden: np.ndarray, length: int, hop: int,
+                            rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A random stretch of `length` samples and the SSL frames [L, length // hop, D] of the same stretch
+    (hidden holds the whole utterance's frames, one per `hop` samples); shorter audio is repeated to fill
+    it, its frames likewise. One draw from rng, as random_crop makes."""
+    frames = max(1, length // hop)
+    if audio.size == 0:
+        return np.zeros(length, dtype=np.float32), np.zeros((hidden.shape[0], frames, hidden.shape[2]), hidden.dtype)
+    if audio.size < length:
+        reps = -(-length // audio.size)
+        return np.tile(audio, reps)[:length], _frames(np.tile(hidden, (1, reps, 1)), 0, frames)
+    first = int(rng.integers(0, audio.size - length + 1)) // hop
+    start = first * hop  # the wave crop starts where its first frame does
+    return audio[start : start + length], _frames(hidden, first, frames)
+
+
+def _frames(hidden: np.ndarray, first: int, count: int) -> np.ndarray:
+    """hidden[:, first:first + count], the last frame repeated where the utterance's frames run out."""
+    out = hidden[:, first : first + count]
+    if out.shape[1] < count:
+        tail = np.repeat(hidden[:, -1:], count - out.shape[1], axis=1)
+        out = np.concatenate([out, tail], axis=1)
+    return out
 
 
 def length_normalise(x: np.ndarray) -> np.ndarray:

@@ -133,6 +133,16 @@ class DastParams(Params):
     crop_seconds: float = Field(3.0, ge=0.2, le=60.0, description="Training crop length (SpeechBrain ECAPA's).")
     embed_max_seconds: float | None = Field(None, ge=0.2, description="Embed at most this many seconds; null: all.")
     audio_cache_mb: int = Field(2048, ge=0, description="Training audio kept in memory (MB).")
+    ssl_context: Literal["crop", "utterance"] = Field(
+        "crop",
+        description="What the frozen SSL model hears in training: each training crop (recomputed every epoch), or the "
+        "whole utterance once per stage, its frames then cropped with the audio (as embedding hears whole "
+        "utterances; several times faster from the second epoch on). Not in the paper.",
+    )
+    ssl_cache_mb: int = Field(
+        4096, ge=0, le=1_048_576, description="SSL hidden states kept in memory with ssl_context: utterance (MB, float16; "
+        "about 0.3 MB per second of audio for Whisper-base); beyond it they are recomputed.",
+    )
     init_from: str | None = Field(
         None, description="A folder a dast attacker saved (or its stages/<stage> folder) to start from, for example a "
         "released Stage II model; the experiment's `init_from: <label>` does the same within one run.",

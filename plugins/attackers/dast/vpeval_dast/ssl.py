@@ -31,6 +31,8 @@ class FrozenSsl:
 
     layers: int
     dim: int
+    hop: int  # input samples per output frame
+
 
     def hidden_states(self, waves: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
@@ -41,6 +43,7 @@ class WavLMStream(FrozenSsl):
         self.model = model.eval().requires_grad_(False)
         self.layers = model.config.num_hidden_layers
         self.dim = model.config.hidden_size
+        self.hop = int(np.prod(model.config.conv_stride))
 
     def hidden_states(self, waves: torch.Tensor) -> torch.Tensor:
         # WavLM-Large's feature extractor normalises each waveform to zero mean and unit variance.
@@ -60,6 +63,7 @@ class WhisperStream(FrozenSsl):
         self.layers = encoder.config.encoder_layers
         self.dim = encoder.config.d_model
         self.mel = WhisperFeatureExtractor(feature_size=encoder.config.num_mel_bins)
+        self.hop = 2 * self.mel.hop_length  # the second convolution halves the mel frames
 
     def log_mel(self, waves: torch.Tensor) -> torch.Tensor:
         """Whisper's log-mel frames [B, mels, frames], frames even (the encoder halves them)."""

@@ -15,7 +15,7 @@ import torch
 from vpeval.api import PluginContext
 from vpeval.types import Utterance
 
-from vpeval_dast.embedding import SAMPLE_RATE, AudioCache, Embedder, random_crop
+from vpeval_dast.embedding import SAMPLE_RATE, AudioCache, Embedder, SslCache, random_crop, random_crop_with_frames
 from vpeval_dast.params import DastParams
 
 
@@ -113,6 +113,9 @@ def _train(embedder: Embedder, utterances: Sequence[Utterance], stage: str, para
     label_of = {s: i for i, s in enumerate(speakers)}
     labels = np.array([label_of[u.speaker] for u in utterances])
     cache = AudioCache(params.audio_cache_mb)
+    # The SSL model is frozen: with ssl_context utterance its hidden states are computed once per utterance.
+    ssl_cache = (SslCache(params.ssl_cache_mb, embedder.ssl)
+                 if embedder.ssl is not None and params.ssl_context == "utterance" else None)
     crop = int(params.crop_seconds * SAMPLE_RATE)
     # One crop per crop-length stretch of each utterance, so an epoch covers about all the audio once.
     segments = np.repeat(np.arange(len(utterances)),
@@ -146,8 +149,15 @@ def _train(embedder: Embedder, utterances: Sequence[Utterance], stage: str, para
         losses = []
         for index, batch in enumerate(context.progress(batches, total=len(batches),
                                                        description=f"{name} stage {stage} epoch {epoch}/{epochs}")):
-            waves = torch.from_numpy(np.stack([random_crop(cache.load(utterances[k]), crop, rng) for k in batch]))
-            loss = head(network(*embedder.inputs(waves, generator)), torch.from_numpy(labels[batch]))
+            if ssl_cache is None:
+                waves = torch.from_numpy(np.stack([random_crop(cache.load(utterances[k]), crop, rng) for k in batch]))
+                hidden = None
+            else:
+                pairs = [random_crop_with_frames(audio := cache.load(utterances[k]), ssl_cache.load(utterances[k], audio),
+                                                 crop, embedder.ssl.hop, rng) for k in batch]
+                waves = torch.from_numpy(np.stack([w for w, _ in pairs]))
+                hidden = torch.from_numpy(np.stack([h for _, h in pairs], axis=1)).float()
+            loss = head(network(*embedder.inputs(waves, generator, hidden)), torch.from_numpy(labels[batch]))
             (loss / settings.grad_accumulation).backward()
             losses.append(loss.item())
             if (index + 1) % settings.grad_accumulation == 0 or index + 1 == len(batches):

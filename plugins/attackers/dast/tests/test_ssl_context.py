@@ -1,0 +1,61 @@
+"""ssl_context: utterance computes the frozen SSL model once per training utterance and crops its frames
+with the audio; the crop and its frames cover the same stretch, and the network still learns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vpeval.plugins import plugin_context
+from vpeval.types import TrainingData, TrainingStage
+from vpeval_dast.attacker import DastAttacker
+from vpeval_dast.embedding import random_crop, random_crop_with_frames
+
+HOP = 320
+
+
+def _numbered(seconds: float) -> tuple[np.ndarray, np.ndarray]:
+    """Audio whose sample i is i, and frames [2, T, 3] whose frame t holds t * HOP (the sample it starts at)."""
+    audio = np.arange(int(seconds * 16000), dtype=np.float32)
+    starts = np.arange(audio.size // HOP, dtype=np.float32) * HOP
+    return audio, np.broadcast_to(starts[None, :, None], (2, starts.size, 3)).copy()
+
+
+def test_crop_and_its_frames_cover_the_same_stretch():
+    audio, hidden = _numbered(3.0)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        wave, frames = random_crop_with_frames(audio, hidden, 16000, HOP, rng)
+        assert wave.size == 16000 and frames.shape == (2, 16000 // HOP, 3)
+        assert frames[0, 0, 0] == wave[0]  # the first frame starts where the wave crop starts
+        assert np.all(np.diff(frames[0, :, 0]) == HOP)  # consecutive frames, none skipped
+    # the same single draw as random_crop: switching ssl_context leaves the rest of the random stream alone
+    a, b = np.random.default_rng(5), np.random.default_rng(5)
+    random_crop(audio, 16000, a), random_crop_with_frames(audio, hidden, 16000, HOP, b)
+    assert a.integers(1 << 30) == b.integers(1 << 30)
+
+
+def test_short_audio_repeats_frames_like_samples():
+    audio, hidden = _numbered(0.5)
+    wave, frames = random_crop_with_frames(audio, hidden, 16000, HOP, np.random.default_rng(0))
+    assert wave.size == 16000 and frames.shape[1] == 16000 // HOP
+    assert frames[0, hidden.shape[1], 0] == 0  # the frames start over where the samples do
+
+
+@pytest.mark.parametrize("fusion", ["ssl", "mid"])
+def test_utterance_context_runs_the_ssl_model_once_per_utterance(fusion, train_corpus, heldout, tiny_wavlm,
+                                                                   tmp_path, tiny, eer_on):
+    tiny["stage1"] = {**tiny["stage1"], "epochs": 6 if fusion == "ssl" else 10}
+    params = DastAttacker.Params(**tiny, fusion=fusion, ssl={"kind": "wavlm", "path": str(tiny_wavlm)},
+                                 ssl_context="utterance")
+    attacker = DastAttacker(params, plugin_context(seed=1, work_dir=tmp_path))
+    attacker._ssl_stream()
+    calls = []
+    real = attacker._ssl.hidden_states
+    attacker._ssl.hidden_states = lambda waves: calls.append(waves.shape[0]) or real(waves)
+    try:
+        attacker.train(TrainingData([TrainingStage("original", train_corpus)]))
+    finally:
+        del attacker._ssl.hidden_states
+    assert calls == [1] * len(train_corpus.utterances)  # whole utterances, each once over all epochs
+    assert eer_on(attacker, heldout) < 0.4
