@@ -78,6 +78,8 @@ class PluginContext:
     progress_factory: Callable[..., Iterable] | None = None
     # Run-wide switches from the experiment that some plugins honour (for example allow_pipes).
     options: dict[str, Any] = field(default_factory=dict)
+    # The experiment's executor (set by the runner): where `map` runs; None: forked workers here.
+    executor: Executor | None = None
 
     def rng(self, *keys: object) -> np.random.Generator:
         """A generator fixed by the experiment seed and the keys (for example a speaker id)."""
@@ -114,24 +116,43 @@ class PluginContext:
         return self.progress_factory(items, total=total, description=description)
 
     def map(self, func: Callable[[T], Any], items: Iterable[T], description: str = "") -> list[Any]:
-        """func(item) for every item with the run's worker count; results in item order.
+        """func(item) for every item on the run's executor; results in item order.
 
-        More than one worker forks processes that inherit everything prepared so far (models, caches)
-        without pickling them; only the results travel back, so keep them small (a vector, a row).
-        What func changes in this process's objects is lost with the worker: return it instead.
-        Inside a worker process it runs in-process (no nested pools).
+        Locally, more than one worker forks processes that inherit everything prepared so far (models,
+        caches) without pickling them. A cluster executor (dask) pickles func once per call with
+        cloudpickle and sends it once to each worker, so a closure over a plugin carries the plugin
+        (and its model) along; the contexts inside arrive without the run's plugin factory, progress
+        bar and executor (get helpers before calling map). A func that cannot be pickled runs here.
+        Either way only the results travel back, so keep them small (a vector, a row), and what func
+        changes in this process's objects is lost with the worker: return it instead.
+        Inside a worker process it runs in-process (no nested pools). `description` names the stage.
         """
         import multiprocessing
 
         from vpeval.run.executor import LocalExecutor
 
         items = list(items)
-        workers = 1 if multiprocessing.parent_process() is not None else self.workers
+        nested = multiprocessing.parent_process() is not None
+        executor = None if nested else self.executor
+        pairs = list(enumerate(items))
+        if executor is None:
+            results = LocalExecutor(1 if nested else self.workers).map(IndexedCall(func), pairs)
+        else:
+            results = executor.map(IndexedCall(func), pairs, description)
         out: list[Any] = [None] * len(items)
-        results = LocalExecutor(workers).map(lambda pair: (pair[0], func(pair[1])), list(enumerate(items)))
         for index, value in self.progress(results, total=len(items), description=description):
             out[index] = value
         return out
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What travels to another process (a cluster worker): the run's plugin factory, progress bar and
+        executor stay here, and the worker maps in-process; the logger travels by name."""
+        state = dict(self.__dict__)
+        state.update(plugin_factory=None, progress_factory=None, executor=None, workers=1, log=self.log.name)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, log=logging.getLogger(state["log"]))
 
     def child(self, name: str) -> PluginContext:
         return PluginContext(
@@ -143,6 +164,7 @@ class PluginContext:
             plugin_factory=self.plugin_factory,
             progress_factory=self.progress_factory,
             options=self.options,
+            executor=self.executor,
         )
 
     def apply_threads(self) -> None:
@@ -151,6 +173,17 @@ class PluginContext:
 
         if "torch" in sys.modules:
             sys.modules["torch"].set_num_threads(max(1, self.threads))
+
+
+@dataclass(frozen=True)
+class IndexedCall:
+    """(index, item) -> (index, func(item)): executors yield in completion order, `map` puts results back
+    in item order. A module-level class, so it pickles by reference and carries func by value."""
+
+    func: Callable[[Any], Any]
+
+    def __call__(self, pair: tuple[int, Any]) -> tuple[int, Any]:
+        return pair[0], self.func(pair[1])
 
 
 class Plugin:
@@ -412,9 +445,12 @@ class Executor(Plugin):
 
     `map(func, items, description)` yields func(item) for every item, in completion order (callers that
     need item order carry an index in the item). func writes its own output (a file per item, atomically)
-    and returns something small. An executor that runs func in other machines' processes pickles func
-    with cloudpickle, so the core hands it picklable callables. `close()` releases workers; the runner
-    calls it when the run ends. Executors are not part of any cache key: results must not depend on them.
+    and returns something small. Two callers: the core's anonymization (a small picklable task per
+    stage) and `PluginContext.map` (plugins' per-utterance stages: embed, encode, transcribe), whose func
+    may close over a plugin and its model. An executor that runs func in other machines' processes
+    pickles func with cloudpickle once per call, sends it once to each worker, and runs func here when
+    it cannot be pickled (logging which stage). `close()` releases workers; the runner calls it when the
+    run ends. Executors are not part of any cache key: results must not depend on them.
     """
 
     kind: ClassVar[str] = "executor"

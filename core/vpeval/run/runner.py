@@ -130,6 +130,7 @@ class Runner:
             plugin_factory=self._make_helper,
             progress_factory=console.track,
             options={"allow_pipes": self.allow_pipes, "cache_root": self.cache.root},
+            executor=self.state.executor,
         )
 
     def _instantiate(self, plugin: ResolvedPlugin, *work: str) -> Plugin:
@@ -182,9 +183,8 @@ class Runner:
         cls = self.manager.get("executor", spec.use)
         executor = cls(cls.Params.model_validate(spec.params), context)
         if cls.remote:
-            console.log.info("executor %s: anonymization runs on its workers; per-utterance helpers of plugins "
-                             "(PluginContext.map: embeddings, features, transcripts) run here with workers: %d",
-                             spec.use, self.settings.workers)
+            console.log.info("executor %s: anonymization and plugins' per-utterance stages (PluginContext.map: "
+                             "embeddings, features, transcripts) run on its workers; training runs here", spec.use)
         return executor
 
     # -- the run -----------------------------------------------------------------------------

@@ -2,6 +2,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import cloudpickle
 import pytest
 
 
@@ -18,3 +19,40 @@ def tiny_plugins():
     manager.register_module(module, "vpeval-dask-tests", "0.0", name="vpeval-dask-tests:tiny")
     yield module
     manager.unregister_module(module)
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """One LocalCluster of 2 worker processes for all the dask tests (starting one takes seconds)."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local:
+        yield local
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tasks_by_value(request):
+    """Functions defined in a test module travel by value: the workers need not import the test module."""
+    module = sys.modules[request.module.__name__]
+    cloudpickle.register_pickle_by_value(module)
+    yield
+    cloudpickle.unregister_pickle_by_value(module)
+
+
+@pytest.fixture
+def executor(cluster):
+    """Makes dask executors on the session's cluster and closes their clients after the test."""
+    from vpeval.api import PluginContext
+    from vpeval_dask.executor import DaskExecutor
+
+    made = []
+
+    def make(cache_root: Path | None = None, workers: int = 1, threads: int = 1, **params) -> DaskExecutor:
+        options = {} if cache_root is None else {"cache_root": cache_root}
+        made.append(DaskExecutor(DaskExecutor.Params(address=cluster.scheduler_address, **params),
+                                 PluginContext(workers=workers, threads=threads, options=options)))
+        return made[-1]
+
+    yield make
+    for dask in made:
+        dask.close()

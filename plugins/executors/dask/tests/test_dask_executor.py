@@ -1,12 +1,10 @@
-"""The dask executor on a LocalCluster of 2 worker processes (one cluster for the module): the same
+"""The dask executor on a LocalCluster of 2 worker processes (conftest: one for the session): the same
 anonymized bytes and numbers as the local executor, a killed worker's task rerun without a wrong
 result, and one clear sentence for a scheduler that does not answer."""
 
 import os
-import sys
 from pathlib import Path
 
-import cloudpickle
 import pytest
 
 from vpeval.api import PluginContext
@@ -32,32 +30,6 @@ attackers:
 protocols: [O-O, O-A, A-A]
 metrics: [tiny-eer]
 """
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    from distributed import LocalCluster
-
-    # Tasks defined in this file travel by value: the workers need not import the test module.
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local:
-        yield local
-    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-
-
-@pytest.fixture
-def executor(cluster):
-    """Makes dask executors on the module's cluster and closes their clients after the test."""
-    made = []
-
-    def make(cache_root: Path, **params) -> DaskExecutor:
-        made.append(DaskExecutor(DaskExecutor.Params(address=cluster.scheduler_address, **params),
-                                 PluginContext(options={"cache_root": cache_root})))
-        return made[-1]
-
-    yield make
-    for dask in made:
-        dask.close()
 
 
 def run(root: Path, text: str):

@@ -1,5 +1,9 @@
 """The `dask` executor: per-item work as Dask tasks over batches of items.
 
+The function of a `map` call is pickled once (cloudpickle), scattered to every worker once, and
+unpickled once per worker process, so a function that closes over a plugin's torch model does not
+send the model with every batch. A function that cannot be pickled runs in this process instead
+(forked workers, as the local executor), with one logged note naming the stage.
 With `address`, it connects to a running scheduler (a cluster you started, or dask-jobqueue's
 SLURMCluster); without, it starts a LocalCluster of worker processes on this machine. The client and
 cluster start at the first `map`, so `vpeval validate` and fully cached runs start nothing.
@@ -9,9 +13,14 @@ must be on a filesystem that every worker shares with this process; the first `m
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import sys
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +30,51 @@ from vpeval.api import Executor, Params
 from vpeval.errors import PluginError
 
 
-def run_batch(func: Callable[[Any], Any], batch: Sequence[Any]) -> list[Any]:
+# Functions unpickled in this (worker) process, by digest: one copy per process, whatever the batches.
+_LOADED: OrderedDict[str, Callable[[Any], Any]] = OrderedDict()
+_LOADED_KEPT = 4  # a long-lived worker serves many stages; older functions (and their models) are dropped
+_LOADING = threading.Lock()
+
+
+@dataclass(frozen=True)
+class PickledFunction:
+    """A map call's function as cloudpickle bytes and their digest, scattered once to every worker."""
+
+    digest: str
+    payload: bytes
+
+    @classmethod
+    def of(cls, func: Callable[[Any], Any]) -> PickledFunction:
+        import cloudpickle
+
+        payload = cloudpickle.dumps(func)
+        return cls(hashlib.sha256(payload).hexdigest(), payload)
+
+    def load(self) -> Callable[[Any], Any]:
+        with _LOADING:
+            func = _LOADED.get(self.digest)
+            if func is None:
+                import cloudpickle
+
+                func = _LOADED[self.digest] = cloudpickle.loads(self.payload)
+                while len(_LOADED) > _LOADED_KEPT:
+                    _LOADED.popitem(last=False)
+            _LOADED.move_to_end(self.digest)
+            return func
+
+
+def set_torch_threads(threads: int) -> None:
+    """Torch (when a function loaded it) uses the experiment's thread count (default 1), as the local
+    executor's forked workers do, instead of every core of the worker's machine in every worker."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
+def run_batch(function: PickledFunction | Callable[[Any], Any], batch: Sequence[Any], threads: int = 1) -> list[Any]:
     """One Dask task: func over a batch of items, in this worker process."""
+    func = function.load() if isinstance(function, PickledFunction) else function
+    set_torch_threads(threads)
     return [func(item) for item in batch]
 
 
@@ -53,6 +105,7 @@ class DaskExecutor(Executor):
         self._client = None
         self._cluster = None
         self._checked_shared = False
+        self._noted_local: set[str] = set()  # stages already logged as running here
 
     # -- connection ---------------------------------------------------------------------------
 
@@ -109,18 +162,40 @@ class DaskExecutor(Executor):
         items = list(items)
         if not items:
             return
+        try:
+            function = PickledFunction.of(func)
+        except Exception as exc:  # cloudpickle raises TypeError, PicklingError, AttributeError, ...
+            yield from self._map_here(func, items, description, exc)
+            return
         client = self.client
         self._check_shared_folder()
+        client.wait_for_workers(1)  # a scheduler whose workers (SLURM jobs) have not started yet
+        shipped = client.scatter(function, broadcast=True, hash=False)
         size = self.params.batch
         batches = [items[i:i + size] for i in range(0, len(items), size)]
-        futures = [client.submit(run_batch, func, batch, pure=False, retries=self.params.retries,
-                                 key=f"vpeval-{description or 'map'}-{i}-{uuid.uuid4().hex[:8]}")
+        stage = "".join(c if c.isalnum() or c in "-_." else "-" for c in (description or "map"))[:60]
+        futures = [client.submit(run_batch, shipped, batch, self.context.threads, pure=False, retries=self.params.retries,
+                                 key=f"vpeval-{stage}-{i}-{uuid.uuid4().hex[:8]}")
                    for i, batch in enumerate(batches)]
         try:
             for future in as_completed(futures):
                 yield from future.result()
         finally:
             client.cancel([f for f in futures if not f.done()])
+            shipped.release()
+
+    def _map_here(self, func: Callable[[Any], Any], items: list[Any], description: str, why: Exception) -> Iterator[Any]:
+        """A function that cannot be pickled runs in this process's forked workers, noted once per stage."""
+        from vpeval.run.executor import LocalExecutor
+
+        workers = self.context.workers
+        stage = description or "a map stage"
+        if stage not in self._noted_local:
+            self._noted_local.add(stage)
+            self.context.log.warning("dask: %s runs on this machine (%d worker process%s), not on the cluster: its "
+                                     "function cannot be pickled (%s: %s)", stage, workers, "" if workers == 1 else "es",
+                                     type(why).__name__, str(why).splitlines()[0][:200] if str(why) else "")
+        return LocalExecutor(workers).map(func, items)
 
     def close(self) -> None:
         if self._client is not None:
