@@ -154,6 +154,23 @@ class SpInv(Attacker):
             self._targets[key] = self._embed(utterance.load(self.encoder.sample_rate))
         return self._targets[key]
 
+    def target_embeddings(self, utterances: Sequence[Utterance]) -> list[np.ndarray]:
+        """z = F(x) of many utterances, from the run's content cache where present (every spinv attacker
+        of a run with the same target encoder shares them), else computed with the run's workers."""
+        from vpeval.content_cache import cached_map
+
+        from vpeval_spinv.shared import target_extractor
+
+        todo = list({_key(u): u for u in utterances if _key(u) not in self._targets}.values())
+        if todo:
+            prepare = getattr(self.encoder, "prepare", None)
+            if prepare is not None:
+                prepare()  # load (or train) once, before any worker forks
+            vectors = cached_map(self.context, todo, target_extractor(self),
+                                 lambda u: self._embed(u.load(self.encoder.sample_rate)), "spinv: target embeddings")
+            self._targets.update((_key(u), np.asarray(v, dtype=np.float32)) for u, v in zip(todo, vectors))
+        return [self._targets[_key(u)] for u in utterances]
+
     def _embed(self, audio: np.ndarray) -> np.ndarray:
         vector = np.asarray(self.encoder.embed(audio), dtype=np.float32).reshape(-1)
         if not np.isfinite(vector).all():
@@ -216,7 +233,12 @@ class SpInv(Attacker):
         recovered = _mean_unit([self.recover(u) for u in utterances])
         if self.params.compare == "recovered":
             return recovered
-        return np.concatenate([recovered, _mean_unit([self.target_embedding(u) for u in utterances])])
+        return np.concatenate([recovered, _mean_unit(self.target_embeddings(utterances))])
+
+    def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:
+        if self.params.compare == "target":  # every target embedding at once, through the content cache
+            self.target_embeddings([u for side in sides for u in side])
+        return super().represent_many(sides)
 
     def score(self, enroll: np.ndarray, test: np.ndarray) -> np.ndarray:
         """Cosine of the test side's recovered embedding with the enrollment side's target (or recovered) one."""
@@ -239,6 +261,7 @@ class SpInv(Attacker):
         if missing:
             raise DataError(f"spinv: the reference corpus {reference.name} lacks utterance {missing[0]} of {corpus.name}; "
                             "give a reference with the same utterance ids.")
+        self.target_embeddings([reference[u.id] for u in corpus.utterances])
         items = self.context.progress(corpus.utterances, total=len(corpus), description="spinv: invert")
         rows = [(self.recover(u), self.target_embedding(reference[u.id])) for u in items]
         speakers = np.array([reference[u.id].speaker for u in corpus.utterances])

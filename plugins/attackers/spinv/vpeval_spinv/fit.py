@@ -48,8 +48,7 @@ def fit_spinv(attacker: SpInv, corpus: Corpus, validation: Corpus | None = None)
     first = attacker._encode(audio(0))
     layout = layout_of(first)
     longest = max(p.local_seconds, p.global_seconds)  # observed_seconds may not exceed it (SpInvParams)
-    targets = [attacker.target_embedding(u) for u in attacker.context.progress(utterances, len(utterances), "spinv: target embeddings")] \
-        if p.teacher_seconds is None else None
+    targets = attacker.target_embeddings(utterances) if p.teacher_seconds is None else None
     target_dim = len(targets[0]) if targets else len(attacker._embed(utterances[0].load(attacker.encoder.sample_rate)))
     sizes = Sizes(p.hidden, p.layers, p.heads, p.output_dim, target_dim, frames_for(longest, first.frame_rate) + FRAME_SLACK, p.dropout)
     config = {"layout": layout.as_dict(), "sizes": sizes.__dict__.copy(), "frame_rate": first.frame_rate,
@@ -120,13 +119,13 @@ def validation_cossim(attacker: SpInv, student: Recovery, corpus: Corpus, layout
     utterance with its target embedding (slices seeded by the utterance id, as the attack's; their length
     is the one G trains on, not observed_seconds, so that training does not depend on the attack)."""
     sample_rate = attacker._require_frontend().sample_rate
-    slices, targets = [], []
+    slices = []
     for u in corpus.utterances:
         output = attacker._encode(u.load(sample_rate))
         if layout_of(output) != layout:
             raise DataError(f"The frontend's output for {u.path} has {layout_of(output)}, unlike its training output {layout}.")
         slices.append(slice_output(output, attacker.params.local_seconds, attacker.context.rng("spinv-slice", u.id)))
-        targets.append(attacker.target_embedding(u))
+    targets = attacker.target_embeddings(corpus.utterances)
     target = torch.from_numpy(np.stack(targets)).float()
 
     def score() -> float:

@@ -74,9 +74,25 @@ def store(attacker, folder: Path) -> None:
 
 
 def _code_of(plugin) -> str:
-    """Digest of the source file that defines the plugin's class (its module name when it has none)."""
+    """Digest of the Python sources of the package that defines the plugin's class (a trained-here
+    encoder depends on its package's training code too); its module name when it has no file."""
     module = sys.modules.get(type(plugin).__module__)
-    return source_digest(module) if getattr(module, "__file__", None) else type(plugin).__module__
+    if not getattr(module, "__file__", None):
+        return type(plugin).__module__
+    digest = hashlib.sha256()
+    for path in sorted(Path(module.__file__).parent.glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def target_extractor(attacker) -> str:
+    """The content-cache identity of the target encoder's embeddings: its class, package code,
+    parameters and the experiment seed (an encoder trained in vpeval, such as ecapa, is seeded by it)."""
+    encoder = attacker.encoder
+    spec = attacker.params.target_encoder.model_dump(mode="json")
+    return "spinv-target-" + identity_digest(type(encoder).__qualname__, _code_of(encoder),
+                                             json.dumps(spec, sort_keys=True), attacker.context.seed)
 
 
 def _state_digest(frontend) -> str:
