@@ -211,3 +211,31 @@ def test_init_from_continues_from_the_saved_model(audio_text, train_corpus, tmp_
             assert torch.equal(starts[stage][key], value), (stage, key)
     changed = [k for k, v in audio_text.audio.state_dict().items() if not torch.equal(v, semi.audio.state_dict()[k])]
     assert changed, "the audio network was not trained further"
+
+
+def test_systems_with_the_same_encoder_train_it_once(train_corpus, tmp_path, monkeypatch):
+    """The two-stage systems freeze the audio-only system's encoder (IV-C): with one run cache the second
+    system loads the first one's encoder, and those are the weights it would have trained itself."""
+    import vpeval_multiutt.training as training
+
+    trained = []
+    real_train_aam = training.train_aam
+    monkeypatch.setattr(training, "train_aam", lambda *a, **k: trained.append(k["stage"]) or real_train_aam(*a, **k))
+
+    def run(system: str, cache: str, **overrides) -> MultiUttAttacker:
+        params = MultiUttAttacker.Params(**{**SYSTEM_TEST, "system": system, "epochs": 3, **overrides})
+        attacker = MultiUttAttacker(params, PluginContext(seed=1, work_dir=tmp_path / cache / system,
+                                                          options={"cache_root": str(tmp_path / cache)}))
+        attacker.train(TrainingData([TrainingStage("original", train_corpus)]))
+        return attacker
+
+    audio_only = run("frame-concat", "one")
+    fusion = run("audio-text", "one", fusion="weighted")
+    assert trained == ["audio-frame-concat"]  # the fusion system trained no audio encoder of its own
+    assert "audio-frame-concat" in {r.stage for r in fusion.history.epochs}
+    alone = run("audio-text", "other", fusion="weighted")  # an empty cache: it trains the encoder itself
+    for key, value in audio_only.audio.state_dict().items():
+        assert torch.equal(fusion.audio.state_dict()[key], value), key
+        assert torch.equal(alone.audio.state_dict()[key], value), key
+    run("audio-text", "one", fusion="weighted", epochs=2)  # another recipe is another encoder
+    assert trained == ["audio-frame-concat"] * 3

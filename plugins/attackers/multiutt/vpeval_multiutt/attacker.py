@@ -20,6 +20,7 @@ from vpeval.api import Attacker
 from vpeval.errors import ConfigError, DataError, MissingModelError
 from vpeval.types import Corpus, TrainingData, Utterance
 
+from vpeval_multiutt.memory_cache import MemoryCache
 from vpeval_multiutt.params import AUDIO_SYSTEMS, MultiUttParams
 
 CONFIG = "config.json"
@@ -28,6 +29,12 @@ WEIGHTS = {"audio": "audio.pt", "text": "text.pt", "fusion": "fusion.pt"}
 FRONTEND = "frontend"
 CROSS_FRONTEND = "cross-frontend"
 PROSODY_VERSION = "f0mean-rate-voiced-1"
+# The parameters that decide a from-scratch encoder's weights (with its config, data, seed and code).
+AUDIO_RECIPE = ("frame_source", "frame_source_params", "n_mels", "attention_heads", "query_temperature",
+                "utterances_per_speaker", "speakers_per_batch", "crop_seconds", "epochs", "batches_per_epoch",
+                "margin", "scale", "lr", "weight_decay", "grad_clip", "lr_step", "lr_gamma")
+TEXT_RECIPE = ("text_model_path", "text_dim", "text_max_tokens", "text_temperature", "text_lr", "text_head_lr",
+               "text_batch_speakers", "text_epochs", "text_finetune", "attention_heads", "grad_clip")
 
 
 class MultiUttAttacker(Attacker):
@@ -57,6 +64,7 @@ class MultiUttAttacker(Attacker):
         self._transcriber = None
         self._start_folder: Path | None = None
         self._utterance_memo: dict | None = None
+        self._map_memo = None  # MemoryCache of ECAPA frame maps during one represent_many call
 
     # -- what the system is made of ---------------------------------------------------------
 
@@ -133,7 +141,8 @@ class MultiUttAttacker(Attacker):
         from vpeval_multiutt.audio_model import AudioModel
 
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(self.context.torch_seed(self.name, self.system, "audio"))
+            # Keyed by the aggregation, not the system: systems that share an encoder share its start (shared.py).
+            torch.manual_seed(self.context.torch_seed(self.name, self.audio_aggregation, "audio"))
             return AudioModel(config, self.audio_aggregation, self.params.attention_heads, self.params.query_temperature)
 
     def _build_text(self):
@@ -143,7 +152,7 @@ class MultiUttAttacker(Attacker):
 
         p = self.params
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(self.context.torch_seed(self.name, self.system, "text"))
+            torch.manual_seed(self.context.torch_seed(self.name, "text", self._text_episode))
             return TextModel(resolve_text_model(p.text_model_path), p.text_max_tokens, p.attention_heads, p.text_dim,
                              p.text_finetune)
 
@@ -244,33 +253,74 @@ class MultiUttAttacker(Attacker):
         return dict(weight_decay=p.weight_decay, grad_clip=p.grad_clip, lr_step=p.lr_step, lr_gamma=p.lr_gamma,
                     margin=p.margin, scale=p.scale, context=self.context, history=self.history)
 
+    @property
+    def _text_episode(self) -> int:
+        """Transcripts per side the authorship encoder trains on: N, or 1 for per-utterance text."""
+        return self.params.utterances_per_speaker if self.speaker_level else 1
+
+    @property
+    def _shared(self):
+        """Encoders shared across systems (shared.py): in the run's cache when there is one."""
+        from vpeval_multiutt.shared import SharedEncoders
+
+        root = self.context.options.get("cache_root")
+        return SharedEncoders(Path(root) / "work" / f"{self.name}-encoders" if root else self.context.folder("encoders"))
+
+    def _shared_identity(self, fields: tuple[str, ...], **more) -> dict:
+        """What decides a from-scratch encoder's weights besides its code: these parameters, seed, threads."""
+        return {**self.params.model_dump(mode="json", include=set(fields)), "seed": self.context.seed,
+                "threads": self.context.threads, **more}
+
     def _train_audio(self, utterances: list[Utterance]) -> None:
+        from vpeval.data.fingerprint import file_hash
         from vpeval_multiutt.training import Episodes, train_aam
 
         p = self.params
-        if self.audio is None:
+        fresh = self.audio is None
+        if fresh:
             self.audio = self._build_audio(self._audio_config())
         n = p.utterances_per_speaker
         episodes = Episodes(utterances, n, p.speakers_per_batch, p.batches_per_epoch)
-        train_aam(
-            self.audio,
-            lambda picks, rng: self.audio.training_embeddings(self._crops(utterances, picks, rng), n),
-            episodes, p.embedding_dim, epochs=p.epochs, lr=p.lr, stage=f"audio-{self.audio_aggregation}",
-            **self._training_kwargs(),
+
+        def train() -> None:
+            train_aam(
+                self.audio,
+                lambda picks, rng: self.audio.training_embeddings(self._crops(utterances, picks, rng), n),
+                episodes, p.embedding_dim, epochs=p.epochs, lr=p.lr, stage=f"audio-{self.audio_aggregation}",
+                **self._training_kwargs(),
+            )
+
+        if not fresh:  # semi-informed: continues from the lazy model, nothing to share
+            return train()
+        identity = self._shared_identity(
+            AUDIO_RECIPE, aggregation=self.audio_aggregation, config=self.audio.config.to_json(),
+            data=[(file_hash(u.path), u.channel, u.speaker) for u in utterances],
         )
+        if self._shared.load_or_train("audio", identity, self.audio, self.audio.state_dict, train, self.history):
+            self.context.log.info("%s (%s): audio encoder reused from an identical training", self.name, self.system)
 
     def _train_text(self, utterances: list[Utterance]) -> None:
         from vpeval_multiutt.text_model import train_text
 
         p = self.params
-        if self.text is None:
+        fresh = self.text is None
+        if fresh:
             self.text = self._build_text()
         texts = [w.text for w in self.transcriber.get_many(utterances, f"{self.name}: transcribe training speech")]
-        train_text(
-            self.text, texts, [u.speaker for u in utterances], p.utterances_per_speaker if self.speaker_level else 1,
-            batch_speakers=p.text_batch_speakers, epochs=p.text_epochs, lr=p.text_lr, head_lr=p.text_head_lr,
-            temperature=p.text_temperature, grad_clip=p.grad_clip, context=self.context, history=self.history,
-        )
+        speakers = [u.speaker for u in utterances]
+
+        def train() -> None:
+            train_text(
+                self.text, texts, speakers, self._text_episode,
+                batch_speakers=p.text_batch_speakers, epochs=p.text_epochs, lr=p.text_lr, head_lr=p.text_head_lr,
+                temperature=p.text_temperature, grad_clip=p.grad_clip, context=self.context, history=self.history,
+            )
+
+        if not fresh:
+            return train()
+        identity = self._shared_identity(TEXT_RECIPE, episode=self._text_episode, data=[texts, speakers])
+        if self._shared.load_or_train("text", identity, self.text, self.text.trainable_state, train, self.history):
+            self.context.log.info("%s (%s): authorship encoder reused from an identical training", self.name, self.system)
 
     def _fit_prosody_normalisation(self, utterances: list[Utterance]) -> None:
         if self.prosody_mean is not None:  # continuing: the fusion layers were trained on this scale
@@ -408,11 +458,13 @@ class MultiUttAttacker(Attacker):
                 raise DataError(f"A trial side given to the {self.name} attacker has no utterances; check the trial list.")
         items = self.context.progress(sides, total=len(sides), description=f"{self.name} ({self.system}): represent")
         self._utterance_memo = {}  # nested N-utterance sides share utterances: embed each once per call
+        self._map_memo = MemoryCache(self.params.audio_cache_mb)  # likewise their frame maps, within a budget
         try:
             with torch.no_grad():
                 return np.stack([self._side(list(side)) for side in items]).astype(np.float64)
         finally:
             self._utterance_memo = None
+            self._map_memo = None
 
     def _side(self, side: list[Utterance]) -> np.ndarray:
         import torch
@@ -444,7 +496,7 @@ class MultiUttAttacker(Attacker):
                     f"{self.name}: a trial side has {len(side)} utterances but ssl-whisper learned positions for "
                     f"{self.params.max_utterances}; raise max_utterances and train again, or use smaller N."
                 )
-            maps = [self.audio.encoder.frame_map(f[None])[0].T for f in self._frames_of(side)]
+            maps = [m[0].T for m in self._frame_maps(side)]
             whisper = [torch.from_numpy(self.cross_frames.frames(u)) for u in side]
             index = lambda parts: torch.cat([torch.full((len(x),), i) for i, x in enumerate(parts)])  # noqa: E731
             return self.fusion(torch.cat(maps)[None], index(maps), torch.cat(whisper)[None], index(whisper))[0].numpy()
@@ -453,8 +505,8 @@ class MultiUttAttacker(Attacker):
         if self.system == "hybrid":
             texts = self._texts(side)
             fused = torch.cat([
-                self.fusion(*self._hybrid_inputs([self.audio.encoder.frame_map(f[None])[0]], [t]))
-                for f, t in zip(self._frames_of(side), texts)
+                self.fusion(*self._hybrid_inputs([m[0]], [t]))
+                for m, t in zip(self._frame_maps(side), texts)
             ])
             return torch.nn.functional.normalize(fused, dim=-1).mean(dim=0).numpy()
         prosody = torch.from_numpy(self._prosody_input(self._prosody(side)[None]))
@@ -468,7 +520,22 @@ class MultiUttAttacker(Attacker):
 
         return [torch.from_numpy(self.frames.frames(u)) for u in side]
 
+    def _frame_maps(self, side: list[Utterance]) -> list:
+        """Each utterance's ECAPA frame map [1, C, T_i] (before pooling), once per represent_many call."""
+        import torch
+
+        def make(u: Utterance):
+            return self.audio.encoder.frame_map(torch.from_numpy(self.frames.frames(u))[None])
+
+        if self._map_memo is None:
+            return [make(u) for u in side]
+        return [self._map_memo.get((u.path, u.channel), lambda u=u: make(u)) for u in side]
+
     def _audio_side(self, side: list[Utterance]):
+        import torch
+
+        if self.audio.aggregation == "frame-concat":  # AudioModel.side_embedding, with the maps memoised
+            return self.audio.encoder.pool(torch.cat(self._frame_maps(side), dim=2))[0]
         return self.audio.side_embedding(self._frames_of(side))
 
     def _audio_utterances(self, side: list[Utterance]):
