@@ -6,7 +6,16 @@ processes (one thread each). Dask workers build and prepare the anonymizer thems
 map on a fresh cluster ("cold") is timed apart from later ones ("warm"). Per-task overhead: many
 tasks that do nothing (one item per task), local and Dask.
 
+Map stages: plugins' per-utterance stages go through PluginContext.map with a function that closes over
+a model. Timed with GE2E embedding (resemblyzer's d-vector model, the ge2e attacker's embed) on the same
+corpus, locally and on Dask: "cold" is the first map on fresh workers (they import torch and unpickle the
+function), "new func" a map of a new function (other bytes) on warm workers, which ships and unpickles
+it again as every new map call of a run does, "warm" repeats the identical function (the workers keep
+it). Per-task
+overhead: PluginContext.map of a function that does nothing, one item per task.
+
     OMP_NUM_THREADS=1 python benchmarks/executor_speed.py [--speakers 20] [--utterances 10] [--seconds 3] [--runs 2]
+                                                         [--only anonymize|map]
 """
 
 from __future__ import annotations
@@ -77,6 +86,64 @@ def overhead(executor, tasks: int) -> float:
     return (time.perf_counter() - start) / tasks
 
 
+def ge2e_embedder():
+    """The ge2e attacker's encoder, loaded here, and a map function that closes over it (as plugins do)."""
+    cls = get_plugin_manager().get("attacker", "ge2e")
+    attacker = cls(cls.Params(), PluginContext())
+    encoder = attacker.encoder
+    encoder.prepare()
+    return lambda u: encoder.embed(u.load(encoder.sample_rate))
+
+
+def time_context_map(context: PluginContext, func, items, runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        assert len(context.map(func, items, "bench-map")) == len(items)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def map_stage_rows(items, runs: int, empty_tasks: int, cache_root: Path) -> list[tuple]:
+    """(label, pickled MB, (cold s, new func s), warm s, utterances/s warm, ms per empty task) for local and Dask."""
+    import cloudpickle
+
+    from vpeval_dask.executor import DaskExecutor
+
+    embed = ge2e_embedder()
+    megabytes = len(cloudpickle.dumps(embed)) / 1e6
+    rows = []
+    for workers in (1, 2):
+        context = PluginContext(workers=workers, executor=LocalProcesses(context=PluginContext(workers=workers)))
+        warm = statistics.median(time_context_map(context, embed, items, runs))
+        empty = statistics.median(time_context_map(context, nothing, list(range(empty_tasks)), 1)) / empty_tasks
+        rows.append((f"local, workers {workers}", None, None, warm, len(items) / warm, empty))
+    for workers in (1, 2):
+        dask = DaskExecutor(DaskExecutor.Params(workers=workers, batch=16), PluginContext(options={"cache_root": cache_root}))
+        dask.client.wait_for_workers(workers)
+        context = PluginContext(executor=dask)
+        cold = time_context_map(context, embed, items, 1)[0]
+        warm = statistics.median(time_context_map(context, embed, items, runs))
+        fresh = time_context_map(context, lambda u, _other=workers: embed(u), items, 1)[0]
+        one_per_task = DaskExecutor(DaskExecutor.Params(address=dask.client.scheduler.address, batch=1),
+                                    PluginContext(options={"cache_root": cache_root}))
+        empty = time_context_map(PluginContext(executor=one_per_task), nothing, list(range(empty_tasks)), 1)[0] / empty_tasks
+        one_per_task.close()
+        dask.close()
+        rows.append((f"dask LocalCluster, {workers} worker(s)", megabytes, (cold, fresh), warm, len(items) / warm, empty))
+    return rows
+
+
+def print_map_rows(rows: list[tuple]) -> None:
+    print(f"\nmap stage (ge2e embed)\n{'executor':32s} {'func MB':>8s} {'cold s':>8s} {'new func s':>10s} {'warm s':>8s} {'utt/s':>7s} "
+          f"{'vs local 1':>10s} {'ms/empty task':>13s}")
+    base = rows[0][3]
+    for label, megabytes, cold, warm, rate, empty in rows:
+        mb, cold_s, fresh_s = ((f"{megabytes:8.1f}", f"{cold[0]:8.2f}", f"{cold[1]:10.2f}") if cold is not None
+                               else (f"{'':8s}", f"{'':8s}", f"{'':10s}"))
+        print(f"{label:32s} {mb} {cold_s} {fresh_s} {warm:8.2f} {rate:7.1f} {base / warm:10.2f} {empty * 1000:13.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--speakers", type=int, default=20)
@@ -84,6 +151,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--empty-tasks", type=int, default=200)
+    parser.add_argument("--only", choices=("anonymize", "map"), help="run one of the two benchmarks")
     args = parser.parse_args()
 
     from vpeval_dask.executor import DaskExecutor
@@ -93,7 +161,11 @@ def main() -> None:
         corpus = make_corpus(root / "corpus", args.speakers, args.utterances, seconds=args.seconds, seed=1, name="bench")
         items = corpus.utterances
         audio_s = len(items) * args.seconds
-        print(f"{len(items)} utterances, {audio_s:.0f} s of speech, mcadams defaults, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}")
+        print(f"{len(items)} utterances, {audio_s:.0f} s of speech, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}")
+        if args.only != "anonymize":
+            print_map_rows(map_stage_rows(items, args.runs, args.empty_tasks, root / "cache"))
+        if args.only == "map":
+            return
         anon = mcadams_chain()
         rows = []
 
@@ -123,7 +195,7 @@ def main() -> None:
             dask.close()
 
         base = rows[0][2]
-        print(f"\n{'executor':32s} {'start s':>8s} {'cold s':>8s} {'warm s':>8s} {'x real time':>11s} {'vs local 1':>10s} "
+        print(f"\nanonymization (mcadams defaults)\n{'executor':32s} {'start s':>8s} {'cold s':>8s} {'warm s':>8s} {'x real time':>11s} {'vs local 1':>10s} "
               f"{'CPU s':>7s} {'ms/empty task':>13s}")
         for label, cold, warm, cpu_s, per_task in rows:
             start_s, cold_s = (f"{cold[0]:8.2f}", f"{cold[1]:8.2f}") if cold else (f"{'':8s}", f"{'':8s}")
