@@ -10,6 +10,7 @@ import logging
 import os
 import pickle
 import threading
+import time
 from pathlib import Path
 
 import torch
@@ -125,6 +126,23 @@ def test_a_worker_killed_mid_map_is_replaced_and_every_result_is_right(tmp_path,
     context = PluginContext(executor=executor(tmp_path, batch=2))
     assert context.map(square_or_die, list(range(12)), "killed map") == [x * x for x in range(12)]
     assert marker.exists(), "the first attempt at item 5 did not run (nothing was killed)"
+
+
+def test_a_map_whose_every_worker_died_sends_its_function_again(tmp_path, executor):
+    """Both workers die at once on their first item: the scattered function dies with them (Dask cannot
+    recompute scattered data), so the executor scatters it again for the batches not yet done."""
+    here = os.getpid()
+
+    def die_once_per_item(x):
+        if x < 2 and os.getpid() != here and not list(tmp_path.glob(f"died-*-{x}")):
+            (tmp_path / f"died-{os.getpid()}-{x}").touch()
+            time.sleep(0.5)  # the other worker reaches its item before this one is gone
+            os._exit(1)
+        return -x
+
+    context = PluginContext(executor=executor(tmp_path, batch=1))
+    assert context.map(die_once_per_item, list(range(6)), "all died") == [-x for x in range(6)]
+    assert len({p.name.split("-")[1] for p in tmp_path.glob("died-*")}) == 2, "two worker processes died"
 
 
 def test_a_context_sent_to_a_worker_leaves_the_runs_parts_here(tmp_path):

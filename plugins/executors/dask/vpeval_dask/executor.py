@@ -157,8 +157,6 @@ class DaskExecutor(Executor):
 
     def map(self, func: Callable[[Any], Any], items: Sequence[Any], description: str = "") -> Iterator[Any]:
         """func(item) for every item, yielded as their batches complete."""
-        from distributed import as_completed
-
         items = list(items)
         if not items:
             return
@@ -169,17 +167,39 @@ class DaskExecutor(Executor):
             return
         client = self.client
         self._check_shared_folder()
-        client.wait_for_workers(1)  # a scheduler whose workers (SLURM jobs) have not started yet
-        shipped = client.scatter(function, broadcast=True, hash=False)
         size = self.params.batch
-        batches = [items[i:i + size] for i in range(0, len(items), size)]
+        pending = dict(enumerate(items[i:i + size] for i in range(0, len(items), size)))
         stage = "".join(c if c.isalnum() or c in "-_." else "-" for c in (description or "map"))[:60]
-        futures = [client.submit(run_batch, shipped, batch, self.context.threads, pure=False, retries=self.params.retries,
-                                 key=f"vpeval-{stage}-{i}-{uuid.uuid4().hex[:8]}")
-                   for i, batch in enumerate(batches)]
+        for _ in range(self.params.retries + 1):
+            lost = yield from self._run_batches(function, pending, stage)
+            if not lost:
+                return
+            self.context.log.warning("dask: %s: every worker holding its function died; sending it again for the "
+                                     "%d unfinished batch(es)", description or "a map stage", len(pending))
+        raise PluginError(f"executor dask: {description or 'a map stage'}: every worker holding its function died "
+                          f"{self.params.retries + 1} times; check the workers' memory and logs.")
+
+    def _run_batches(self, function: PickledFunction, pending: dict[int, list[Any]], stage: str):
+        """Yields the results of the pending batches (removing each once yielded); returns True when the
+        function was lost with the workers that held it (scattered data has no recipe: send it again)."""
+        from distributed import as_completed
+        from distributed.client import FutureCancelledError
+
+        client = self.client
+        client.wait_for_workers(1)  # a scheduler whose workers (SLURM jobs) have not started, or restart
+        shipped = client.scatter(function, broadcast=True, hash=False)
+        futures = {client.submit(run_batch, shipped, batch, self.context.threads, pure=False, retries=self.params.retries,
+                                 key=f"vpeval-{stage}-{index}-{uuid.uuid4().hex[:8]}"): index
+                   for index, batch in pending.items()}
         try:
             for future in as_completed(futures):
-                yield from future.result()
+                try:
+                    results = future.result()
+                except FutureCancelledError:
+                    return True  # its input, the function, was forgotten with the last worker that held it
+                del pending[futures[future]]
+                yield from results
+            return False
         finally:
             client.cancel([f for f in futures if not f.done()])
             shipped.release()
