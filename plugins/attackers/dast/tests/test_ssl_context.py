@@ -1,5 +1,6 @@
-"""ssl_context: utterance computes the frozen SSL model once per training utterance and crops its frames
-with the audio; the crop and its frames cover the same stretch, and the network still learns."""
+"""ssl_context: utterance computes the frozen SSL model once per utterance and process (shared by the
+run's dast attackers, for training and embedding) and crops its frames with the audio; the crop and
+its frames cover the same stretch, and the network still learns."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 from vpeval.plugins import plugin_context
 from vpeval.types import TrainingData, TrainingStage
 from vpeval_dast.attacker import DastAttacker
+from vpeval_dast import embedding
 from vpeval_dast.embedding import random_crop, random_crop_with_frames
 
 HOP = 320
@@ -48,6 +50,7 @@ def test_utterance_context_runs_the_ssl_model_once_per_utterance(fusion, train_c
     tiny["stage1"] = {**tiny["stage1"], "epochs": 6 if fusion == "ssl" else 10}
     params = DastAttacker.Params(**tiny, fusion=fusion, ssl={"kind": "wavlm", "path": str(tiny_wavlm)},
                                  ssl_context="utterance")
+    embedding._SHARED_SSL_CACHES.clear()
     attacker = DastAttacker(params, plugin_context(seed=1, work_dir=tmp_path))
     attacker._ssl_stream()
     calls = []
@@ -55,7 +58,28 @@ def test_utterance_context_runs_the_ssl_model_once_per_utterance(fusion, train_c
     attacker._ssl.hidden_states = lambda waves: calls.append(waves.shape[0]) or real(waves)
     try:
         attacker.train(TrainingData([TrainingStage("original", train_corpus)]))
+        assert calls == [1] * len(train_corpus.utterances)  # whole utterances, each once over all epochs
+        assert eer_on(attacker, heldout) < 0.4
+        heldout_calls = len(calls) - len(train_corpus.utterances)
+        assert heldout_calls == len(heldout.utterances)
+        # a second attacker of the run with the same SSL model trains and embeds on the stored states
+        other = DastAttacker(params.model_copy(update={"fusion": "ssl"}), plugin_context(seed=2, work_dir=tmp_path / "b"))
+        other.train(TrainingData([TrainingStage("original", train_corpus)]))
+        other.represent_many([[u] for u in heldout.utterances])
+        assert len(calls) == len(train_corpus.utterances) + len(heldout.utterances)
     finally:
         del attacker._ssl.hidden_states
-    assert calls == [1] * len(train_corpus.utterances)  # whole utterances, each once over all epochs
-    assert eer_on(attacker, heldout) < 0.4
+        embedding._SHARED_SSL_CACHES.clear()
+
+
+def test_cached_states_embed_like_computed_ones(train_corpus, tiny_wavlm, tmp_path, tiny):
+    """Embedding from the stored float16 states differs from the float32 computation by rounding only."""
+    params = DastAttacker.Params(**tiny, fusion="mid", ssl={"kind": "wavlm", "path": str(tiny_wavlm)}, ssl_context="utterance")
+    attacker = DastAttacker(params, plugin_context(seed=1, work_dir=tmp_path))
+    attacker._embedder = attacker._new_embedder()
+    utterance = train_corpus.utterances[0]
+    audio = utterance.load(16000)
+    cached = attacker.embedder.embed_audio(audio, utterance)
+    computed = attacker.embedder.embed_audio(audio)
+    assert np.allclose(cached, computed, rtol=0.02, atol=0.02 * np.abs(computed).max())
+    embedding._SHARED_SSL_CACHES.clear()

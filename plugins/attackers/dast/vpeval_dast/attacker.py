@@ -71,7 +71,7 @@ class DastAttacker(Attacker):
     def _new_embedder(self):
         import torch
 
-        from vpeval_dast.embedding import Embedder
+        from vpeval_dast.embedding import Embedder, shared_ssl_cache
         from vpeval_dast.model import DastNetwork, SpecAugment
 
         p = self.params
@@ -79,7 +79,10 @@ class DastAttacker(Attacker):
             torch.manual_seed(self.context.torch_seed(self.name, "model"))
             network = DastNetwork(self.network_config())
         augment = SpecAugment(p.freq_masks, p.freq_mask_width, p.time_masks, p.time_mask_width)
-        return Embedder(network, self._ssl_stream(), augment, p.embed_max_seconds)
+        ssl = self._ssl_stream()
+        cache = (shared_ssl_cache(p.ssl.model_dump_json(), ssl, p.ssl_cache_mb)
+                 if ssl is not None and p.ssl_context == "utterance" else None)
+        return Embedder(network, ssl, augment, p.embed_max_seconds, cache)
 
     @property
     def embedder(self):

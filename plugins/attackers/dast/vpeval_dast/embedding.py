@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -18,9 +19,10 @@ SAMPLE_RATE = 16000
 
 class Embedder:
     def __init__(self, network: DastNetwork, ssl: FrozenSsl | None, specaugment: SpecAugment,
-                 embed_max_seconds: float | None = None):
+                 embed_max_seconds: float | None = None, ssl_cache: SslCache | None = None):
         self.network = network
         self.ssl = ssl
+        self.ssl_cache = ssl_cache if ssl is not None else None  # ssl_context: utterance
         self.specaugment = specaugment
         self.fbank = FbankFeatures(network.config.n_mels) if network.config.fusion != "ssl" else None
         self.max_samples = None if embed_max_seconds is None else int(embed_max_seconds * SAMPLE_RATE)
@@ -35,13 +37,17 @@ class Embedder:
             hidden = self.ssl.hidden_states(waves)
         return fbank, (hidden if self.ssl is not None else None)
 
-    def embed_audio(self, audio: np.ndarray) -> np.ndarray:
+    def embed_audio(self, audio: np.ndarray, utterance: Utterance | None = None) -> np.ndarray:
+        """The embedding of one whole utterance; given the utterance, its SSL states come from ssl_cache."""
         audio = np.asarray(audio, dtype=np.float32)[: self.max_samples]
         if audio.size < SAMPLE_RATE // 10:  # shorter than the convolutions' reach: repeat it
             audio = np.tile(audio if audio.size else np.zeros(1, np.float32), -(-(SAMPLE_RATE // 10) // max(1, audio.size)))
+        hidden = None
+        if self.ssl_cache is not None and utterance is not None and self.max_samples is None:
+            hidden = torch.from_numpy(self.ssl_cache.load(utterance, audio)[:, None]).float()
         self.network.eval()
         with torch.no_grad():
-            return self.network(*self.inputs(torch.from_numpy(audio)[None]))[0].numpy().astype(np.float64)
+            return self.network(*self.inputs(torch.from_numpy(audio)[None], hidden=hidden))[0].numpy().astype(np.float64)
 
     def embed_utterances(self, utterances: Sequence[Utterance], context=None, description: str = "") -> np.ndarray:
         """Embeddings [U, E], each distinct utterance embedded once."""
@@ -50,7 +56,7 @@ class Embedder:
         by_key = {}
         lookup = {(u.path, u.channel): u for u in utterances}
         for key in items:
-            by_key[key] = self.embed_audio(lookup[key].load(SAMPLE_RATE))
+            by_key[key] = self.embed_audio(lookup[key].load(SAMPLE_RATE), lookup[key])
         return np.stack([by_key[(u.path, u.channel)] for u in utterances])
 
 
@@ -85,7 +91,9 @@ class AudioCache(_Lru):
 
 class SslCache(_Lru):
     """The frozen SSL model's hidden states of whole utterances [L, T, D] (float16), computed once per
-    stage instead of once per training crop and epoch (ssl_context: utterance)."""
+    process instead of once per training crop and epoch, and shared by every dast attacker of a run that
+    uses the same SSL model (ssl_context: utterance): they train and embed on the same files. A file is
+    known by path, channel, size and modification time, so a rewritten file is computed again."""
 
     def __init__(self, budget_mb: int, ssl: FrozenSsl):
         super().__init__(budget_mb)
@@ -96,7 +104,24 @@ class SslCache(_Lru):
             with torch.no_grad():
                 return self.ssl.hidden_states(torch.from_numpy(audio)[None])[:, 0].numpy().astype(np.float16)
 
-        return self._get((utterance.path, utterance.channel), compute)
+        try:
+            stat = Path(utterance.path).stat()
+            version = (stat.st_size, stat.st_mtime_ns)
+        except OSError:
+            version = None
+        return self._get((utterance.path, utterance.channel, version, audio.size), compute)
+
+
+_SHARED_SSL_CACHES: dict[str, SslCache] = {}
+
+
+def shared_ssl_cache(ssl_key: str, ssl: FrozenSsl, budget_mb: int) -> SslCache:
+    """The process's hidden-state cache of one SSL model (the largest budget asked for wins)."""
+    cache = _SHARED_SSL_CACHES.get(ssl_key)
+    if cache is None or cache.ssl is not ssl:
+        cache = _SHARED_SSL_CACHES[ssl_key] = SslCache(budget_mb, ssl)
+    cache.budget = max(cache.budget, budget_mb * 1024 * 1024)
+    return cache
 
 
 def random_crop(audio: np.ndarray, length: int, rng: np.random.Generator) -> np.ndarray:

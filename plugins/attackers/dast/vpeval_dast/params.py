@@ -136,12 +136,14 @@ class DastParams(Params):
     ssl_context: Literal["crop", "utterance"] = Field(
         "crop",
         description="What the frozen SSL model hears in training: each training crop (recomputed every epoch), or the "
-        "whole utterance once per stage, its frames then cropped with the audio (as embedding hears whole "
-        "utterances; several times faster from the second epoch on). Not in the paper.",
+        "whole utterance, once per process, its frames then cropped with the audio (as embedding hears whole "
+        "utterances). With utterance the states are kept in float16 and shared by the run's dast attackers for "
+        "training and embedding: several times faster. Not in the paper.",
     )
     ssl_cache_mb: int = Field(
         4096, ge=0, le=1_048_576, description="SSL hidden states kept in memory with ssl_context: utterance (MB, float16; "
-        "about 0.3 MB per second of audio for Whisper-base); beyond it they are recomputed.",
+        "about 0.3 MB per second of audio for Whisper-base), shared by the process's dast attackers; beyond it "
+        "the least recently used are recomputed when needed.",
     )
     init_from: str | None = Field(
         None, description="A folder a dast attacker saved (or its stages/<stage> folder) to start from, for example a "

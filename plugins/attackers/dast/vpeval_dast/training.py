@@ -15,7 +15,7 @@ import torch
 from vpeval.api import PluginContext
 from vpeval.types import Utterance
 
-from vpeval_dast.embedding import SAMPLE_RATE, AudioCache, Embedder, SslCache, random_crop, random_crop_with_frames
+from vpeval_dast.embedding import SAMPLE_RATE, AudioCache, Embedder, random_crop, random_crop_with_frames
 from vpeval_dast.params import DastParams
 
 
@@ -113,9 +113,7 @@ def _train(embedder: Embedder, utterances: Sequence[Utterance], stage: str, para
     label_of = {s: i for i, s in enumerate(speakers)}
     labels = np.array([label_of[u.speaker] for u in utterances])
     cache = AudioCache(params.audio_cache_mb)
-    # The SSL model is frozen: with ssl_context utterance its hidden states are computed once per utterance.
-    ssl_cache = (SslCache(params.ssl_cache_mb, embedder.ssl)
-                 if embedder.ssl is not None and params.ssl_context == "utterance" else None)
+    ssl_cache = embedder.ssl_cache  # ssl_context utterance: the frozen model's states, once per utterance
     crop = int(params.crop_seconds * SAMPLE_RATE)
     # One crop per crop-length stretch of each utterance, so an epoch covers about all the audio once.
     segments = np.repeat(np.arange(len(utterances)),
