@@ -95,17 +95,21 @@ def ge2e_embedder():
     return lambda u: encoder.embed(u.load(encoder.sample_rate))
 
 
-def time_context_map(context: PluginContext, func, items, runs: int) -> list[float]:
+def time_context_map(context: PluginContext, func, items, runs: int, cpu: list[float] | None = None) -> list[float]:
+    """Wall seconds per run; CPU seconds of the processes that did the work appended to `cpu`."""
     times = []
     for _ in range(runs):
+        cpu_before = cpu_of(context.executor)
         start = time.perf_counter()
         assert len(context.map(func, items, "bench-map")) == len(items)
         times.append(time.perf_counter() - start)
+        if cpu is not None:
+            cpu.append(cpu_of(context.executor) - cpu_before)
     return times
 
 
 def map_stage_rows(items, runs: int, empty_tasks: int, cache_root: Path) -> list[tuple]:
-    """(label, pickled MB, (cold s, new func s), warm s, utterances/s warm, ms per empty task) for local and Dask."""
+    """(label, pickled MB, (cold s, new func s), warm s, utterances/s warm, warm CPU s, ms per empty task)."""
     import cloudpickle
 
     from vpeval_dask.executor import DaskExecutor
@@ -115,33 +119,36 @@ def map_stage_rows(items, runs: int, empty_tasks: int, cache_root: Path) -> list
     rows = []
     for workers in (1, 2):
         context = PluginContext(workers=workers, executor=LocalProcesses(context=PluginContext(workers=workers)))
-        warm = statistics.median(time_context_map(context, embed, items, runs))
+        cpu: list[float] = []
+        warm = statistics.median(time_context_map(context, embed, items, runs, cpu))
         empty = statistics.median(time_context_map(context, nothing, list(range(empty_tasks)), 1)) / empty_tasks
-        rows.append((f"local, workers {workers}", None, None, warm, len(items) / warm, empty))
+        rows.append((f"local, workers {workers}", None, None, warm, len(items) / warm, statistics.median(cpu), empty))
     for workers in (1, 2):
         dask = DaskExecutor(DaskExecutor.Params(workers=workers, batch=16), PluginContext(options={"cache_root": cache_root}))
         dask.client.wait_for_workers(workers)
         context = PluginContext(executor=dask)
         cold = time_context_map(context, embed, items, 1)[0]
-        warm = statistics.median(time_context_map(context, embed, items, runs))
+        cpu = []
+        warm = statistics.median(time_context_map(context, embed, items, runs, cpu))
         fresh = time_context_map(context, lambda u, _other=workers: embed(u), items, 1)[0]
         one_per_task = DaskExecutor(DaskExecutor.Params(address=dask.client.scheduler.address, batch=1),
                                     PluginContext(options={"cache_root": cache_root}))
         empty = time_context_map(PluginContext(executor=one_per_task), nothing, list(range(empty_tasks)), 1)[0] / empty_tasks
         one_per_task.close()
         dask.close()
-        rows.append((f"dask LocalCluster, {workers} worker(s)", megabytes, (cold, fresh), warm, len(items) / warm, empty))
+        rows.append((f"dask LocalCluster, {workers} worker(s)", megabytes, (cold, fresh), warm, len(items) / warm,
+                     statistics.median(cpu), empty))
     return rows
 
 
 def print_map_rows(rows: list[tuple]) -> None:
     print(f"\nmap stage (ge2e embed)\n{'executor':32s} {'func MB':>8s} {'cold s':>8s} {'new func s':>10s} {'warm s':>8s} {'utt/s':>7s} "
-          f"{'vs local 1':>10s} {'ms/empty task':>13s}")
+          f"{'vs local 1':>10s} {'CPU s':>7s} {'ms/empty task':>13s}")
     base = rows[0][3]
-    for label, megabytes, cold, warm, rate, empty in rows:
+    for label, megabytes, cold, warm, rate, cpu_s, empty in rows:
         mb, cold_s, fresh_s = ((f"{megabytes:8.1f}", f"{cold[0]:8.2f}", f"{cold[1]:10.2f}") if cold is not None
                                else (f"{'':8s}", f"{'':8s}", f"{'':10s}"))
-        print(f"{label:32s} {mb} {cold_s} {fresh_s} {warm:8.2f} {rate:7.1f} {base / warm:10.2f} {empty * 1000:13.2f}")
+        print(f"{label:32s} {mb} {cold_s} {fresh_s} {warm:8.2f} {rate:7.1f} {base / warm:10.2f} {cpu_s:7.2f} {empty * 1000:13.2f}")
 
 
 def main() -> None:

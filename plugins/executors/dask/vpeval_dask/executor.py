@@ -116,12 +116,17 @@ class DaskExecutor(Executor):
         return self._client
 
     def _connect(self):
+        import dask
         from distributed import Client, LocalCluster
 
         p = self.params
         if p.address is None:
-            self._cluster = LocalCluster(n_workers=p.workers, threads_per_worker=p.threads_per_worker, processes=True,
-                                         dashboard_address=None, silence_logs=logging.WARNING)
+            # Dask's nanny sets MALLOC_TRIM_THRESHOLD_=65536 in its workers, which also turns off glibc's
+            # adaptive mmap threshold: every large numpy temporary is then mmapped and unmapped again, and
+            # GE2E embedding or McAdams took ~1.5 x the CPU of the same code here (BENCHMARKS.md). Unset it.
+            with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+                self._cluster = LocalCluster(n_workers=p.workers, threads_per_worker=p.threads_per_worker, processes=True,
+                                             dashboard_address=None, silence_logs=logging.WARNING)
             self.context.log.info("dask: started a LocalCluster of %d worker processes", p.workers)
             return Client(self._cluster)
         try:
