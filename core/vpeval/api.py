@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -153,6 +153,9 @@ class PluginContext:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state, log=logging.getLogger(state["log"]))
+
+    def __copy__(self) -> PluginContext:
+        return replace(self)  # a copy in this process keeps the run's parts (pickling leaves them)
 
     def child(self, name: str) -> PluginContext:
         return PluginContext(

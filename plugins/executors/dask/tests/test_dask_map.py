@@ -6,6 +6,7 @@ replaced without a wrong or missing result."""
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import pickle
@@ -154,3 +155,4 @@ def test_a_context_sent_to_a_worker_leaves_the_runs_parts_here(tmp_path):
     assert shipped.log is logging.getLogger("vpeval.x")
     assert (shipped.plugin_factory, shipped.progress_factory, shipped.executor, shipped.workers) == (None, None, None, 1)
     assert context.executor is not None and context.workers == 4  # the original keeps them
+    assert copy.copy(context).plugin_factory is context.plugin_factory  # a copy in this process does too
