@@ -449,7 +449,7 @@ class Executor(Plugin):
     `map(func, items, description)` yields func(item) for every item, in completion order (callers that
     need item order carry an index in the item). func writes its own output (a file per item, atomically)
     and returns something small. Two callers: the core's anonymization (a small picklable task per
-    stage) and `PluginContext.map` (plugins' per-utterance stages: embed, encode, transcribe), whose func
+    stage) and `PluginContext.map` (plugins' per-utterance stages: embeddings, features), whose func
     may close over a plugin and its model. An executor that runs func in other machines' processes
     pickles func with cloudpickle once per call, sends it once to each worker, and runs func here when
     it cannot be pickled (logging which stage). `close()` releases workers; the runner calls it when the
