@@ -85,11 +85,12 @@ class Embedder:
     def identity(self) -> str:
         """What an embedding depends on besides the audio: weights, configuration, code, torch release."""
         if getattr(self, "_identity", None) is None:
-            from vpeval_asv import features, models
+            from vpeval_asv import features, models, padding
 
             state = [t.detach().cpu().numpy() for t in self.model.state_dict().values()]
             self._identity = "asv-" + identity_digest(
-                torch.__version__, source_digest(features, models, _this_module()), self.config, self.max_samples, *state
+                torch.__version__, source_digest(features, models, padding, _this_module()), self.config,
+                self.max_samples, *state,
             )
         return self._identity
 

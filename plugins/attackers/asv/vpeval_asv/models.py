@@ -41,6 +41,12 @@ class ModelConfig:
 
 def build_embedding_model(config: ModelConfig) -> torch.nn.Module:
     """Features [B, frames, n_mels] -> embeddings [B, 1, D]."""
+    from vpeval_asv.padding import use_fast_padding
+
+    return use_fast_padding(_speechbrain_model(config))
+
+
+def _speechbrain_model(config: ModelConfig) -> torch.nn.Module:
     if config.architecture == "ecapa":
         from speechbrain.lobes.models.ECAPA_TDNN import ECAPA_TDNN
 
