@@ -370,3 +370,23 @@ def test_the_code_of_plugins_named_in_params_joins_the_cache_identity(monkeypatc
     again = load_experiment_text(text, "exp.yaml").anonymizers
     assert again[1].steps[0].helpers != poolvc.helpers  # the ge2e encoder's code changed: poolvc's key changes
     assert again[0].steps[0].identity() == mcadams.identity()
+
+
+def test_nested_plugin_params_that_are_not_a_mapping_get_a_sentence():
+    """Found by the fuzzer: `params: aaaa` inside a nested plugin reference raised a raw ValueError."""
+    text = """\
+name: e
+data:
+  corpus: {use: synth, params: {preset: emotion}}
+  attacker_train_speakers: 0
+protocols: [O-O]
+metrics:
+- use: embedding-privacy
+  params:
+    encoder: ecapa
+    encoder_params:
+      train_corpus: {use: synth, params: aaaa}
+"""
+    with pytest.raises(ConfigError, match=r"line 11 \(metrics\[0\]\.params\.encoder_params\.train_corpus\.params\): the params of "
+                                          r"corpus synth are a mapping"):
+        load_experiment_text(text, "exp.yaml")

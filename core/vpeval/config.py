@@ -556,8 +556,15 @@ def _check_reference(manager, doc, ref: PluginRef, params: BaseModel, field_name
         errors.append(f"{doc.where(name_loc)}: {owner} field '{shown}' needs {article} {ref.kind} that works on "
                       f"{ref.works_on}s, and {name} works on {' and '.join(cls.works_on)}s only.")
         return
+    if isinstance(nested, BaseModel):
+        nested = nested.model_dump()
+    if not isinstance(nested, dict):
+        shown_value = repr(nested) if len(repr(nested)) <= 40 else repr(nested)[:37] + "..."
+        errors.append(f"{doc.where(params_loc)}: the params of {ref.kind} {name} are a mapping of parameter names to "
+                      f"values, such as {{epochs: 2}}; got {shown_value}.")
+        return
     try:
-        validated = cls.Params.model_validate(nested if isinstance(nested, dict) else dict(nested))
+        validated = cls.Params.model_validate(nested)
     except ValidationError as exc:
         for err in exc.errors():
             errors.append(f"{doc.where(params_loc + tuple(err['loc']))}: {_pydantic_sentence(err, f'{ref.kind} {name}')}")
