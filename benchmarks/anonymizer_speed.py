@@ -1,4 +1,5 @@
-"""Anonymizer throughput in times real time on one CPU core.
+"""Anonymizer throughput in times real time on one CPU core (process CPU time, so other jobs on the machine
+barely move it).
 
 McAdams (vectorised over frames) against the straightforward frame-by-frame loop of the VoicePrivacy
 B2 script (vpeval_mcadams.reference), on the same audio; poolvc when its package is installed.
@@ -41,9 +42,9 @@ def timed(fn, runs: int) -> list[float]:
     fn()  # warm-up
     times = []
     for _ in range(runs):
-        start = time.perf_counter()
+        start = time.process_time()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     return times
 
 
@@ -105,9 +106,9 @@ def bench_mcadams(audio: np.ndarray, rate: int, runs: int) -> None:
 
 
 def timed_once(fn) -> list[float]:
-    start = time.perf_counter()
+    start = time.process_time()
     fn()
-    return [time.perf_counter() - start]
+    return [time.process_time() - start]
 
 
 def bench_poolvc(audio: np.ndarray, rate: int, runs: int) -> None:
