@@ -65,6 +65,16 @@ def test_paper_defaults_per_stage():
     assert (p.stage2.optimizer, p.stage3.batch_size, p.stage3.grad_accumulation) == ("muon", 32, 1)
 
 
+def test_a_stage_given_in_part_keeps_that_stages_paper_settings():
+    """stage3: {epochs: 30} once fell back to StageParams' generic batch 64 x 4 (2 optimizer steps per epoch on
+    192 utterances) and stage2: {epochs: 20} to AdamW instead of the paper's Muon."""
+    p = DastAttacker.Params(stages=["III"], stage1={"epochs": 3}, stage2={"epochs": 20}, stage3={"epochs": 30})
+    assert (p.stage3.epochs, p.stage3.batch_size, p.stage3.grad_accumulation, p.stage3.dropout) == (30, 32, 1, 0.3)
+    assert (p.stage2.epochs, p.stage2.optimizer, p.stage2.batch_size, p.stage2.grad_accumulation) == (20, "muon", 64, 4)
+    assert (p.stage1.epochs, p.stage1.dropout, p.stage1.optimizer) == (3, 0.0, "adamw")
+    assert DastAttacker.Params(stages=["III"], stage3={"batch_size": 16}).stage_epochs("III") == 2  # still per share
+
+
 # -- stage data -------------------------------------------------------------------------------
 
 def test_stage3_keeps_a_share_of_every_speaker(corpus):
@@ -91,6 +101,24 @@ def test_stage2_converts_with_anonymizer_plugins_deterministically(train_corpus,
     assert converted.shape == original.shape and not np.allclose(converted, original, atol=1e-3)
     for a, b in zip(first, again):
         np.testing.assert_array_equal(sf.read(a.path)[0], sf.read(b.path)[0])
+
+
+def test_attackers_of_a_run_share_stage2_conversions(train_corpus, tmp_path, tiny, monkeypatch):
+    """In a run (cache_root set), a second attacker with Stage II reads the first one's conversions."""
+    small = train_corpus.with_speakers(train_corpus.speakers[:2])
+    params = stage_params(tiny, stages=["II"], stage2_anonymizers=[MCADAMS])
+    options = {"cache_root": str(tmp_path / "cache")}
+    first = convert_for_stage2(small, params, plugin_context(seed=3, work_dir=tmp_path / "a", options=options))
+    from vpeval_mcadams import anonymizer as mcadams_module
+
+    monkeypatch.setattr(mcadams_module.McAdams, "anonymize", lambda *a, **k: pytest.fail("converted again"))
+    second = convert_for_stage2(small, params, plugin_context(seed=3, work_dir=tmp_path / "b", options=options))
+    assert [u.path for u in second] == [u.path for u in first]
+    assert [u.duration for u in second] == [u.duration for u in first]
+    assert all(str(tmp_path / "cache") in u.path for u in first)
+    monkeypatch.undo()
+    other_seed = convert_for_stage2(small, params, plugin_context(seed=4, work_dir=tmp_path / "c", options=options))
+    assert not {u.path for u in other_seed} & {u.path for u in first}  # other voices: other files
 
 
 def test_stages_one_and_two_need_original_speech(train_corpus, tmp_path, tiny):

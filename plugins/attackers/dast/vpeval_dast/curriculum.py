@@ -7,8 +7,10 @@ in stage2_anonymizers (labels stay the source speakers). Stage III: the target a
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -61,12 +63,34 @@ def _folder_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
 
 
+def _conversion_folder(system, anonymizer, params: DastParams, context: PluginContext) -> Path:
+    """Where a Stage II system's conversions go: in a run, a folder of the run cache named by everything a
+    conversion depends on (system, its parameters and code, voice level, seed), so that the run's dast
+    attackers with Stage II (II, I+II, ...) convert each utterance once; outside a run, the work folder."""
+    from vpeval.config import code_fingerprint
+    from vpeval.content_cache import identity_digest
+
+    root = context.options.get("cache_root")
+    if not root:
+        return context.folder("stage2", _folder_name(system.name))
+    identity = identity_digest(system.use, json.dumps(system.params, sort_keys=True), system.name, params.stage2_level,
+                               context.seed, code_fingerprint(type(anonymizer)), anonymizer.sample_rate)
+    folder = Path(root) / "work" / "dast-stage2" / f"{_folder_name(system.name)}-{identity[:16]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def convert_for_stage2(corpus: Corpus, params: DastParams, context: PluginContext) -> list[Utterance]:
-    """The corpus converted by every Stage II anonymizer, written under the attacker's work folder.
+    """The corpus converted by every Stage II anonymizer (see _conversion_folder for where).
 
     Voices come from the experiment seed: one rng per system and utterance (or speaker at level speaker).
+    A conversion already in the folder (same source id and audio bytes) is reused.
     """
+    import soundfile
+
+    from vpeval.content_cache import identity_digest
     from vpeval.data.audio import read_audio, write_audio
+    from vpeval.data.fingerprint import file_hash
 
     out: list[Utterance] = []
     for system in params.stage2_anonymizers:
@@ -74,15 +98,22 @@ def convert_for_stage2(corpus: Corpus, params: DastParams, context: PluginContex
         if "waveform" not in anonymizer.works_on:
             raise PluginError(f"stage2_anonymizers: {system.use} works on speaker embeddings only; name a waveform anonymizer.")
         anonymizer.prepare()
-        folder = context.folder("stage2", _folder_name(system.name))
+        folder = _conversion_folder(system, anonymizer, params, context)
 
         def convert(u: Utterance, anonymizer=anonymizer, folder=folder, system=system) -> tuple[str, int, int]:
+            target = folder / f"{_folder_name(u.id)}-{identity_digest(file_hash(u.path), u.channel)[:16]}.wav"
+            if target.is_file():
+                try:
+                    info = soundfile.info(str(target))
+                    return str(target), info.samplerate, info.frames
+                except RuntimeError:  # damaged by a killed writer: convert again
+                    pass
             audio, rate = read_audio(u.path, sample_rate=anonymizer.sample_rate, channel=u.channel)
             key = u.id if params.stage2_level == "utterance" else u.speaker
             voice = Voice(key, params.stage2_level, context.rng("stage2-voice", system.name, key), u)
             converted = np.asarray(anonymizer.anonymize(audio, rate, voice), dtype=np.float32)
-            path = write_audio(folder / f"{_folder_name(u.id)}.wav", converted, rate)
-            return str(path), rate, converted.size
+            write_audio(target, converted, rate)  # atomic: another attacker never reads half a file
+            return str(target), rate, converted.size
 
         results = context.map(convert, corpus.utterances, description=f"stage II: convert with {system.name}")
         for u, (path, rate, size) in zip(corpus.utterances, results):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from vpeval.api import Params, PluginRef
 
@@ -64,6 +64,9 @@ def _stage2() -> StageParams:
 
 def _stage3() -> StageParams:
     return StageParams(epochs=None, batch_size=32, grad_accumulation=1, dropout=0.3, optimizer="adamw")
+
+
+PAPER_STAGES = {"stage1": _stage1, "stage2": _stage2, "stage3": _stage3}
 
 
 class ConversionSystem(Params):
@@ -149,6 +152,15 @@ class DastParams(Params):
         None, description="A folder a dast attacker saved (or its stages/<stage> folder) to start from, for example a "
         "released Stage II model; the experiment's `init_from: <label>` does the same within one run.",
     )
+
+    @field_validator("stage1", "stage2", "stage3", mode="before")
+    @classmethod
+    def _over_the_stage_defaults(cls, value: Any, info) -> Any:
+        """A stage given in part keeps that stage's paper settings for the rest (`stage3: {epochs: 30}` is
+        still batch 32 without accumulation; `stage2: {epochs: 5}` still Muon), not StageParams' generic ones."""
+        if isinstance(value, dict):
+            return {**PAPER_STAGES[info.field_name]().model_dump(), **value}
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> DastParams:
