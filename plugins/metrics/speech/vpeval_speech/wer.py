@@ -164,12 +164,17 @@ class WER(Metric):
                 cache.put(key, entry)
             return entry["text"]
 
-        # An ASR that says it may be called from several threads at once (whisper: one model replica per
-        # run worker) transcribes that many utterances in parallel; the texts do not depend on it.
-        with ThreadPoolExecutor(max_workers=max(1, getattr(asr, "concurrency", 1))) as pool:
-            done = self.context.progress(pool.map(text_of, wanted), total=len(wanted),
-                                         description=f"wer: {speech} speech")
-            texts = {u.id: text for u, text in zip(wanted, done)}
+        description = f"wer: {speech} speech"
+        if getattr(self.context.executor, "remote", False):
+            # A cluster executor: each worker unpickles the ASR once and loads its own model (the ASR
+            # leaves a loaded model behind when pickled); the cache folder is shared, so workers write it.
+            texts = dict(zip((u.id for u in wanted), self.context.map(text_of, wanted, description)))
+        else:
+            # An ASR that says it may be called from several threads at once (whisper: one model replica
+            # per run worker) transcribes that many utterances in parallel; the texts do not depend on it.
+            with ThreadPoolExecutor(max_workers=max(1, getattr(asr, "concurrency", 1))) as pool:
+                done = self.context.progress(pool.map(text_of, wanted), total=len(wanted), description=description)
+                texts = {u.id: text for u, text in zip(wanted, done)}
         lines = "".join(f"{uid} {' '.join(text.split())}\n" for uid, text in texts.items())
         (self.context.folder() / f"hyp_{speech}.txt").write_text(lines)
         return texts

@@ -120,6 +120,13 @@ class WhisperASR(ASR):
             )
         return self._model
 
+    def __getstate__(self) -> dict:
+        """Pickled for a cluster worker without the loaded CTranslate2 model (it cannot be pickled): the
+        worker loads its own from the same local path on first use."""
+        state = dict(self.__dict__)
+        state.pop("_model", None)
+        return state
+
     @property
     def concurrency(self) -> int:
         """How many threads may call transcribe at once: the run's workers, one model replica each.
