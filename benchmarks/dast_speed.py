@@ -36,8 +36,10 @@ STAGE = {"batch_size": 32, "grad_accumulation": 1}
 
 def run_stage(params: dict, data: TrainingData, seed: int, work: Path) -> dict:
     """Train once; the stage's wall time, its epochs' times and the time outside the epochs."""
+    from vpeval_dast import embedding
     from vpeval_dast.attacker import DastAttacker
 
+    embedding._SHARED_SSL_CACHES.clear()  # every repeat pays its own SSL pass (a run shares it across attackers)
     attacker = DastAttacker(DastAttacker.Params(**params), plugin_context(seed=seed, work_dir=work, threads=1))
     attacker._ssl_stream()  # model loading is not training time
     started = time.perf_counter()
@@ -63,6 +65,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", default="", help="run only the stages whose name contains this text")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -96,6 +99,8 @@ def main() -> None:
     print("|---|---|---|---|---|")
     trained = {}
     for name, (params, data) in runs.items():
+        if args.only not in name:
+            continue
         measured = [run_stage(params, data, r, tmp / "work" / f"{name}-{r}") for r in range(args.repeats)]
         row = {k: summary([m[k] for m in measured]) for k in ("total", "first_epoch", "later_epochs", "outside_epochs")}
         results["stages"][name] = row
@@ -103,7 +108,10 @@ def main() -> None:
         print(f"| {name} | {fmt(row['total'])} | {fmt(row['first_epoch'])} | {fmt(row['later_epochs'])} | "
               f"{fmt(row['outside_epochs'])} |", flush=True)
     for name in ("I fbank", "I ssl (utterance)", "I mid (utterance)"):
+        if name not in trained:
+            continue
         attacker = trained[name]
+        attacker.embedder.ssl_cache = None  # extraction speed includes the SSL model
         factors = []
         for _ in range(args.repeats):
             started = time.perf_counter()
