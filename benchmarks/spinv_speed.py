@@ -40,16 +40,23 @@ def measure(size: str, views_from: str, train, test, frontend, epochs: int, fold
     from vpeval_spinv.attacker import SpInv
     from vpeval_spinv.views import collate, slice_output
 
+    # fresh copies of the fitted frontend for training and for the attack: kimi-like keeps encoder outputs in
+    # memory, and the views of every measurement are the same crops (same seed), so a shared copy hides encoding
+    frontend.save(folder / "frontend")
+    trained_with = make_frontend(frontend.name, folder / "train")
+    trained_with.load(folder / "frontend")
     params = SpInv.Params(**SIZES[size], views_from=views_from, stage_a_epochs=epochs, stage_b_epochs=0, batch_size=32)
     attacker = SpInv(params, plugin_context(seed=0, work_dir=folder, threads=1))
-    attacker.frontend = frontend
+    attacker.frontend = trained_with
     attacker.train(TrainingData([TrainingStage("original", train)]))
     epoch_seconds = [h["seconds"] for h in attacker.history]
+    fresh = make_frontend(frontend.name, folder / "fresh")
+    fresh.load(folder / "frontend")
     encode_ms, model_ms = [], []
     for u in test.utterances:
         audio = u.load(frontend.sample_rate)
         started = time.perf_counter()
-        output = frontend.encode(audio)
+        output = fresh.encode(audio)
         encoded = time.perf_counter()
         observed = slice_output(output, params.observed_seconds, attacker.context.rng("spinv-slice", u.id))
         with torch.no_grad():
