@@ -161,3 +161,11 @@ def test_the_report_section_is_not_part_of_any_cache_key(run, tmp_path):
 def test_spec_defaults_are_the_papers_layout():
     spec = ReportSpec.model_validate({"tables": [{"title": "t"}]})
     assert spec.tables[0].rows == ["attacker"] and spec.tables[0].columns == ["protocol"] and spec.tables[0].metric == "eer"
+
+
+def test_values_equal_up_to_summation_order_are_equal_not_larger():
+    rows = [{"metric": "eer", "value": v, "gender": "avg", "attacker": a, "protocol": "A-A", "n": n}
+            for a, n, v in [("x", 1, 6.25), ("y", 1, 0.1 + 0.2), ("y", 2, 6.25 * 2 - 0.1 - 0.2)]]  # y's mean: 6.25 up to rounding
+    for op, expected in ((">", False), ("<", False), (">=", True), ("<=", True)):
+        spec = FindingSpec.model_validate({"claim": "c", "left": {"attacker": "y"}, "op": op, "right": {"attacker": "x"}})
+        assert declared.check_finding(spec, rows).verdict == ("HOLDS" if expected else "DOES NOT HOLD"), op

@@ -195,9 +195,15 @@ def _mean(rows: list[dict[str, Any]], where: dict[str, list[str]]) -> tuple[floa
     return sum(float(r["value"]) for r in mine) / len(mine), mine
 
 
+EQUAL_WITHIN = 1e-9  # means of the same results summed in another order differ in the last bits: equal, not larger
+
+
 def _compare(left: float, op: str, right: float, tolerance: float) -> bool:
-    return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right,
-            "~": abs(left - right) <= tolerance}[op]
+    if op == "~":
+        return abs(left - right) <= tolerance + EQUAL_WITHIN
+    if abs(left - right) <= EQUAL_WITHIN * max(1.0, abs(left), abs(right)):
+        return op in ("<=", ">=")
+    return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[op]
 
 
 def findings_markdown(results: list[FindingResult]) -> list[str]:
