@@ -102,12 +102,21 @@ def projection_head(sizes: Sizes) -> nn.Module:
 
 
 class DinoHead(nn.Module):
-    """DINO's head (Caron et al. 2021): MLP -> bottleneck -> L2 norm -> weight-normalised prototypes (K)."""
+    """DINO's head (Caron et al. 2021): MLP -> bottleneck -> L2 norm -> weight-normalised prototypes (K).
+
+    The prototypes' gain is fixed at 1, as DINO's default (`norm_last_layer`): logits are cosines. Left
+    trainable from the linear layer's initial norm (about 0.58 for a 256-d bottleneck), the logits stay
+    so small that the student's distribution starts, and stayed in our runs, near uniform (loss ln K).
+    """
 
     def __init__(self, in_dim: int, hidden: int, bottleneck: int, prototypes: int):
         super().__init__()
         self.mlp = nn.Sequential(nn.Linear(in_dim, hidden), nn.GELU(), nn.Linear(hidden, bottleneck))
         self.prototypes = nn.utils.parametrizations.weight_norm(nn.Linear(bottleneck, prototypes, bias=False))
+        gain = self.prototypes.parametrizations.weight.original0
+        with torch.no_grad():
+            gain.fill_(1.0)
+        gain.requires_grad_(False)
 
     def forward(self, o: torch.Tensor) -> torch.Tensor:
         return self.prototypes(F.normalize(self.mlp(o), dim=-1))
