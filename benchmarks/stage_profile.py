@@ -47,8 +47,7 @@ class Steps:
 
 def poolvc(audios, seconds) -> None:
     from vpeval_poolvc.anonymizer import convert_f0
-    from vpeval_poolvc.features import envelope_cepstra, mean_normalised
-    from vpeval_poolvc.knn import knn_indices
+    from vpeval_world.matching import envelope_cepstra, knn_indices, mean_normalised
     from vpeval_world.vocoder import WorldFeatures, _pyworld, synthesize
 
     pw, t = _pyworld(), Steps()

@@ -158,14 +158,3 @@ def test_embedding_anonymizer_choice(tmp_path, corpus):
     pseudo = anon._embedding_anonymizer.anonymize_embeddings(mfcc_mean(audio, rate)[None].astype(np.float64), [v])[0]
     sims = anon._means @ pseudo / np.linalg.norm(anon._means, axis=1)
     assert anon.choose_speaker(audio, rate, voice("u")) == anon._pool.speakers[int(np.argmax(sims))]
-
-
-def test_knn_distances_are_the_straightforward_formula_bit_for_bit():
-    from vpeval_poolvc import knn
-
-    rng = np.random.default_rng(5)
-    query, keys = rng.normal(size=(300, 19)), rng.normal(size=(700, 19))
-    key_sq = np.einsum("nc,nc->n", keys, keys)
-    expected = np.argpartition(key_sq[None, :] - 2.0 * query @ keys.T, 3, axis=1)[:, :4]
-    assert np.array_equal(knn.knn_indices(query, keys, 4), expected)
-    assert np.array_equal(knn.knn_indices(query, keys, 4, chunk=64), expected)

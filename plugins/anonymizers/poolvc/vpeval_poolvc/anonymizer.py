@@ -21,8 +21,7 @@ from vpeval.errors import BadAudioError, DataError
 from vpeval.speakers import POOL_SEED, CorpusSpec, EncoderSpec, embed_corpus, embedding_anonymizer_in_space
 
 from vpeval_poolvc.choice import farthest_count, farthest_random_choice, nearest_speaker, random_choice
-from vpeval_poolvc.features import envelope_cepstra, mean_normalised
-from vpeval_poolvc.knn import knn_average
+from vpeval_world.matching import envelope_cepstra, knn_average, mean_normalised
 from vpeval_poolvc.pool import AnalysisSettings, PoolSpeakers
 from vpeval_world.vocoder import WorldFeatures, analyse, synthesize
 

@@ -11,7 +11,7 @@ import numpy as np
 from vpeval.api import PluginContext, stable_int
 from vpeval.types import Corpus
 
-from vpeval_poolvc.features import envelope_cepstra, mean_normalised
+from vpeval_world.matching import envelope_cepstra, mean_normalised
 from vpeval_world.vocoder import analyse
 
 

@@ -28,7 +28,7 @@ from vpeval.api import Anonymizer, Params, PluginRef, Voice
 from vpeval.errors import BadAudioError, ConfigError, DataError
 from vpeval.speakers import POOL_SEED, CorpusSpec, EncoderSpec, embed_corpus, embedding_anonymizer_in_space
 
-from vpeval_vecvc.envelope import centred, cepstra, knn_mean
+from vpeval_world.matching import envelope_cepstra, knn_average, mean_normalised
 from vpeval_vecvc.mixing import fit_weights, nearest_weights, unit
 from vpeval_vecvc.pool import Analysis, PoolVoices
 from vpeval_world.vocoder import WorldFeatures, analyse, synthesize
@@ -134,7 +134,7 @@ class VectorVC(Anonymizer):
         padded = np.zeros(max(len(audio), int(MIN_SECONDS * rate)), dtype=np.float64)
         padded[: len(audio)] = audio
         source = analyse(padded, rate, frame_period=p.frame_period)
-        query = centred(cepstra(source.sp, rate, p.n_mels, p.n_ceps))
+        query = mean_normalised(envelope_cepstra(source.sp, rate, p.n_mels, p.n_ceps))
         renderer = _Renderer(self, source, query, rate, len(padded))
         goal = unit(requested)
         target = goal.copy()
@@ -192,7 +192,7 @@ class _Renderer:
     def voice_envelope(self, index: int) -> np.ndarray:
         if index not in self._knn:
             frames = self.owner._voices.frames(self.owner._voices.ids[index], self.rate)
-            self._knn[index] = knn_mean(self.query, frames.keys, frames.log_sp, self.owner.params.k)
+            self._knn[index] = knn_average(self.query, frames.keys, frames.log_sp, self.owner.params.k).astype(np.float64)
         return self._knn[index]
 
     def render(self, weights: np.ndarray) -> np.ndarray:

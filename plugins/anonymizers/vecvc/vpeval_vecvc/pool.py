@@ -17,7 +17,7 @@ from vpeval.api import PluginContext, stable_int
 from vpeval.speakers import PoolEmbeddings
 from vpeval.types import Corpus
 
-from vpeval_vecvc.envelope import centred, cepstra
+from vpeval_world.matching import envelope_cepstra, mean_normalised
 from vpeval_world.vocoder import analyse
 
 
@@ -98,9 +98,9 @@ class PoolVoices:
             seconds += len(audio) / rate
             feats = analyse(audio, rate, frame_period=a.frame_period, aperiodicity=False)
             log_sp.append(np.log(feats.sp + 1e-12).astype(np.float32))
-            keys.append(cepstra(feats.sp, rate, a.n_mels, a.n_ceps))
+            keys.append(envelope_cepstra(feats.sp, rate, a.n_mels, a.n_ceps))
             logf0.append(np.log(feats.f0[feats.f0 > 0]))
         voiced = np.concatenate(logf0)
         stats = [voiced.mean(), voiced.std()] if len(voiced) > 1 else [np.log(120.0), 0.1]
-        return {"log_sp": np.concatenate(log_sp), "keys": centred(np.concatenate(keys)).astype(np.float32),
+        return {"log_sp": np.concatenate(log_sp), "keys": mean_normalised(np.concatenate(keys)).astype(np.float32),
                 "logf0": np.array(stats)}
