@@ -17,20 +17,13 @@ from typing import Any
 from vpeval.errors import ConfigError
 from vpeval.report.figures import Curve, Figure, available, curve_figure
 from vpeval.report.paper_tables import build_table, render_markdown
-from vpeval.report.select import first_setting, headline
+from vpeval.report.select import coordinate, first_setting, headline
 from vpeval.report.spec import CurveSpec, Delta, FindingSpec, ReportSpec, TableSpec
 from vpeval.run.names import file_name
 
-VERDICTS = ("HOLDS", "DOES NOT HOLD", "NOT MEASURED")
-
-
-def _coord(row: dict[str, Any], dim: str) -> str:
-    value = row.get(dim)
-    return "" if value is None else str(value)
-
 
 def matches(row: dict[str, Any], where: dict[str, list[str]]) -> bool:
-    return all(_coord(row, dim) in values for dim, values in where.items())
+    return all(coordinate(row, dim) in values for dim, values in where.items())
 
 
 def metric_rows(rows: list[dict[str, Any]], metric: str, where: dict[str, list[str]]) -> tuple[list[dict[str, Any]], str]:
@@ -86,7 +79,7 @@ def curve_figures(specs: list[CurveSpec], rows: list[dict[str, Any]], out: Path)
 
 
 def _x_value(spec: CurveSpec, row: dict[str, Any]) -> float | None:
-    value = _coord(row, spec.x_dim)
+    value = coordinate(row, spec.x_dim)
     if isinstance(spec.x, str):
         try:
             return float(value)
@@ -102,13 +95,13 @@ def _curve(spec: CurveSpec, rows: list[dict[str, Any]], out: Path, name: str) ->
         raise ValueError(f"no {spec.metric} results match {_describe(spec.where) or 'the run'} at the swept {spec.x_dim} values")
     lines: dict[tuple[str, str], list[tuple[float, dict]]] = defaultdict(list)
     for x, r in points:
-        lines[(_coord(r, spec.panels) if spec.panels else "", _coord(r, spec.series))].append((x, r))
+        lines[(coordinate(r, spec.panels) if spec.panels else "", coordinate(r, spec.series))].append((x, r))
     panels: dict[str, list[Curve]] = {}
     for (panel, series), line in lines.items():
         xs = [x for x, _ in line]
         if len(set(xs)) < len(xs):
             clash = sorted({d for _, r in line for d in ("anonymizer", "attacker", "scenario", "protocol", "n")
-                            if d not in (spec.series, spec.panels, spec.x_dim) and len({_coord(o, d) for _, o in line}) > 1})
+                            if d not in (spec.series, spec.panels, spec.x_dim) and len({coordinate(o, d) for _, o in line}) > 1})
             raise ValueError(f"the line {series or spec.metric} has several values per x that differ in "
                              f"{', '.join(clash) or 'a setting'}; narrow `where`")
         line.sort(key=lambda p: p[0])
@@ -166,7 +159,7 @@ def check_finding(spec: FindingSpec, rows: list[dict[str, Any]]) -> FindingResul
     chosen, _ = metric_rows(rows, spec.metric, spec.where)
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in chosen:
-        groups[tuple(_coord(r, d) for d in spec.per)].append(r)
+        groups[tuple(coordinate(r, d) for d in spec.per)].append(r)
     note = ""
     if not groups:
         groups[tuple("" for _ in spec.per)] = []

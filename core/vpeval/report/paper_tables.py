@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from vpeval.errors import ConfigError, DataError
 from vpeval.report.provenance import RunInfo
-from vpeval.report.select import SETTING_DETAILS, eer_metric, headline, protocol_sort_key
+from vpeval.report.select import SETTING_DETAILS, coordinate, eer_metric, headline, protocol_sort_key
 
 DIMENSIONS = ("run", "anonymizer", "attacker", "scenario", "protocol", "n", "gender", "setting")
 Direction = Literal["higher", "lower", "none"]
@@ -94,7 +94,7 @@ def build_table(rows: list[dict[str, Any]], metric: str | None = None, row_dims:
     several_labels = len({r.get("metric_plugin") for r in chosen}) > 1
     for r in chosen:
         r["setting"] = setting_of(r, several_labels)
-    varying = [d for d in DIMENSIONS if len({_coord(r, d) for r in chosen}) > 1]
+    varying = [d for d in DIMENSIONS if len({coordinate(r, d) for r in chosen}) > 1]
     if row_dims is None:
         row_dims = [d for d in ("anonymizer", "attacker") if d in varying or d == "anonymizer"]
     if col_dims is None:
@@ -110,7 +110,7 @@ def build_table(rows: list[dict[str, Any]], metric: str | None = None, row_dims:
     row_keys: list[tuple] = []
     col_keys: list[tuple] = []
     for r in chosen:
-        rk, ck = tuple(_coord(r, d) for d in row_dims), tuple(_coord(r, d) for d in col_dims)
+        rk, ck = tuple(coordinate(r, d) for d in row_dims), tuple(coordinate(r, d) for d in col_dims)
         row_keys.append(rk)
         col_keys.append(ck)
         cells[(rk, ck)] = r
@@ -120,22 +120,18 @@ def build_table(rows: list[dict[str, Any]], metric: str | None = None, row_dims:
     table = PaperTable(metric, chosen[0].get("unit") or "", row_dims, col_dims, list(dict.fromkeys(row_keys)), col_keys, cells,
                        direction, runs=list(runs))
     table.best = best_cells(table)
-    table.fixed = {d: _coord(chosen[0], d) for d in DIMENSIONS
-                   if d not in row_dims + col_dims and _coord(chosen[0], d) and len({_coord(r, d) for r in chosen}) == 1}
+    table.fixed = {d: coordinate(chosen[0], d) for d in DIMENSIONS
+                   if d not in row_dims + col_dims and coordinate(chosen[0], d) and len({coordinate(r, d) for r in chosen}) == 1}
     return table
 
-
-def _coord(row: dict[str, Any], dim: str) -> str:
-    value = row.get(dim)
-    return "" if value is None else str(value)
 
 
 def _varying_within_cells(rows: list[dict[str, Any]], dims: list[str]) -> list[str]:
     """The coordinates that differ between rows which would share a cell."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
-        groups[tuple(_coord(r, d) for d in dims)].append(r)
-    return [d for d in DIMENSIONS if d not in dims and any(len({_coord(r, d) for r in g}) > 1 for g in groups.values())]
+        groups[tuple(coordinate(r, d) for d in dims)].append(r)
+    return [d for d in DIMENSIONS if d not in dims and any(len({coordinate(r, d) for r in g}) > 1 for g in groups.values())]
 
 
 def _order(dim: str, value: str, seen: list[str]):

@@ -13,6 +13,13 @@ def protocol_sort_key(protocol: str) -> tuple[int, str]:
     return (PROTOCOLS.index(protocol), "") if protocol in PROTOCOLS else (len(PROTOCOLS), protocol)
 
 
+def coordinate(row: dict[str, Any], dim: str) -> str:
+    """A result's coordinate as printed ("" when the row has none): how tables, curves and findings
+    group and select rows, so that `n: 5` in an experiment file matches N = 5."""
+    value = row.get(dim)
+    return "" if value is None else str(value)
+
+
 def headline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per result: the female/male average where a metric gives one (as VPAC ranks), else the
     pooled value ('all'); rows of other genders are left out."""

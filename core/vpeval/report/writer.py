@@ -61,7 +61,7 @@ def write_outputs(exp, result, plan, score_sets) -> None:
     write_json_atomic(folder / "results.json", payload)
     write_json_atomic(folder / "timings.json", {"seconds": result.timings, "computed": result.executed})
     write_text_atomic(folder / "results.csv", rows_csv(result.rows))
-    write_text_atomic(folder / "report.md", report_markdown(exp, result, payload, figures, paper))
+    write_text_atomic(folder / "report.md", report_markdown(exp, result, payload, info, figures, paper))
 
 
 def kaldi_scores_text(scores) -> str:
@@ -81,12 +81,11 @@ def rows_csv(rows: list[dict[str, Any]]) -> str:
     return buffer.getvalue()
 
 
-def report_markdown(exp, result, payload: dict[str, Any], figures: list[Figure] = (),
+def report_markdown(exp, result, payload: dict[str, Any], info: RunInfo, figures: list[Figure] = (),
                     paper: declared.DeclaredReport | None = None) -> str:
     """The worst case first, then the experiment's findings and paper tables (its `report:` section), the
     figures, every table, and under each what produced it."""
     e = exp.experiment
-    info = RunInfo.from_run(exp.to_dict(), payload)
     lines = [f"# {e.name}", ""]
     lines.append(f"Seed {e.seed}; corpus `{exp.corpus.use}` ({exp.corpus.distribution} {exp.corpus.version}); "
                  f"{payload['corpus']['evaluation_speakers']} evaluation speakers, {payload['corpus']['train_speakers']} attacker-train speakers; "
