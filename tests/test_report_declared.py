@@ -126,34 +126,16 @@ def test_a_finding_without_values_is_not_measured_and_per_groups_all_must_hold()
     ("curves: [{title: t, x: {attacker: {narrow: 1}}, series: attacker}]", "attacker is both the swept x"),
     ("tables: [{title: t, where: {speaker: x}}]", "report.tables[0].where.speaker"),
 ])
-def test_report_section_mistakes_are_refused_at_load_with_their_line(section, expected):
+def test_report_section_mistakes_are_refused_at_load_with_their_line(section, expected, fake_plugins):
     text = EXPERIMENT.split("report:")[0] + "report:\n  " + section + "\n"
-    import fakes
-
-    from vpeval.plugins import get_plugin_manager
-
-    manager = get_plugin_manager()
-    manager.register_module(fakes, "vpeval-fakes", "1.0", name="vpeval-fakes:fakes")
-    try:
-        with pytest.raises(ConfigError) as err:
-            load_experiment_text(text, "exp.yaml")
-    finally:
-        manager.unregister_module(fakes)
+    with pytest.raises(ConfigError) as err:
+        load_experiment_text(text, "exp.yaml")
     assert expected in str(err.value)
 
 
-def test_the_report_section_is_not_part_of_any_cache_key(run, tmp_path):
-    import fakes
-
-    from vpeval.plugins import get_plugin_manager
-
-    manager = get_plugin_manager()
-    manager.register_module(fakes, "vpeval-fakes", "1.0", name="vpeval-fakes:fakes")
-    try:
-        exp = load_experiment_text(EXPERIMENT.replace("Table I:", "Table 1:"), "exp.yaml")
-        again = Runner(exp, cache_root=run.folder.parent / "cache", output=tmp_path / "run", quiet=True).run()
-    finally:
-        manager.unregister_module(fakes)
+def test_the_report_section_is_not_part_of_any_cache_key(run, tmp_path, fake_plugins):
+    exp = load_experiment_text(EXPERIMENT.replace("Table I:", "Table 1:"), "exp.yaml")
+    again = Runner(exp, cache_root=run.folder.parent / "cache", output=tmp_path / "run", quiet=True).run()
     assert not any(again.executed.values()), "every stage came from the cache"
     assert "### Table 1: EER of both attackers" in (again.folder / "report.md").read_text()
 
