@@ -89,7 +89,11 @@ class SpInvNetworks:
 
 
 def stage_losses(nets: SpInvNetworks, views: Views, settings: DistillSettings, margin: float | None) -> dict[str, torch.Tensor]:
-    """Every loss term of one batch. `margin` None: Stage A (no speaker term)."""
+    """Every loss term of one batch. `margin` None: Stage A (no speaker term).
+
+    Also the mean entropies of the teacher's targets q and the student's p (monitors, in no stage's
+    weights): both near ln K means DINO's uniform collapse, where eq. 9 carries no signal.
+    """
     outputs = [nets.student(batch) for batch in views.local]
     recovered = torch.stack([z for z, _, _ in outputs])  # [V_s, B, d_z]
     cls = torch.stack([h for _, h, _ in outputs])  # [V_s, B, d_h]
@@ -104,10 +108,18 @@ def stage_losses(nets: SpInvNetworks, views: Views, settings: DistillSettings, m
         "var": losses.variance_loss(cls, settings.var_gamma, settings.var_epsilon),
         "cov": losses.covariance_loss(cls),
     }
+    with torch.no_grad():
+        student_probs = torch.softmax(student_logits / settings.student_temperature, dim=-1)
+        terms["teacher_entropy"] = _entropy(teacher_probs)
+        terms["student_entropy"] = _entropy(student_probs)
     if margin is not None:
         terms["spk"] = losses.speaker_loss(cls, nets.classifier, views.labels, margin, settings.arc_scale)
     nets.center = update_center(nets.center, teacher_logits, settings.center_momentum)
     return terms
+
+
+def _entropy(probs: torch.Tensor) -> torch.Tensor:
+    return -(probs * probs.clamp_min(1e-12).log()).sum(dim=-1).mean()
 
 
 def weighted_sum(terms: dict[str, torch.Tensor], weights: dict[str, float]) -> torch.Tensor:
