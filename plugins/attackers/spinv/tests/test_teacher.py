@@ -7,7 +7,7 @@ import torch
 
 from vpeval_spinv.model import DinoHead, FrameBatch, Layout, Recovery, Sizes
 from vpeval_spinv.teacher import arc_margin, ema_momentum, ema_update, update_center
-from vpeval_spinv.training import DistillSettings, SpInvNetworks, StageSettings, Views, run_stage
+from vpeval_spinv.training import DistillSettings, SpInvNetworks, StageSettings, Views, run_stage, stage_losses, weighted_sum
 
 
 def test_momentum_schedule_runs_from_0996_to_09995_on_a_cosine():
@@ -102,3 +102,22 @@ def test_stage_ends_in_the_state_of_its_best_validation_epoch():
     for name, value in nets.student.state_dict().items():
         torch.testing.assert_close(value, states[1][name])
     assert any(not torch.equal(states[1][k], states[2][k]) for k in states[1])
+
+
+def test_dino_entropies_are_monitored_and_reach_ln_k_when_the_teacher_is_uniform():
+    nets = tiny_networks()
+    settings = DistillSettings(0.1, 0.04, 0.9, 0.996, 0.9995, 1.0, 1e-4, 0.2, 0, 2, 30.0, batch_size=2)
+    views = random_views([0, 1], np.random.default_rng(0))
+    terms = stage_losses(nets, views, settings, None)
+    k = nets.dino.prototypes.weight.shape[0]
+    assert 0 < float(terms["teacher_entropy"]) <= np.log(k) + 1e-5
+    assert 0 < float(terms["student_entropy"]) <= np.log(k) + 1e-5
+    # a teacher whose centred logits are equal for every prototype gives q uniform: H(q) = ln K
+    with torch.no_grad():
+        for p in nets.teacher_dino.mlp.parameters():
+            p.zero_()  # bottleneck 0 -> every logit 0
+    nets.center = torch.zeros(k)
+    assert float(stage_losses(nets, views, settings, None)["teacher_entropy"]) == pytest.approx(np.log(k), abs=1e-5)
+    # monitors never enter eq. 6
+    weights = {"align": 1.0, "rel": 0.5, "dino": 1.0, "var": 25.0, "cov": 1.0}
+    assert float(weighted_sum(terms, weights)) == pytest.approx(sum(weights[n] * float(terms[n]) for n in weights))
