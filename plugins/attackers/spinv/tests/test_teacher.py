@@ -120,4 +120,4 @@ def test_dino_entropies_are_monitored_and_reach_ln_k_when_the_teacher_is_uniform
     assert float(stage_losses(nets, views, settings, None)["teacher_entropy"]) == pytest.approx(np.log(k), abs=1e-5)
     # monitors never enter eq. 6
     weights = {"align": 1.0, "rel": 0.5, "dino": 1.0, "var": 25.0, "cov": 1.0}
-    assert float(weighted_sum(terms, weights)) == pytest.approx(sum(weights[n] * float(terms[n]) for n in weights))
+    assert float(weighted_sum(terms, weights).detach()) == pytest.approx(sum(weights[n] * float(terms[n].detach()) for n in weights))
