@@ -160,15 +160,28 @@ def test_rjca_global_text_repeats_one_text_vector_and_round_trips(train_corpus, 
 
 
 @pytest.mark.slow
-def test_ssl_whisper_learns_speakers(train_corpus, heldout, tmp_path, eer_of):
+def test_ssl_whisper_learns_speakers(train_corpus, heldout, tmp_path, eer_of, monkeypatch):
+    from vpeval_multiutt.ssl_whisper import SslWhisper
+
+    seen = set()
+    forward = SslWhisper.forward
+
+    def recording(self, frames, frame_positions, whisper, whisper_positions):
+        if torch.is_grad_enabled():  # training steps only
+            seen.update(frame_positions.tolist())
+        return forward(self, frames, frame_positions, whisper, whisper_positions)
+
+    monkeypatch.setattr(SslWhisper, "forward", recording)
     # Filterbanks stand in for the Whisper frames (the default kimi-like frontend is slow on CPU).
-    attacker = train("ssl-whisper", train_corpus, tmp_path, cross_frames="fbank", fusion_epochs=15)
+    attacker = train("ssl-whisper", train_corpus, tmp_path, cross_frames="fbank", fusion_epochs=15, max_utterances=6)
     assert {r.stage for r in attacker.history.epochs} == {"audio-frame-concat", "fusion-ssl-whisper"}
+    # training used every position label a test side may use, not only the first utterances_per_speaker
+    assert seen == set(range(attacker.params.max_utterances))
     assert eer_of(attacker, heldout) < CHANCE_MARGIN
     from vpeval.errors import DataError
 
     with pytest.raises(DataError, match="max_utterances"):
-        attacker.represent(heldout.utterances[: CPU_TEST_SIZE.get("max_utterances", 16) + 1])
+        attacker.represent(heldout.utterances[: attacker.params.max_utterances + 1])
 
 
 @pytest.mark.slow

@@ -332,6 +332,7 @@ class MultiUttAttacker(Attacker):
     def _train_fusion(self, utterances: list[Utterance]) -> None:
         import torch
 
+        from vpeval_multiutt.ssl_whisper import training_positions
         from vpeval_multiutt.training import Episodes, train_aam
 
         p = self.params
@@ -358,7 +359,7 @@ class MultiUttAttacker(Attacker):
                     frames, whisper = self._aligned_crops(utterances, picks, rng)
                     maps = self.audio.encoder.frame_map(frames).transpose(1, 2)  # [S*N, T, C]
                 s, t, tw = len(picks), maps.shape[1], whisper.shape[1]
-                positions = torch.arange(n)
+                positions = training_positions(n, p.max_utterances, rng)
                 return self.fusion(maps.reshape(s, n * t, -1), positions.repeat_interleave(t),
                                    whisper.reshape(s, n * tw, -1), positions.repeat_interleave(tw)), 1
             if self.system.startswith("rjca"):

@@ -1,7 +1,10 @@
 """SSL-Whisper cross-attention over the N utterances of a side (seed 000, III-B6).
 
 Each utterance's ECAPA frame map gets a learnable embedding of its position in the set (utterances
-are sampled, not contiguous, so only utterance-level positions), the frames of the N utterances are
+are sampled, not contiguous, so only utterance-level positions: a label telling the attention which
+frames belong to one utterance). Training draws each batch's labels at random among all
+`max_utterances` (`training_positions`), so that every embedding a side of up to that many utterances
+uses at test time has been trained, not only the first N of the training sides. The frames of the N utterances are
 concatenated in time, contextualised by self-attention, then refined by cross-attention with the
 ECAPA frames as queries and the same utterances' Whisper frames as keys and values, and pooled by
 attentive statistics pooling into the speaker embedding.
@@ -9,8 +12,14 @@ attentive statistics pooling into the speaker embedding.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
+
+
+def training_positions(n: int, max_utterances: int, rng: np.random.Generator) -> torch.Tensor:
+    """n distinct utterance-position labels drawn from range(max_utterances), for one training batch."""
+    return torch.from_numpy(rng.choice(max_utterances, size=n, replace=False).astype(np.int64))
 
 
 class SslWhisper(nn.Module):
