@@ -112,6 +112,8 @@ def test_dino_entropies_are_monitored_and_reach_ln_k_when_the_teacher_is_uniform
     k = nets.dino.prototypes.weight.shape[0]
     assert 0 < float(terms["teacher_entropy"]) <= np.log(k) + 1e-5
     assert 0 < float(terms["student_entropy"]) <= np.log(k) + 1e-5
+    # the batch-mean distribution is at least as spread as the mean per-utterance one (concavity)
+    assert float(terms["teacher_entropy"]) <= float(terms["teacher_batch_entropy"]) <= np.log(k) + 1e-5
     # a teacher whose centred logits are equal for every prototype gives q uniform: H(q) = ln K
     with torch.no_grad():
         for p in nets.teacher_dino.mlp.parameters():

@@ -91,8 +91,11 @@ class SpInvNetworks:
 def stage_losses(nets: SpInvNetworks, views: Views, settings: DistillSettings, margin: float | None) -> dict[str, torch.Tensor]:
     """Every loss term of one batch. `margin` None: Stage A (no speaker term).
 
-    Also the mean entropies of the teacher's targets q and the student's p (monitors, in no stage's
-    weights): both near ln K means DINO's uniform collapse, where eq. 9 carries no signal.
+    Also DINO's collapse monitors (in no stage's weights): the mean entropy of the teacher's targets q
+    and of the student's p, and the entropy of q averaged over the batch. Working DINO has sharp
+    per-utterance targets (low teacher entropy) spread over many prototypes (high batch entropy);
+    both near ln K is the uniform collapse, both low the collapse onto one prototype, and in either
+    eq. 9 carries no information about the utterance.
     """
     outputs = [nets.student(batch) for batch in views.local]
     recovered = torch.stack([z for z, _, _ in outputs])  # [V_s, B, d_z]
@@ -111,6 +114,7 @@ def stage_losses(nets: SpInvNetworks, views: Views, settings: DistillSettings, m
     with torch.no_grad():
         student_probs = torch.softmax(student_logits / settings.student_temperature, dim=-1)
         terms["teacher_entropy"] = _entropy(teacher_probs)
+        terms["teacher_batch_entropy"] = _entropy(teacher_probs.reshape(-1, teacher_probs.shape[-1]).mean(dim=0))
         terms["student_entropy"] = _entropy(student_probs)
     if margin is not None:
         terms["spk"] = losses.speaker_loss(cls, nets.classifier, views.labels, margin, settings.arc_scale)
