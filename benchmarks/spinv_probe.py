@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from vpeval.plugins import plugin_context
+from vpeval_scoring.inversion import cos_sim, unit_rows
 
 FRONTENDS = {
     "fbank-rvq": {"frame_rate": 12.5},
@@ -60,19 +61,12 @@ def pooled(outputs, train_rows: np.ndarray) -> dict[str, np.ndarray]:
     return {name: np.stack(rows) for name, rows in reps.items() if rows}
 
 
-def unit(x: np.ndarray) -> np.ndarray:
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
 def inversion_eer(recovered: np.ndarray, targets: np.ndarray, speakers: np.ndarray) -> float:
+    """The `inversion` metric's EER: every ẑ_i against every other utterance's z_j."""
     from vpeval.stats import eer
+    from vpeval_scoring.inversion import verification_trials
 
-    scores = unit(recovered) @ unit(targets).T
-    same = speakers[:, None] == speakers[None, :]
-    off = ~np.eye(len(speakers), dtype=bool)
-    values = np.concatenate([scores[same & off], scores[~same]])
-    labels = np.concatenate([np.ones((same & off).sum(), bool), np.zeros((~same).sum(), bool)])
-    return float(eer(values, labels) * 100)
+    return float(eer(*verification_trials(recovered, targets, speakers)) * 100)
 
 
 def same_space_eer(x: np.ndarray, train: np.ndarray, speakers: np.ndarray) -> float:
@@ -83,7 +77,7 @@ def same_space_eer(x: np.ndarray, train: np.ndarray, speakers: np.ndarray) -> fl
 
     scaler = StandardScaler().fit(x[train])
     lda = LinearDiscriminantAnalysis(solver="eigen", shrinkage="auto").fit(scaler.transform(x[train]), speakers[train])
-    y = unit(lda.transform(scaler.transform(x[~train])))
+    y = unit_rows(lda.transform(scaler.transform(x[~train])))
     scores = y @ y.T
     same = speakers[~train][:, None] == speakers[~train][None, :]
     upper = np.triu(np.ones(same.shape, dtype=bool), k=1)
@@ -97,13 +91,13 @@ def probe(name: str, reps: dict[str, np.ndarray], z: np.ndarray, train: np.ndarr
     test = ~train
     constant = np.repeat(z[train].mean(0, keepdims=True), test.sum(), axis=0)
     rows = [{"frontend": name, "representation": "constant (training mean of z)",
-             "cossim": float(np.mean(np.sum(unit(constant) * unit(z[test]), axis=1))), "inversion_eer": 50.0}]
+             "cossim": cos_sim(constant, z[test]), "inversion_eer": 50.0}]
     for rep, x in reps.items():
         scaler = StandardScaler().fit(x[train])
         model = RidgeCV(alphas=np.logspace(-2, 4, 13)).fit(scaler.transform(x[train]), z[train])
         zhat = model.predict(scaler.transform(x[test]))
         rows.append({"frontend": name, "representation": rep, "dims": int(x.shape[1]), "alpha": float(model.alpha_),
-                     "cossim": float(np.mean(np.sum(unit(zhat) * unit(z[test]), axis=1))),
+                     "cossim": cos_sim(zhat, z[test]),
                      "inversion_eer": inversion_eer(zhat, z[test], speakers[test]),
                      "same_space_eer": same_space_eer(x, train, speakers)})
     return rows
