@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ import torch
 from vpeval.api import PluginContext
 from vpeval.testing.dummies import make_corpus
 from vpeval.types import TrainingData, TrainingStage
+from repeats import summary  # benchmarks/repeats.py (scripts run as python benchmarks/<name>.py)
 
 TINY = {"channels": [32, 32, 32, 32, 96], "embedding_dim": 32}
 
@@ -50,10 +50,6 @@ def realtime_factors(embed, audios: list[np.ndarray], repeats: int) -> list[floa
             embed(audio)
         factors.append(seconds / (time.perf_counter() - started))
     return factors
-
-
-def summary(values: list[float]) -> dict:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": values}
 
 
 def main() -> None:

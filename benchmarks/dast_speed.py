@@ -29,6 +29,7 @@ import torch
 from vpeval.plugins import plugin_context
 from vpeval.testing.dummies import make_corpus
 from vpeval.types import TrainingData, TrainingStage
+from repeats import summary  # benchmarks/repeats.py (scripts run as python benchmarks/<name>.py)
 
 NETWORK = {"channels": [64, 64, 64, 64, 192], "attention_channels": 32, "embedding_dim": 64, "crop_seconds": 2.0}
 STAGE = {"batch_size": 32, "grad_accumulation": 1}
@@ -48,10 +49,6 @@ def run_stage(params: dict, data: TrainingData, seed: int, work: Path) -> dict:
     epochs = [s for r in attacker.stage_records for s in r.seconds]
     return {"total": total, "first_epoch": epochs[0], "later_epochs": statistics.median(epochs[1:]) if len(epochs) > 1 else None,
             "outside_epochs": total - sum(epochs), "attacker": attacker}
-
-
-def summary(values: list[float]) -> dict:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": values}
 
 
 def fmt(s: dict) -> str:

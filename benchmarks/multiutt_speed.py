@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -27,6 +26,7 @@ import torch
 from vpeval.api import PluginContext
 from vpeval.testing.dummies import make_corpus
 from vpeval.types import Corpus, TrainingData, TrainingStage
+from repeats import summary  # benchmarks/repeats.py (scripts run as python benchmarks/<name>.py)
 
 # experiments/seed000.yaml's sizes, with 2 epochs per stage so that a repeat takes seconds.
 SIZES = {
@@ -91,10 +91,6 @@ def measure(params: dict, train: Corpus, heldout: Corpus, ns: list[int], repeat:
         attacker.represent_many(sides)
         out["score_cpu_ms_per_side"][n] = 1000 * (time.process_time() - started) / len(sides)
     return out
-
-
-def summary(values: list[float]) -> dict:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": values}
 
 
 def main() -> None:
