@@ -28,6 +28,7 @@ from pydantic import Field
 
 from vpeval.api import Executor, Params
 from vpeval.errors import PluginError
+from vpeval_dask.connect import open_client
 
 
 # Functions unpickled in this (worker) process, by digest: one copy per process, whatever the batches.
@@ -129,11 +130,7 @@ class DaskExecutor(Executor):
                                              dashboard_address=None, silence_logs=logging.WARNING)
             self.context.log.info("dask: started a LocalCluster of %d worker processes", p.workers)
             return Client(self._cluster)
-        try:
-            client = Client(p.address, timeout=f"{p.connect_timeout}s")
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise PluginError(f"executor dask: no Dask scheduler answered at {p.address} within {p.connect_timeout:g} s "
-                              f"({exc}); start the scheduler or correct `executor.params.address`.") from None
+        client = open_client(p.address, p.connect_timeout)  # bounded in time; every failure one PluginError sentence
         self.context.log.info("dask: connected to %s (%d workers)", p.address, len(client.scheduler_info().get("workers", {})))
         return client
 
