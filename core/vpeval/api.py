@@ -26,9 +26,14 @@ T = TypeVar("T")
 class Params(BaseModel):
     """Base for plugin parameters: unknown fields are errors, NaN and infinity are refused (a plugin
     that means something by them sets `allow_inf_nan=True` in its model_config), values are frozen.
+
+    The core validates them strictly from JSON types (vpeval.build.validate_params): '20' is no int,
+    2.0 is no int, true is no number, 1 is no bool. Their JSON dump (resolved.yaml) keeps infinity
+    and NaN as numbers rather than null, so that it validates again to the same params.
     """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=True, allow_inf_nan=False,
+                              ser_json_inf_nan="constants")
 
 
 @dataclass(frozen=True)

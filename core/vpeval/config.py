@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from vpeval.api import Attacker, PluginRef
+from vpeval.build import round_trip_problem, validate_params
 from vpeval.errors import ConfigError, PluginError
 from vpeval.report.spec import ReportSpec
 from vpeval.settings import EnrollSizes, PlanSettings, Seed, SplitSettings, StrictModel, non_empty_distinct
@@ -369,7 +370,7 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
                           "version, or delete `distribution` and `version` to run with the installed one.")
             return None
         try:
-            validated = cls.Params.model_validate(params)
+            validated = validate_params(cls, params)
         except ValidationError as exc:
             for err in exc.errors():
                 sub = loc + ("params",) + tuple(err["loc"])
@@ -377,7 +378,7 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
             return None
         before, named = len(errors), []
         check_references(manager, doc, validated, loc + ("params",), f"{kind} {use}", errors, named=named)
-        if len(errors) > before:
+        if len(errors) > before or _round_trip_refused(doc, cls, validated, loc + ("params",), f"{kind} {use}", errors):
             return None
         label = getattr(spec, "label", None) or _label(use, params)
         return ResolvedPlugin(
@@ -524,21 +525,10 @@ def _check_reference(manager, doc, ref: PluginRef, params: BaseModel, field_name
                      owner_loc: Loc, errors: list[str], depth: int, named: list[type] | None) -> None:
     value = getattr(params, field_name)
     shown = format_loc((loc + (field_name,))[len(owner_loc):])  # as the user wrote it, e.g. pool.use
-    if ref.name is not None:  # a fixed plugin: the field holds its params
-        name, nested, name_loc = ref.name, value if value is not None else {}, loc + (field_name,)
-        params_loc = name_loc
-        if isinstance(nested, BaseModel):
-            nested = nested.model_dump()
-    elif isinstance(value, (BaseModel, dict)):  # a {use, params} mapping or model
-        spec = value.model_dump() if isinstance(value, BaseModel) else value
-        name, nested, name_loc, params_loc = spec.get("use"), spec.get("params") or {}, loc + (field_name, "use"), loc + (field_name, "params")
-        if name is None:
-            errors.append(f"{doc.where(loc + (field_name,))}: {owner} field '{shown}' needs `use: <{ref.kind} plugin>`.")
-            return
-    else:
-        name, name_loc = value, loc + (field_name,)
-        nested = getattr(params, ref.params) if ref.params else {}
-        params_loc = loc + (ref.params,) if ref.params else name_loc
+    name, nested, name_loc, params_loc = _reference_target(ref, params, field_name, loc)
+    if name is None and ref.name is None and isinstance(value, (BaseModel, dict)):
+        errors.append(f"{doc.where(loc + (field_name,))}: {owner} field '{shown}' needs `use: <{ref.kind} plugin>`.")
+        return
     if name is None or name in ref.keywords:
         return
     if not isinstance(name, str):
@@ -557,21 +547,67 @@ def _check_reference(manager, doc, ref: PluginRef, params: BaseModel, field_name
                       f"{ref.works_on}s, and {name} works on {' and '.join(cls.works_on)}s only.")
         return
     if isinstance(nested, BaseModel):
-        nested = nested.model_dump()
+        nested = nested.model_dump(mode="json")
     if not isinstance(nested, dict):
         shown_value = repr(nested) if len(repr(nested)) <= 40 else repr(nested)[:37] + "..."
         errors.append(f"{doc.where(params_loc)}: the params of {ref.kind} {name} are a mapping of parameter names to "
                       f"values, such as {{epochs: 2}}; got {shown_value}.")
         return
     try:
-        validated = cls.Params.model_validate(nested)
+        validated = validate_params(cls, nested)
     except ValidationError as exc:
         for err in exc.errors():
             errors.append(f"{doc.where(params_loc + tuple(err['loc']))}: {_pydantic_sentence(err, f'{ref.kind} {name}')}")
         return
     if named is not None:
         named.append(cls)
+    before = len(errors)
     check_references(manager, doc, validated, params_loc, f"{ref.kind} {name}", errors, depth + 1, params_loc, named)
+    if len(errors) == before:
+        _round_trip_refused(doc, cls, validated, params_loc, f"{ref.kind} {name}", errors)
+
+
+def _reference_target(ref: PluginRef, params: BaseModel, field_name: str, loc: Loc) -> tuple[Any, Any, Loc, Loc]:
+    """(name, its params, location of the name, location of its params) of the plugin a PluginRef field names."""
+    value = getattr(params, field_name)
+    if ref.name is not None:  # a fixed plugin: the field holds its params
+        nested = value if value is not None else {}
+        return ref.name, nested.model_dump(mode="json") if isinstance(nested, BaseModel) else nested, loc + (field_name,), loc + (field_name,)
+    if isinstance(value, (BaseModel, dict)):  # a {use, params} mapping or model
+        spec = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+        return spec.get("use"), spec.get("params") or {}, loc + (field_name, "use"), loc + (field_name, "params")
+    nested = getattr(params, ref.params) if ref.params else {}
+    return value, nested, loc + (field_name,), loc + (ref.params,) if ref.params else loc + (field_name,)
+
+
+def named_plugins(manager, params: BaseModel, depth: int = 0) -> list[tuple[str, str, Any]]:
+    """(kind, name, params) of every plugin that validated `params` name through PluginRef fields, and of
+    those that these name in turn: the helpers a plugin may ask for with `PluginContext.get`."""
+    found: list[tuple[str, str, Any]] = []
+    if depth > MAX_NESTING:
+        return found
+    for field_name, info in type(params).model_fields.items():
+        ref = next((m for m in info.metadata if isinstance(m, PluginRef)), None)
+        if ref is not None:
+            name, nested, _, _ = _reference_target(ref, params, field_name, ())
+            if isinstance(name, str) and name not in ref.keywords:
+                nested = nested.model_dump(mode="json") if isinstance(nested, BaseModel) else nested
+                found.append((ref.kind, name, nested))
+                found += named_plugins(manager, validate_params(manager.get(ref.kind, name), nested), depth + 1)
+        for _, model in _models_in(getattr(params, field_name), ()):
+            found += named_plugins(manager, model, depth)
+    return found
+
+
+def _round_trip_refused(doc: YamlDocument, cls: type, validated: BaseModel, loc: Loc, owner: str, errors: list[str]) -> bool:
+    """True (and a sentence in `errors`) when the plugin cannot read back the params it validated: the
+    runner builds it from their dump, so it would fail at its first stage. A bug in the plugin."""
+    problem = round_trip_problem(cls, validated)
+    if problem is None:
+        return False
+    errors.append(f"{doc.where(loc)}: {owner} accepts these parameters, but {problem}, so a run could not build it; "
+                  f"this is a bug in {cls.distribution} {cls.version}: report it to its authors.")
+    return True
 
 
 def _unknown_reference(manager, ref: PluginRef, name: str) -> str:

@@ -221,8 +221,10 @@ def plugin_context(seed: int = 0, work_dir: str | Path = ".vpeval-work", manager
     registry = manager
 
     def make(kind: str, name: str, params: dict | None) -> Plugin:
+        from vpeval.build import build_helper
+
         cls = (registry or get_plugin_manager()).get(kind, name)
-        return cls(cls.Params.model_validate(params or {}), context.child(f"{kind}-{name}"))
+        return build_helper(cls, params, lambda _validated: context.child(f"{kind}-{name}"))
 
     context.plugin_factory = make
     return context

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from vpeval.api import Anonymizer, Plugin, PluginContext, Voice, stable_int
+from vpeval.build import build_helper, build_resolved
 from vpeval.config import ResolvedAnonymizer, ResolvedPlugin
 from vpeval.errors import PluginError
 from vpeval.run.cache import atomic_file, stable_key
@@ -108,9 +109,7 @@ class AnonymizeTask:
             raise PluginError(f"this worker has {resolved.kind} {resolved.use} from {' '.join(here)}, and the run uses "
                               f"{' '.join(wanted)}; install the same plugin version and code on every worker.")
         context = self._context(plugin_work_dir(self.cache_root, "anonymizer", resolved.use, resolved.identity()))
-        instance = cls(cls.Params.model_validate(resolved.params), context)
-        context.apply_threads()
-        return instance  # type: ignore[return-value]
+        return build_resolved(get_plugin_manager(), resolved, context)  # type: ignore[return-value]
 
     def _context(self, work_dir: Path) -> PluginContext:
         return PluginContext(seed=self.seed, work_dir=work_dir, threads=self.threads, workers=1,
@@ -121,6 +120,9 @@ class AnonymizeTask:
         from vpeval.plugins import get_plugin_manager
 
         cls = get_plugin_manager().get(kind, name)
-        validated = cls.Params.model_validate(params or {})
-        identity = {"kind": kind, "use": name, "params": validated.model_dump(mode="json"), "version": cls.version}
-        return cls(validated, self._context(Path(self.cache_root) / "work" / f"{kind}-{name}" / stable_key(identity)[:16]))
+
+        def context(validated) -> PluginContext:
+            identity = {"kind": kind, "use": name, "params": validated.model_dump(mode="json"), "version": cls.version}
+            return self._context(Path(self.cache_root) / "work" / f"{kind}-{name}" / stable_key(identity)[:16])
+
+        return build_helper(cls, params, context)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from vpeval.api import Anonymizer, Attacker, Executor, Frontend, Metric, MetricInputs, Plugin, PluginContext, SimilarityMatrix
+from vpeval.build import build_helper, build_resolved
 from vpeval.config import ResolvedAnonymizer, ResolvedAttacker, ResolvedExperiment, ResolvedPlugin
 from vpeval.plugins import get_plugin_manager
 from vpeval.run.cache import StageCache, stable_key
@@ -134,17 +135,17 @@ class Runner:
         )
 
     def _instantiate(self, plugin: ResolvedPlugin, *work: str) -> Plugin:
-        cls = self.manager.get(plugin.kind, plugin.use)
         context = self._context(*(work or (f"{plugin.kind}-{plugin.use}", stable_key(plugin.identity())[:16])))
-        instance = cls(cls.Params.model_validate(plugin.params), context)
-        context.apply_threads()
-        return instance
+        return build_resolved(self.manager, plugin, context)
 
     def _make_helper(self, kind: str, name: str, params: dict | None) -> Plugin:
         cls = self.manager.get(kind, name)
-        validated = cls.Params.model_validate(params or {})
-        identity = {"kind": kind, "use": name, "params": validated.model_dump(mode="json"), "version": cls.version}
-        return cls(validated, self._context(f"{kind}-{name}", stable_key(identity)[:16]))
+
+        def context(validated) -> PluginContext:
+            identity = {"kind": kind, "use": name, "params": validated.model_dump(mode="json"), "version": cls.version}
+            return self._context(f"{kind}-{name}", stable_key(identity)[:16])
+
+        return build_helper(cls, params, context)
 
     def _get_or_build(self, stage: str, label: str, key: str, stored: Stored, compute: Callable[[], Any]) -> Any:
         """The cache-or-compute step of every stage: reuse the entry under `key`, or compute it, store it
@@ -180,9 +181,8 @@ class Runner:
         spec = self.exp.executor
         if spec is None:
             return LocalProcesses(context=context)
-        cls = self.manager.get("executor", spec.use)
-        executor = cls(cls.Params.model_validate(spec.params), context)
-        if cls.remote:
+        executor = build_resolved(self.manager, spec, context)
+        if executor.remote:
             console.log.info("executor %s: anonymization and plugins' per-utterance stages (PluginContext.map: "
                              "embeddings, features, transcripts) run on its workers; training runs here", spec.use)
         return executor

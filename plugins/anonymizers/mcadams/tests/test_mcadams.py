@@ -104,7 +104,10 @@ def test_bad_params_and_audio():
     with pytest.raises(ValidationError, match="alpha_range"):  # the config layer adds file and line
         McAdams.Params(alpha_range=(0.9, 0.2))
     with pytest.raises(ValidationError, match="not both"):
-        McAdams.Params(alpha=0.8, alpha_range=(0.5, 0.9))
+        McAdams.Params(alpha=0.8, alpha_range=(0.6, 0.9))
+    # alpha with alpha_range at its default is what the dump of {alpha: 0.8} holds: the run reads it back
+    fixed = McAdams.Params(alpha=0.8)
+    assert McAdams.Params.model_validate(fixed.model_dump(mode="json")) == fixed
     with pytest.raises(ValidationError, match="output_level"):
         McAdams.Params(output_level="loud")
     with pytest.raises(BadAudioError):

@@ -71,7 +71,9 @@ class McAdams(Anonymizer):
 
         @model_validator(mode="after")
         def _one_alpha_setting(self):
-            if self.alpha is not None and "alpha_range" in self.model_fields_set:
+            # Judged by value, not by model_fields_set: resolved.yaml and the runner read every field back
+            # from the dump, where alpha_range always appears (at its default when alpha is set).
+            if self.alpha is not None and tuple(self.alpha_range) != VPC2024_ALPHA_RANGE:
                 raise ValueError("set either alpha (one fixed value) or alpha_range (drawn per voice), not both")
             return self
 
