@@ -6,9 +6,10 @@ import pytest
 from click.testing import CliRunner
 
 import vpeval.config  # noqa: F401  (imported before the timing below, which is about parsing, not start-up)
+from vpeval import yamlsource
 from vpeval.cli import main
 from vpeval.errors import ConfigError
-from vpeval.yamlsource import MAX_VALUES, parse_yaml
+from vpeval.yamlsource import MAX_ALIAS_VALUES, MAX_FILE_BYTES, MAX_WRITTEN_VALUES, parse_yaml
 
 
 def alias_bomb(levels: int, width: int) -> str:
@@ -31,7 +32,7 @@ def test_alias_bomb_fails_fast_with_exit_2(tmp_path):
     result = validate(path)
     assert time.perf_counter() - start < 1.0
     assert result.exit_code == 2
-    assert f"{path}, line" in result.stderr and f"more than {MAX_VALUES} values" in result.stderr
+    assert f"{path}, line" in result.stderr and f"more than {MAX_ALIAS_VALUES} values" in result.stderr
     assert "Traceback" not in result.output
 
 
@@ -91,3 +92,51 @@ def test_nul_byte_through_the_cli(tmp_path):
 def test_unreadable_scalars_name_the_line(value):
     msg = _message(f"name: x\nseed: {value}\n")
     assert msg.startswith("exp.yaml, line 2:") and "quote it" in msg
+
+
+def _experiment_with_n(values: str) -> str:
+    return (
+        "name: big\nseed: 0\ndata:\n  corpus: {use: synth, params: {preset: demo}}\n"
+        "attackers:\n  - {use: ge2e}\nprotocols: [O-O]\n"
+        f"enroll_utterances: [{values}]\n"
+    )
+
+
+def test_a_long_plain_list_is_no_alias_bomb(tmp_path):
+    # 99,990 values written out, no alias: refused as an alias bomb before (it counted every node).
+    path = tmp_path / "long.yaml"
+    path.write_text(_experiment_with_n(", ".join(str(n) for n in range(1, 99991))))
+    result = validate(path)
+    assert "alias" not in result.output
+    # N is utterances per trial side; the schema bounds each N below (>= 1, distinct), and the plan
+    # refuses an N larger than a speaker's utterances once the corpus is known.
+    assert result.exit_code == 0, result.output
+
+
+def test_more_values_written_out_than_the_bound_are_refused_for_their_number(tmp_path, monkeypatch):
+    assert len(",".join(["1"] * MAX_WRITTEN_VALUES)) < MAX_FILE_BYTES  # the count, not the size, is what stops it
+    monkeypatch.setattr(yamlsource, "MAX_WRITTEN_VALUES", 1000)  # the same check, without composing 200,000 values
+    path = tmp_path / "huge.yaml"
+    path.write_text("name: x\nitems: [\n" + ",\n".join(["1"] * 1010) + "]\n")
+    result = validate(path)
+    assert result.exit_code == 2
+    assert f"{path}, line 998: the file holds more than 1000 values" in result.stderr  # the 1001st value
+    assert "alias" not in result.stderr and "Traceback" not in result.output
+
+
+def test_an_alias_that_doubles_a_long_list_is_refused_as_expansion(monkeypatch):
+    monkeypatch.setattr(yamlsource, "MAX_ALIAS_VALUES", 1000)
+    items = ", ".join(["1"] * 1005)
+    msg = _message(f"name: x\nlong: &l [{items}]\nother: [2]\ncopy: {{of: *l}}\n")
+    assert msg.startswith("exp.yaml, line 4:") and "aliases expand to more than 1000 values" in msg
+    doc = parse_yaml(f"name: x\nlong: &l [{items}]\n")  # the list written out once is fine
+    assert len(doc.data["long"]) == 1005
+    doc = parse_yaml("name: x\nshort: &s [" + ", ".join(["1"] * 900) + "]\ncopy: *s\n")  # 901 added: within
+    assert len(doc.data["copy"]) == 900
+
+
+def test_an_experiment_file_over_the_size_limit_is_refused_before_reading(tmp_path):
+    path = tmp_path / "big.yaml"
+    path.write_bytes(b"name: x\n# " + b"x" * MAX_FILE_BYTES + b"\n")
+    result = validate(path)
+    assert result.exit_code == 2 and f"Experiment file {path} cannot be used: it is 4 MB, over the 4 MB" in result.stderr

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from vpeval.errors import ConfigError
+from vpeval.safepath import regular_file
 
 Loc = tuple[str | int, ...]
 
@@ -47,32 +48,47 @@ def format_loc(loc: Loc) -> str:
 
 
 def load_yaml(path: str | Path) -> YamlDocument:
-    """Parse with the safe loader only: YAML tags that name Python objects are errors."""
-    path = Path(path)
+    """Parse with the safe loader only: YAML tags that name Python objects are errors.
+
+    The path is judged before it is opened: a FIFO or /dev/zero would hang, a folder or a huge file is no
+    experiment.
+    """
+    path = regular_file(path, "Experiment file", max_bytes=MAX_FILE_BYTES, error=ConfigError)
     try:
         text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"Experiment file {path} does not exist.") from None
     except UnicodeDecodeError as exc:
-        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        line = exc.object[: exc.start].count(b"\n") + 1
         raise ConfigError(
             f"{path}, line {line}: the file is not UTF-8 text (byte {exc.object[exc.start]:#04x}); save it as UTF-8."
         ) from None
     except OSError as exc:
-        raise ConfigError(f"Experiment file {path} cannot be read: {exc}.") from None
+        raise ConfigError(f"Experiment file {path} cannot be read: {exc.strerror or exc}.") from None
     return parse_yaml(text, str(path))
 
 
-# Aliases share one node, so a few hundred bytes of nested aliases ("billion laughs") would expand to
-# billions of values; an experiment file has hundreds. The composed graph is measured, each node once,
-# and refused past these bounds before anything is expanded.
-MAX_VALUES = 100_000
+# Experiment files hold hundreds of values in a few KB. Each bound has a sentence of its own:
+# - MAX_FILE_BYTES, judged before the file is read, and MAX_WRITTEN_VALUES, the values the file spells
+#   out, counted while composing (so a file of a million values stops early, not after minutes);
+# - MAX_ALIAS_VALUES, the values aliases add: an alias shares one node, so a few hundred bytes of nested
+#   aliases ("billion laughs") would expand to billions of values. The composed graph is measured, each
+#   node once, before anything is expanded; a long list written out in full is no alias bomb;
+# - MAX_DEPTH, the nesting.
+MAX_FILE_BYTES = 4 << 20
+MAX_WRITTEN_VALUES = 200_000  # twice a 100,000-item list; pure-Python composing takes seconds per 100,000
+MAX_ALIAS_VALUES = 100_000
 MAX_DEPTH = 64
 
 
 def parse_yaml(text: str, name: str = "<string>") -> YamlDocument:
+    loader = None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        loader = _CountingLoader(text)  # its reader already checks the characters
+        node = loader.get_single_node()
+    except _TooManyValues as exc:
+        raise ConfigError(
+            f"{name}, line {exc.line}: the file holds more than {MAX_WRITTEN_VALUES} values, where an experiment "
+            "holds hundreds; check that this is the right file, and keep long lists (utterances, trials) in data files."
+        ) from None
     except yaml.reader.ReaderError as exc:  # a control character such as NUL, or a lone surrogate
         line = text[: exc.position].count("\n") + 1
         raise ConfigError(
@@ -85,6 +101,9 @@ def parse_yaml(text: str, name: str = "<string>") -> YamlDocument:
         where = f"{name}, line {mark.line + 1}" if mark else name
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{where}: invalid YAML: {problem}; fix the syntax there.") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
     doc = YamlDocument(name, None)
     if node is None:
         raise ConfigError(f"{name}: the file is empty; an experiment needs at least `data` and `attackers`.")
@@ -93,8 +112,32 @@ def parse_yaml(text: str, name: str = "<string>") -> YamlDocument:
     return doc
 
 
-def _measure(node: yaml.Node, name: str, memo: dict[int, tuple[int, int]], open_nodes: set[int]) -> tuple[int, int]:
-    """(values, depth) of `node` once every alias is expanded; ConfigError past the bounds or on a cycle."""
+class _TooManyValues(Exception):
+    def __init__(self, line: int):
+        self.line = line
+
+
+class _CountingLoader(yaml.SafeLoader):
+    """The safe loader, counting the values written out (an alias adds none) and stopping past the bound."""
+
+    written = 0
+
+    def compose_node(self, parent, index):
+        if not self.check_event(yaml.AliasEvent):
+            self.written += 1
+            if self.written > MAX_WRITTEN_VALUES:
+                raise _TooManyValues(self.peek_event().start_mark.line + 1)
+        return super().compose_node(parent, index)
+
+
+def _measure(node: yaml.Node, name: str, memo: dict[int, tuple[int, int, int]], open_nodes: set[int]) -> tuple[int, int, int]:
+    """(values, depth, added) of `node` once every alias is expanded: `added` counts the values its
+    aliases add to what the file spells out. ConfigError past the bounds or on a cycle.
+
+    Each node is measured once (memo), so counting billions of expanded values takes microseconds; a
+    node met again (through an alias) adds all its values, a node met the first time only what its own
+    aliases add. Nodes are measured children first, so the value named is the innermost culprit.
+    """
     key = id(node)
     if key in memo:
         return memo[key]
@@ -104,20 +147,22 @@ def _measure(node: yaml.Node, name: str, memo: dict[int, tuple[int, int]], open_
     open_nodes.add(key)
     children = [part for pair in node.value for part in pair] if isinstance(node, yaml.MappingNode) else (
         node.value if isinstance(node, yaml.SequenceNode) else [])
-    values, depth = 1, 0
+    values, depth, added = 1, 0, 0
     for child in children:
-        child_values, child_depth = _measure(child, name, memo, open_nodes)
+        again = id(child) in memo
+        child_values, child_depth, child_added = _measure(child, name, memo, open_nodes)
         values, depth = values + child_values, max(depth, child_depth + 1)
-        if values > MAX_VALUES:
+        added += child_values if again else child_added
+        if added > MAX_ALIAS_VALUES:
             raise ConfigError(
-                f"{name}, line {line}: this value expands to more than {MAX_VALUES} values (aliases `*name` "
-                "inside aliases multiply); share settings with fewer nested aliases."
+                f"{name}, line {line}: this value's aliases expand to more than {MAX_ALIAS_VALUES} values (aliases "
+                "`*name` inside aliases multiply); share settings with fewer nested aliases."
             )
         if depth > MAX_DEPTH:
             raise ConfigError(f"{name}, line {line}: values nest more than {MAX_DEPTH} levels deep; flatten them.")
     open_nodes.discard(key)
-    memo[key] = (values, depth)
-    return values, depth
+    memo[key] = (values, depth, added)
+    return values, depth, added
 
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
