@@ -113,7 +113,7 @@ def _not_json(value: Any, loc: tuple) -> tuple[tuple, Any, str] | None:
                 return found
         return None
     if isinstance(value, (datetime.date, datetime.time)):
-        shown = value.isoformat()
+        shown = str(value)  # as YAML wrote it: 2024-01-01 10:30:00
         return loc, value, (f"an unquoted {shown} is a date or time in YAML, which no parameter takes; write it in "
                             f"quotes ('{shown}') if it is text")
     if isinstance(value, (bytes, bytearray)):

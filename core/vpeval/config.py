@@ -687,8 +687,13 @@ def _pydantic_sentence(err: dict, owner: str, schema=None, loc: Loc = ()) -> str
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
     got = err.get("input")
-    shown = f", got {got!r}" if got is not None and not isinstance(got, (dict, list)) else ""
+    shown = f", got {_as_written(got)}" if got is not None and not isinstance(got, (dict, list)) else ""
     return f"{msg[0].lower() + msg[1:]}{shown} ({owner} field '{field}')." if field != "value" else f"{msg}{shown}."
+
+
+def _as_written(value: Any) -> str:
+    """A value as the experiment file writes it: true, not Python's True."""
+    return ("true" if value else "false") if isinstance(value, bool) else repr(value)
 
 
 def _known_fields(model, loc: Loc) -> list[str]:
