@@ -7,20 +7,20 @@ VoicePrivacy trials, where the enrollment side is a speaker); the test speaker i
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from pathlib import Path
 from typing import NoReturn
 
 import numpy as np
 
+from vpeval.data.textfile import PLAIN_NUMBER, file_problem, read_text
 from vpeval.errors import DataError
 from vpeval.types import Scores
 
 LABELS = ("target", "nontarget")
 GENDERS = ("f", "m")
 FORMAT = "enroll test score target|nontarget [f|m]"
-_PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_PLAIN_NUMBER = PLAIN_NUMBER
 
 
 def read_score_file(path: str | Path) -> Scores:
@@ -31,15 +31,14 @@ def read_score_file(path: str | Path) -> Scores:
     vectorised; the line-by-line pass that names the first bad line runs only on error.
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise DataError(f"Score file {path} does not exist; pass a file with lines '{FORMAT}'.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"Score file {path} cannot be read ({exc}); pass a text file with lines '{FORMAT}'.") from None
+    problem = file_problem(path)
+    if problem:
+        raise DataError(f"Score file {path} {problem}; pass a file with lines '{FORMAT}'.")
+    # UTF-8 only (a BOM dropped, CRLF read as LF), NUL bytes refused: vpeval.data.textfile.
+    text = read_text(path, f"Score file {path}")
     # Columns per line, without keeping the split lines: a 5-column line next to a 3-column one
     # would otherwise re-align every token after it.
-    widths = set(map(len, map(str.split, text.splitlines())))
+    widths = set(map(len, map(str.split, text.split("\n"))))
     widths.discard(0)
     if not widths:
         raise DataError(f"Score file {path} has no trials; expected lines '{FORMAT}'.")
@@ -79,7 +78,7 @@ def read_score_file(path: str | Path) -> Scores:
 
 def _raise_bad_line(path: Path, text: str) -> NoReturn:
     """Find the first line that breaks the format (the slow path, only on error) and name it."""
-    rows = [(number, line.split()) for number, line in enumerate(text.splitlines(), start=1)]
+    rows = [(number, line.split()) for number, line in enumerate(text.split("\n"), start=1)]
     rows = [(number, fields) for number, fields in rows if fields]
     counts = Counter(len(fields) for _, fields in rows if len(fields) in (4, 5))
     usual = counts.most_common(1)[0][0] if counts else None
@@ -98,7 +97,7 @@ def _raise_bad_line(path: Path, text: str) -> NoReturn:
 def _refuse_repeats(path: Path, text: str) -> None:
     """Name the first (enroll, test) pair that appears twice, with both lines."""
     first: dict[tuple[str, str], int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):
         fields = line.split()
         if not fields:
             continue

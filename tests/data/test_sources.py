@@ -169,6 +169,7 @@ def test_an_utterance_in_both_the_enrolls_and_a_trials_folder_is_refused_with_bo
     for name in ("wav.scp", "utt2spk"):
         line = next(l for l in (enrolls / name).read_text().splitlines() if l.split()[0] == utt)
         (trials / name).write_text((trials / name).read_text() + line + "\n")
+    (trials / "spk2utt").unlink()  # it would no longer agree with utt2spk, which the reader refuses
     source = kaldi_source(root, tmp_path / "work")
     loaded = source.load()  # the shared id is prefixed per folder, so ids alone cannot tell
     count = len((trials / "wav.scp").read_text().splitlines())

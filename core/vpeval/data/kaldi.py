@@ -3,6 +3,15 @@
 Read: wav.scp (a path per utterance, or a shell pipe ending in '|' when pipes are allowed), utt2spk (or
 spk2utt), spk2gender, text, utt2emo and utt2dur when present. A `segments` file (utterances cut from
 longer recordings) is out of scope and refused: extract the segments to files first.
+
+Every file is read by vpeval.data.textfile (UTF-8, a BOM dropped, CRLF accepted, NUL bytes and other
+encodings refused with the line). Checked on reading, each with the file and line: an utterance listed
+twice in any file, or a recording listed twice in wav.scp; a wav.scp entry that is a Kaldi archive
+offset or extended filename (`foo.ark:1234`, `-`), a folder or a device; utt2spk and spk2utt, when both
+are there, saying the same; spk2gender giving a speaker two genders or missing one of the folder's
+speakers; utt2dur values that are not finite numbers above 0 or that the file's header contradicts
+(vpeval.data.declared). Entries of text, utt2emo, utt2dur (and of utt2spk) for utterances wav.scp does
+not list are ignored, as when wav.scp was cut down; an empty optional file is as good as none.
 """
 
 from __future__ import annotations
@@ -12,10 +21,11 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 from vpeval.data.audio import check_audio, read_audio, write_audio
+from vpeval.data.declared import check_declared, check_listed_path
+from vpeval.data.textfile import BadNumber, file_problem, quoted, read_lines, read_table, real_number
 from vpeval.errors import BadAudioError, DataError
 from vpeval.types import Corpus, Utterance
 
@@ -34,8 +44,10 @@ def read_data_dir(
     is kept in `pipe_cache` (default: a vpeval-pipes folder in the system's temporary folder).
     """
     folder = Path(folder)
+    if not folder.is_dir():
+        raise DataError(f"Data folder {folder} {file_problem(folder) or 'is a file, not a folder'}; give a Kaldi data folder (with a wav.scp).")
     scp = folder / "wav.scp"
-    if not scp.is_file():
+    if not scp.exists():
         raise DataError(f"Data folder {folder} has no wav.scp; a Kaldi data folder needs one (utt-id path per line).")
     if (folder / "segments").exists():
         raise DataError(
@@ -45,37 +57,39 @@ def read_data_dir(
     cache = Path(pipe_cache) if pipe_cache is not None else Path(tempfile.gettempdir()) / "vpeval-pipes"
     paths = {}
     origin = {}
-    for line, utt, rest in _table(scp, min_fields=2, what="utt-id path"):
-        if utt in paths:
-            raise DataError(f"{scp} line {line} repeats the utterance id {utt}; each utterance must appear once.")
+    listed: dict[str, int] = {}  # file -> the wav.scp line that lists it
+    for line, (utt, rest) in read_table(scp, ("utt-id", "path"), last="rest"):
+        where = f"{scp} line {line}"
         paths[utt] = _audio_path(scp, line, rest, folder, allow_pipes, cache)
-        if os.path.isdir(paths[utt]):
-            raise DataError(f"{scp} line {line} names {paths[utt]}, which is a folder, not an audio file; list the audio file itself.")
-        origin[utt] = f"{scp} line {line}"
+        if not rest.endswith("|"):
+            check_listed_path(where, rest, paths[utt])
+            key = os.path.abspath(paths[utt])
+            if key in listed:
+                raise DataError(f"{where} lists {paths[utt]}, which line {listed[key]} lists already; list each recording once.")
+            listed[key] = line
+        origin[utt] = where
     speakers = _speakers(folder, paths)
-    genders = _column(folder / "spk2gender")
-    for spk, g in genders.items():
-        if g.lower() not in GENDERS:
-            raise DataError(f"{folder / 'spk2gender'} gives speaker {spk} gender '{g}'; use m or f.")
-    text = _column(folder / "text", allow_empty_value=True)
-    emotions = _column(folder / "utt2emo")
-    durations = _column(folder / "utt2dur")
+    speaker_gender = _genders(folder / "spk2gender", {speakers[utt] for utt in paths})
+    text = _column(folder / "text", "transcript", allow_empty_value=True)
+    emotions = _column(folder / "utt2emo", "emotion")
+    durations = {utt: _duration(folder / "utt2dur", line, utt, value) for utt, (line, value) in _numbered_column(folder / "utt2dur", "duration").items()}
     utterances = []
     for utt in sorted(paths):
         spk = speakers[utt]
-        gender = genders.get(spk)
+        duration = durations.get(utt)
+        if duration is not None:
+            check_declared(f"{folder / 'utt2dur'} line {duration[0]}", paths[utt], duration=duration[1])
         utterances.append(
             Utterance(
                 id=utt,
                 speaker=spk,
                 path=paths[utt],
-                gender=GENDERS[gender.lower()] if gender else None,
+                gender=speaker_gender.get(spk),
                 transcript=text.get(utt),
                 emotion=emotions.get(utt),
-                duration=_float(folder / "utt2dur", utt, durations[utt]) if utt in durations else None,
+                duration=None if duration is None else duration[1],
             )
         )
-    speaker_gender = {spk: GENDERS[g.lower()] for spk, g in genders.items()}
     return Corpus(name=name or folder.name, utterances=utterances, speaker_gender=speaker_gender,
                   info={"source": str(folder), "origin": origin})
 
@@ -101,7 +115,9 @@ def write_data_dir(corpus: Corpus, folder: str | os.PathLike, audio_folder: str 
         by_speaker.setdefault(u.speaker, []).append(u.id)
     _write(folder / "spk2utt", [f"{spk} {' '.join(ids)}" for spk, ids in sorted(by_speaker.items())])
     genders = {spk: corpus.gender_of(spk) for spk in by_speaker if corpus.gender_of(spk)}
-    _write_if(folder / "spk2gender", [f"{spk} {g}" for spk, g in sorted(genders.items())])
+    # Kaldi (and read_data_dir) want spk2gender to cover every speaker, so a partial one is not written.
+    complete = len(genders) == len(by_speaker)
+    _write_if(folder / "spk2gender", [f"{spk} {g}" for spk, g in sorted(genders.items())] if complete else [])
     _write_if(folder / "text", [f"{u.id} {' '.join(u.transcript.split())}" for u in utts if u.transcript is not None])
     _write_if(folder / "utt2emo", [f"{u.id} {u.emotion}" for u in utts if u.emotion is not None])
     _write_if(folder / "utt2dur", [f"{u.id} {u.duration:.3f}" for u in utts if u.duration is not None])
@@ -116,74 +132,129 @@ def read_trials(path: str | os.PathLike) -> list[tuple[str, str, bool]]:
 def numbered_trials(path: str | os.PathLike) -> list[tuple[int, str, str, bool]]:
     """(line number, enroll id, test utterance id, is target) per non-empty line of a trials file."""
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"Trials file {path} does not exist; each trials folder needs a `trials` file.")
+    problem = file_problem(path)
+    if problem:
+        raise DataError(f"Trials file {path} {problem}; each trials folder needs a `trials` file.")
     out = []
-    with open(path, encoding="utf-8") as handle:
-        for line, text in enumerate(handle, start=1):
-            fields = text.split()
-            if not fields:
-                continue
-            if len(fields) != 3 or fields[2] not in ("target", "nontarget"):
-                raise DataError(
-                    f"{path} line {line} reads '{text.strip()}'; a trial line is 'enroll-id test-id target|nontarget'."
-                )
-            out.append((line, fields[0], fields[1], fields[2] == "target"))
+    for line, text in read_lines(path):
+        fields = text.split()
+        if len(fields) != 3 or fields[2] not in ("target", "nontarget"):
+            raise DataError(
+                f"{path} line {line} reads '{quoted(text)}'; a trial line is 'enroll-id test-id target|nontarget'."
+            )
+        out.append((line, fields[0], fields[1], fields[2] == "target"))
+    if not out:
+        raise DataError(f"Trials file {path} is empty; it needs one 'enroll-id test-id target|nontarget' line per trial.")
     return out
 
 
 # -- reading helpers ---------------------------------------------------------------------------
 
 
-def _table(path: Path, min_fields: int, what: str) -> Iterator[tuple[int, str, str]]:
-    """(line number, key, rest of line) for each non-empty line of a Kaldi table file."""
-    with open(path, encoding="utf-8") as handle:
-        for line, text in enumerate(handle, start=1):
-            text = text.strip()
-            if not text:
-                continue
-            parts = text.split(maxsplit=1)
-            if len(parts) < min_fields:
-                raise DataError(f"{path} line {line} reads '{text}'; expected '{what}'.")
-            yield line, parts[0], parts[1] if len(parts) > 1 else ""
-
-
-def _column(path: Path, allow_empty_value: bool = False) -> dict[str, str]:
-    if not path.is_file():
+def _numbered_column(path: Path, what: str, allow_empty_value: bool = False) -> dict[str, tuple[int, str]]:
+    """key -> (line, value) of an optional two-column file (the value is the rest of the line)."""
+    if not path.exists():
         return {}
+    rows = read_table(path, ("utt-id", what), last="rest", empty_ok=True)
     out = {}
-    for line, key, rest in _table(path, 1 if allow_empty_value else 2, "id value"):
-        out[key] = " ".join(rest.split())
+    for line, (key, rest) in rows:
+        if not rest and not allow_empty_value:
+            raise DataError(f"{path} line {line} reads '{key}'; expected 'utt-id {what}'.")
+        out[key] = (line, " ".join(rest.split()))
     return out
 
 
-def _float(path: Path, key: str, value: str) -> float:
+def _column(path: Path, what: str, allow_empty_value: bool = False) -> dict[str, str]:
+    return {key: value for key, (_, value) in _numbered_column(path, what, allow_empty_value).items()}
+
+
+def _duration(path: Path, line: int, key: str, value: str) -> tuple[int, float]:
     try:
-        return float(value)
-    except ValueError:
-        raise DataError(f"{path} gives {key} the value '{value}', which is not a number.") from None
+        seconds = real_number(value)
+    except BadNumber as exc:
+        raise DataError(f"{path} line {line} gives {key} the duration '{value}', which {exc}; write seconds, such as 3.52.") from None
+    if seconds <= 0:
+        raise DataError(f"{path} line {line} gives {key} the duration {value}; a duration is a number of seconds above 0.")
+    return line, seconds
+
+
+def _genders(path: Path, speakers: set[str]) -> dict[str, str]:
+    """speaker -> m|f from spk2gender: one gender per speaker, and every speaker of the folder covered."""
+    if not path.exists():
+        return {}
+    out: dict[str, str] = {}
+    first: dict[str, int] = {}
+    for line, (spk, g) in read_table(path, ("speaker-id", "m|f"), unique=False, empty_ok=True):
+        gender = GENDERS.get(g.lower())
+        if gender is None:
+            raise DataError(f"{path} line {line} gives speaker {spk} gender '{g}'; use m or f.")
+        if spk in out:
+            if out[spk] != gender:
+                raise DataError(
+                    f"{path} gives speaker {spk} gender {out[spk]} on line {first[spk]} and {gender} on line {line}; "
+                    "a speaker has one gender, so keep the right line."
+                )
+            raise DataError(f"{path} line {line} repeats speaker {spk}, already on line {first[spk]}; list each speaker once.")
+        out[spk], first[spk] = gender, line
+    missing = sorted(speakers - set(out))
+    if missing:
+        more = f" (and {len(missing) - 1} more of the folder's {len(speakers)} speakers)" if len(missing) > 1 else ""
+        raise DataError(
+            f"{path} gives no gender for speaker {missing[0]}{more}; add a '{missing[0]} m|f' line for each, or remove "
+            "spk2gender if the genders are unknown."
+        )
+    return out
 
 
 def _speakers(folder: Path, paths: dict[str, str]) -> dict[str, str]:
+    """utt -> speaker from utt2spk and/or spk2utt; when both are there they must say the same."""
     utt2spk, spk2utt = folder / "utt2spk", folder / "spk2utt"
-    speakers: dict[str, str] = {}
-    if utt2spk.is_file():
-        for line, utt, spk in _table(utt2spk, 2, "utt-id speaker-id"):
-            if len(spk.split()) != 1:
-                raise DataError(f"{utt2spk} line {line} reads '{utt} {spk}'; expected 'utt-id speaker-id' (ids hold no spaces).")
-            speakers[utt] = spk
-        source = utt2spk
-    elif spk2utt.is_file():
-        for line, spk, utts in _table(spk2utt, 2, "speaker-id utt-id utt-id ..."):
-            for utt in utts.split():
-                speakers[utt] = spk
-        source = spk2utt
-    else:
+    from_utt2spk = from_spk2utt = None
+    if utt2spk.exists():
+        from_utt2spk = {utt: (line, spk) for line, (utt, spk) in read_table(utt2spk, ("utt-id", "speaker-id"))}
+    if spk2utt.exists():
+        from_spk2utt = {}
+        for line, (spk, *utts) in read_table(spk2utt, ("speaker-id", "utt-id"), last="many"):
+            for utt in utts:
+                if utt in from_spk2utt:
+                    other_line, other = from_spk2utt[utt]
+                    twice = "twice" if other == spk else f"under speaker {other} and under {spk}"
+                    raise DataError(
+                        f"{spk2utt} lists the utterance {utt} {twice} (lines {other_line} and {line}); an utterance has "
+                        "one speaker, so keep it on one line."
+                    )
+                from_spk2utt[utt] = (line, spk)
+    if from_utt2spk is None and from_spk2utt is None:
         raise DataError(f"Data folder {folder} has neither utt2spk nor spk2utt; add one so utterances have speakers.")
-    missing = [utt for utt in paths if utt not in speakers]
+    if from_utt2spk is not None and from_spk2utt is not None:
+        _agree(utt2spk, from_utt2spk, spk2utt, from_spk2utt)
+    table, source = (from_utt2spk, utt2spk) if from_utt2spk is not None else (from_spk2utt, spk2utt)
+    missing = [utt for utt in paths if utt not in table]
     if missing:
         raise DataError(f"{source} does not give a speaker for {missing[0]} (and {len(missing) - 1} more) listed in wav.scp; add them.")
-    return speakers
+    return {utt: spk for utt, (_, spk) in table.items()}
+
+
+def _agree(utt2spk: Path, by_utt: dict[str, tuple[int, str]], spk2utt: Path, by_spk: dict[str, tuple[int, str]]) -> None:
+    """Refuse an utt2spk and a spk2utt that contradict each other, naming the first difference."""
+    for utt, (line, spk) in by_utt.items():
+        if utt not in by_spk:
+            raise DataError(
+                f"{utt2spk} line {line} gives {utt} the speaker {spk}, but {spk2utt} does not list {utt}; the two files "
+                "must agree (regenerate spk2utt with Kaldi's utils/utt2spk_to_spk2utt.pl, or delete it)."
+            )
+        other_line, other = by_spk[utt]
+        if other != spk:
+            raise DataError(
+                f"{utt2spk} line {line} gives {utt} the speaker {spk}, but {spk2utt} line {other_line} lists it under "
+                f"{other}; the two files must agree (regenerate spk2utt with utils/utt2spk_to_spk2utt.pl, or delete it)."
+            )
+    for utt, (line, spk) in by_spk.items():
+        if utt not in by_utt:
+            raise DataError(
+                f"{spk2utt} line {line} lists {utt} under {spk}, but {utt2spk} does not list {utt}; the two files must "
+                "agree (regenerate spk2utt with utils/utt2spk_to_spk2utt.pl, or delete it)."
+            )
 
 
 def _audio_path(scp: Path, line: int, rest: str, folder: Path, allow_pipes: bool, cache: Path) -> str:

@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from vpeval.api import stable_int
-from vpeval.data.kaldi import numbered_trials, read_trials
+from vpeval.data.kaldi import numbered_trials
+from vpeval.data.textfile import read_table
 from vpeval.errors import DataError
 
 # PlanSettings and EvaluationPlan live in leaf modules (vpeval.api types them); importable from here too.
@@ -310,16 +311,14 @@ def write_sides(trial_list: TrialList, path: str | os.PathLike) -> Path:
 
 
 def read_sides(path: str | os.PathLike) -> dict[str, tuple[str, ...]]:
+    """side id -> its utterance ids, from a sides file (write_sides); a side or an utterance in a side twice is refused."""
     path = Path(path)
     sides = {}
-    with open(path, encoding="utf-8") as handle:
-        for line, text in enumerate(handle, start=1):
-            fields = text.split()
-            if not fields:
-                continue
-            if len(fields) < 2:
-                raise DataError(f"{path} line {line} reads '{text.strip()}'; a side line is 'side-id utt-id utt-id ...'.")
-            sides[fields[0]] = tuple(fields[1:])
+    for line, (sid, *utts) in read_table(path, ("side-id", "utt-id"), last="many"):
+        if len(set(utts)) != len(utts):
+            twice = next(u for u in utts if utts.count(u) > 1)
+            raise DataError(f"{path} line {line} lists the utterance {twice} twice in side {sid}; list it once.")
+        sides[sid] = tuple(utts)
     return sides
 
 
@@ -327,16 +326,35 @@ def read_trial_list(trials_path: str | os.PathLike, sides_path: str | os.PathLik
     """The TrialList written by write_trials and write_sides, with speakers and genders from `corpus`."""
     sides = read_sides(sides_path)
     trials = []
-    for enroll_id, test_id, target in read_trials(trials_path):
+    seen: dict[tuple[str, str], int] = {}
+    mislabelled: list[str] = []
+    for line, enroll_id, test_id, target in numbered_trials(trials_path):
+        where = f"{trials_path} line {line}"
+        if (enroll_id, test_id) in seen:
+            raise DataError(
+                f"{where} repeats the trial '{enroll_id} {test_id}' of line {seen[enroll_id, test_id]}; a trial counted "
+                "twice weighs double in every metric, so remove the repeat."
+            )
+        seen[enroll_id, test_id] = line
         for sid in (enroll_id, test_id):
             if sid not in sides:
-                raise DataError(f"{trials_path} names the side {sid}, which {sides_path} does not list.")
+                raise DataError(f"{where} names the side {sid}, which {sides_path} does not list.")
         enroll, test = sides[enroll_id], sides[test_id]
         for uid in enroll + test:
             if uid not in corpus:
                 raise DataError(f"{sides_path} names the utterance {uid}, which corpus {corpus.name} does not have.")
+        for side, sid in ((enroll, enroll_id), (test, test_id)):
+            if len({corpus[u].speaker for u in side}) > 1:
+                raise DataError(f"{sides_path} side {sid} holds utterances of more than one speaker; a side is one speaker's.")
         spk, tspk = corpus[enroll[0]].speaker, corpus[test[0]].speaker
+        if target != (spk == tspk):
+            label = "target" if target else "nontarget"
+            mislabelled.append(f"{where} labels '{enroll_id} {test_id}' {label}, but corpus {corpus.name} gives the sides "
+                               f"{'the speakers ' + spk + ' and ' + tspk if spk != tspk else 'one speaker, ' + spk}")
         trials.append(Trial(enroll, test, target, corpus.gender_of(spk), spk, tspk, enroll_id, test_id))
+    if mislabelled:
+        more = f" ({len(mislabelled)} trials are mislabelled; this is the first)" if len(mislabelled) > 1 else ""
+        raise DataError(f"{mislabelled[0]}{more}; correct the labels or the corpus's speakers.")
     return TrialList(n=n, trials=trials, name=f"n{n}")
 
 

@@ -13,6 +13,7 @@ from vpeval.data.fingerprint import corpus_fingerprint
 from vpeval.data.kaldi import read_data_dir
 from vpeval.data.manifest import read_manifest
 from vpeval.data.plan import PredefinedSet, TrialFolder, predefined_plan
+from vpeval.data.textfile import read_table
 from vpeval.errors import DataError
 from vpeval.settings import PlanSettings
 from vpeval.types import Corpus, EvaluationPlan
@@ -164,4 +165,4 @@ def _speakers_of(folder: Path) -> set[str]:
     utt2spk = folder / "utt2spk"
     if not utt2spk.is_file():
         return set()
-    return {line.split()[1] for line in utt2spk.read_text(encoding="utf-8").splitlines() if len(line.split()) >= 2}
+    return {spk for _, (_, spk) in read_table(utt2spk, ("utt-id", "speaker-id"))}

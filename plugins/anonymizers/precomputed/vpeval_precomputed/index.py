@@ -1,4 +1,8 @@
-"""The precomputed speech: utterance id -> audio file, read with the core's Kaldi and manifest readers."""
+"""The precomputed speech: utterance id -> audio file, read with the core's Kaldi and manifest readers.
+
+Those read every text file through vpeval.data.textfile, so a precomputed set's files get the same
+checks (encoding, duplicates, columns, declared values) and sentences as a corpus's.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from pathlib import Path
 
 from vpeval.data.kaldi import read_data_dir
 from vpeval.data.manifest import read_manifest
+from vpeval.data.textfile import file_problem
 from vpeval.errors import DataError
 from vpeval.types import Utterance
 
@@ -74,15 +79,18 @@ def load_precomputed(
     out = PrecomputedSet()
     for folder in folders:
         if not Path(folder).is_dir():
+            problem = file_problem(folder)
+            what = "is not a folder" if problem and "exist" in problem else f"{(problem or 'is a file').split(',')[0]}, not a folder"
             raise DataError(
-                f"anonymizer precomputed: `folders` names {folder}, which is not a folder; give the Kaldi data "
+                f"anonymizer precomputed: `folders` names {folder}, which {what}; give the Kaldi data "
                 "folders of your anonymized speech (each with a wav.scp)."
             )
         _add(out, folder, read_data_dir(folder, allow_pipes=allow_pipes, pipe_cache=pipe_cache).utterances)
     if manifest is not None:
-        if not Path(manifest).is_file():
+        problem = file_problem(manifest)
+        if problem:
             raise DataError(
-                f"anonymizer precomputed: `manifest` names {manifest}, which does not exist; give the CSV or "
+                f"anonymizer precomputed: `manifest` names {manifest}, which {problem}; give the CSV or "
                 "JSONL manifest of your anonymized speech."
             )
         _add(out, manifest, read_manifest(manifest).utterances)
