@@ -62,11 +62,22 @@ def attack_tables(rows: list[dict[str, Any]], extra_key: str | None = None, capt
         body = [list(k) + [_cell(by_cell.get((k, p), {})) for p in protocols] for k in dict.fromkeys(row_keys)]
         title = (f"### {metric}{' (' + variant + ')' if variant else ''}{' from ' + label if label else ''}, N = {n}"
                  f"{' [' + unit + ']' if unit else ''}")
-        text = title + "\n\n" + markdown_table(header, body)
+        text = title + "\n\n" + markdown_table(header, body) + undefined_notes(items)
         if caption is not None:
             text += "\n\n" + caption([r["anonymizer"] for r in items], [r["attacker"] for r in items], protocols, [n])
         out.append(text)
     return out
+
+
+def undefined_notes(items: list[dict[str, Any]], most: int = 5) -> str:
+    """Why cells read n/a: the distinct reasons metrics gave in their details (a metric that returns NaN
+    says why, for example linkability with under 20 target trials)."""
+    reasons = list(dict.fromkeys(str(r["details"]["reason"]) for r in items
+                                 if r.get("value") is None and isinstance((r.get("details") or {}).get("reason"), str)))
+    if not reasons:
+        return ""
+    more = f" ({len(reasons) - most} more reasons in results.json)" if len(reasons) > most else ""
+    return "\n\n" + "\n".join(f"n/a: {why.rstrip('.')}." for why in reasons[:most]) + more
 
 
 def _metrics_with_several_labels(rows: list[dict[str, Any]]) -> set[str]:

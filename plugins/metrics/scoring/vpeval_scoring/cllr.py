@@ -14,7 +14,8 @@ def trial_costs(scores: np.ndarray, targets: np.ndarray) -> np.ndarray:
     """Each trial's cost in bits with its score read as a natural-log LLR:
     log2(1 + e^-llr) for targets, log2(1 + e^llr) for non-targets."""
     signed = np.where(targets, -scores, scores)
-    return np.logaddexp(0.0, signed) / LN2
+    with np.errstate(over="ignore"):  # a cost above the largest float (|LLR| near 1e308): actual_cllr copes
+        return np.logaddexp(0.0, signed) / LN2
 
 
 def actual_cllr(scores: np.ndarray, targets: np.ndarray, weights: np.ndarray | None = None, costs: np.ndarray | None = None) -> float:
@@ -26,7 +27,25 @@ def actual_cllr(scores: np.ndarray, targets: np.ndarray, weights: np.ndarray | N
     n_tar, n_non = w_tar.sum(), w_non.sum()
     if n_tar <= 0 or n_non <= 0:
         return float("nan")
-    return float(0.5 * (w_tar @ costs / n_tar + w_non @ costs / n_non))
+    with np.errstate(over="ignore", invalid="ignore"):  # costs near 1e308 overflow the sums: _large_cllr
+        value = float(0.5 * (w_tar @ costs / n_tar + w_non @ costs / n_non))
+    if np.isfinite(value):
+        return value
+    return _large_cllr(scores, targets, w_tar, w_non)
+
+
+def _large_cllr(scores: np.ndarray, targets: np.ndarray, w_tar: np.ndarray, w_non: np.ndarray) -> float:
+    """Cllr of scores so far from calibrated (|LLR| near 1e308) that the sum of the costs in bits, or a
+    cost itself, overflows: the costs in nats (finite for finite scores), each mean taken over costs
+    divided by their largest, halved before adding. inf only where Cllr is above the largest float."""
+    nats = np.logaddexp(0.0, np.where(targets, -scores, scores))
+
+    def mean(w: np.ndarray) -> float:
+        top = float(np.max(nats[w > 0]))
+        return top * float(w @ (nats / top) / w.sum()) if top > 0 else 0.0
+
+    with np.errstate(over="ignore"):
+        return float((0.5 * mean(w_tar) + 0.5 * mean(w_non)) / LN2)
 
 
 def min_cllr_from_blocks(blocks: PavBlocks) -> float:

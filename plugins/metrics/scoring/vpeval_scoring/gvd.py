@@ -63,11 +63,18 @@ def speaker_similarity(
     row_hot[rows[rows >= 0], np.flatnonzero(rows >= 0)] = 1.0
     col_hot = np.zeros((len(cols), k))
     col_hot[np.flatnonzero(cols >= 0), cols[cols >= 0]] = 1.0
-    sums = row_hot @ np.where(mask, llr, 0.0) @ col_hot
     counts = row_hot @ mask.astype(np.float64) @ col_hot
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_llr = sums / counts
-    return SpeakerSimilarity(1.0 / (1.0 + np.exp(-mean_llr)), speakers, int(mask.sum()))
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        sums = row_hot @ np.where(mask, llr, 0.0) @ col_hot
+        if np.isfinite(sums).all():
+            mean_llr = sums / counts
+        else:
+            # LLRs near 1e308 (calibrated=False) overflow the sums (and inf x 0 in the projections is NaN):
+            # the means of the LLRs divided by their largest magnitude, scaled back (a mean is no larger)
+            top = float(np.abs(llr[mask]).max())
+            mean_llr = (row_hot @ np.where(mask, llr / top, 0.0) @ col_hot) / counts * top
+        similarity = 1.0 / (1.0 + np.exp(-mean_llr))  # exp overflows to inf for mean LLRs below -709: similarity 0
+    return SpeakerSimilarity(similarity, speakers, int(mask.sum()))
 
 
 def diagonal_dominance(matrix: np.ndarray) -> float:

@@ -11,7 +11,12 @@ from vpeval_scoring.sorted_trials import Tally
 
 
 def unit_rows(x: np.ndarray) -> np.ndarray:
+    """Rows divided by their norms (zero rows stay zero). Each row is first scaled by the power of two
+    that brings its largest |entry| into [0.5, 1): exact, so the result is unchanged, and the norm of
+    entries near 1e308 no longer overflows (nor that of entries near 1e-308 underflows)."""
     x = np.asarray(x, dtype=np.float64)
+    top = np.max(np.abs(x), axis=1, keepdims=True) if x.size else np.ones((len(x), 1))
+    x = np.ldexp(x, -np.frexp(top)[1])
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 

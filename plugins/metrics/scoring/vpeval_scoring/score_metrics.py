@@ -94,7 +94,12 @@ class Cllr(ScoreMetric):
     def measure(self, trials, weights):
         if "cllr_costs" not in trials.cache:
             trials.cache["cllr_costs"] = trial_costs(trials.scores, trials.targets)
-        return [Measurement(actual_cllr(trials.scores, trials.targets, weights, trials.cache["cllr_costs"]))]
+        value = actual_cllr(trials.scores, trials.targets, weights, trials.cache["cllr_costs"])
+        if value == float("inf"):  # only scores read as LLRs near +-1e308 get there
+            return [Measurement(float("nan"), {"reason": "cllr is above 1.8e308 bits, the largest float: the scores, read as "
+                                               "natural-log LLRs, reach " f"{float(np.abs(trials.scores).max()):.3g}; calibrate "
+                                               "them into LLRs first, or read min-cllr"})]
+        return [Measurement(value)]
 
 
 class MinCllr(ScoreMetric):
@@ -119,7 +124,10 @@ class Linkability(ScoreMetric):
 
     def measure(self, trials, weights):
         r = linkability(trials.scores, trials.targets, weights, self.params.omega, self.params.bins)
-        return [Measurement(r.value, {"bins": r.n_bins, "omega": self.params.omega})]
+        details = {"bins": r.n_bins, "omega": self.params.omega}
+        if r.reason is not None:
+            details["reason"] = f"linkability is undefined here: {r.reason}"
+        return [Measurement(r.value, details)]
 
 
 class ZEBRA(ScoreMetric):
