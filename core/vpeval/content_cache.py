@@ -3,21 +3,33 @@
 A result is stored under the hash of the audio file's bytes (and channel) and a string naming
 everything else it depends on (the extractor's identity: model weights' digest, parameters,
 version). A renamed copy of a file is served from the cache; a changed file or a retrained model
-never is. Misses are computed with the run's workers (`PluginContext.map`).
+never is. Misses are computed with the run's workers (`PluginContext.map`), and stored only when the
+audio file's stat stamp is the same after the computation as when it was hashed (a file replaced
+meanwhile would otherwise file the new audio's result under the old bytes' hash). A stored file that
+cannot be read back (garbage, cut off) is deleted and recomputed, with a line in the run log.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from vpeval.data.fingerprint import file_hash
+from vpeval.data.fingerprint import file_hash, file_stamp
 from vpeval.types import Utterance
+
+_log = logging.getLogger("vpeval.content_cache")
+
+
+def _damaged(path: Path, exc: Exception) -> None:
+    """A stored result that does not read back: say so once and remove it, so it is computed again."""
+    _log.warning("content cache file %s was damaged (%s: %s); recomputing it", path, type(exc).__name__, exc)
+    path.unlink(missing_ok=True)
 
 
 def identity_digest(*parts: object) -> str:
@@ -55,14 +67,21 @@ class ContentCache:
         return self.folder / name[:2] / f"{name}.npy"
 
     def get(self, utterance: Utterance) -> np.ndarray | None:
-        path = self.path(utterance)
+        return self.load(self.path(utterance))
+
+    @staticmethod
+    def load(path: Path) -> np.ndarray | None:
+        """The stored array, or None when absent or damaged (then removed, with a log line)."""
         try:
             return np.load(path, allow_pickle=False)
-        except (OSError, ValueError):  # absent, or damaged by a killed writer: recompute
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, EOFError) as exc:  # garbage or cut off: recompute
+            _damaged(path, exc)
             return None
 
-    def put(self, utterance: Utterance, value: np.ndarray) -> None:
-        path = self.path(utterance)
+    def put(self, utterance: Utterance, value: np.ndarray, path: Path | None = None) -> None:
+        path = self.path(utterance) if path is None else path
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npy")
         np.save(temporary, np.asarray(value))
@@ -83,13 +102,16 @@ def cached_map(
     """
     root = context.options.get("cache_root")
     cache = ContentCache(Path(root) / "content", extractor) if root else None
-    out: list[np.ndarray | None] = [cache.get(u) if cache else None for u in utterances]
+    # Each file's stamp before it is hashed: a result is stored only if the file still has it afterwards.
+    stamps = [file_stamp(u.path) if cache else None for u in utterances]
+    paths = [cache.path(u) if cache else None for u in utterances]
+    out: list[np.ndarray | None] = [ContentCache.load(p) if p is not None else None for p in paths]
     missing = [i for i, value in enumerate(out) if value is None]
 
     def work(index: int) -> np.ndarray:
         value = np.asarray(compute(utterances[index]))
-        if cache is not None:
-            cache.put(utterances[index], value)
+        if cache is not None and stamps[index] is not None and file_stamp(utterances[index].path) == stamps[index]:
+            cache.put(utterances[index], value, paths[index])
         return value
 
     for index, value in zip(missing, context.map(work, missing, description)):
@@ -116,9 +138,13 @@ class JsonCache:
         return self.folder / key[:2] / f"{key}.json"  # two-character fan-out keeps folders small
 
     def get(self, key: str):
+        path = self._path(key)
         try:
-            return json.loads(self._path(key).read_text())
-        except (OSError, ValueError):  # absent, or damaged by a killed writer: recompute
+            return json.loads(path.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:  # garbage or cut off: recompute
+            _damaged(path, exc)
             return None
 
     def put(self, key: str, value) -> None:

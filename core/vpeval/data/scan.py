@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from vpeval.data.audio import audio_problem, measure_audio
+from vpeval.data.audio import audio_problem, measure_audio, require_audio_file
 from vpeval.data.fingerprint import FileIndex, corpus_fingerprint
 from vpeval.errors import BadAudioError, DataError
 from vpeval.types import Corpus, Utterance
@@ -37,6 +37,7 @@ def scan_corpus(
         raise ValueError(f"on_bad_audio must be one of {ON_BAD_AUDIO}, not {on_bad_audio!r}")
     check_labels(corpus)
     kept = []
+    declared = []  # the kept utterances as listed: the fingerprint covers what was declared, not filled in
     skipped: list[tuple[str, str, str]] = []
     index = FileIndex(fingerprint_cache) if fingerprint_cache is not None else None
     try:
@@ -57,6 +58,7 @@ def scan_corpus(
                     f"{_where(corpus, u)} gives sample_rate {u.sample_rate}, but the header of {u.path} says "
                     f"{rate} Hz; correct the sample rate or leave it empty."
                 )
+            declared.append(u)
             if u.sample_rate is None or u.duration is None:
                 duration = u.duration if u.duration is not None else measures["frames"] / rate
                 u = u.replace(sample_rate=rate, duration=duration)
@@ -68,7 +70,7 @@ def scan_corpus(
     if skipped:
         out.info["skipped_audio"] = [list(s) for s in skipped]
         # The content changed: refingerprint when an index makes it cheap, else leave it to the caller.
-        out.fingerprint = corpus_fingerprint(out, fingerprint_cache) if fingerprint_cache is not None else ""
+        out.fingerprint = corpus_fingerprint(Corpus(corpus.name, declared), fingerprint_cache) if fingerprint_cache is not None else ""
     return out, skipped
 
 
@@ -90,6 +92,7 @@ def check_labels(corpus: Corpus) -> None:
 def _measures(u: Utterance, index: FileIndex | None) -> dict:
     if index is None:
         return measure_audio(u.path, u.channel)
+    require_audio_file(u.path)  # the index hashes the file before it is measured: a FIFO would hang there
     return index.audio_check(index.file_hash(u.path), u.channel, MEASURES_VERSION, lambda: measure_audio(u.path, u.channel))
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from vpeval.api import Anonymizer, Attacker, Executor, Frontend, Metric, MetricInputs, Plugin, PluginContext, SimilarityMatrix
 from vpeval.build import build_helper, build_resolved
 from vpeval.config import ResolvedAnonymizer, ResolvedAttacker, ResolvedExperiment, ResolvedPlugin
+from vpeval.errors import DataError
 from vpeval.plugins import get_plugin_manager
 from vpeval.run.cache import StageCache, stable_key
 from vpeval.run.console import RunConsole
@@ -33,10 +34,15 @@ from vpeval.run.stored import SpeechFiles, Stored, StoredMetricResults, StoredPl
 from vpeval.types import Corpus, EvaluationPlan, MetricResult, Scores, TrainingData, TrainingStage, TrialList
 
 CACHE_ENV = "VPEVAL_CACHE"
+DEFAULT_CACHE = ".vpeval-cache"
+_DAMAGED = object()  # what _reuse returns for an entry it moved aside
 
 
 def default_cache_root() -> Path:
-    return Path(os.environ.get(CACHE_ENV, ".vpeval-cache"))
+    """$VPEVAL_CACHE, or .vpeval-cache when it is unset or empty (an empty value means unset, as in most shells'
+    conventions; it used to put the cache's folders straight into the working directory)."""
+    value = os.environ.get(CACHE_ENV, "")
+    return Path(value if value.strip() else DEFAULT_CACHE)
 
 
 @dataclass
@@ -68,6 +74,7 @@ class RunState:
     executor: Executor  # the experiment's `executor` plugin (local by default); closed when the run ends
     plan: EvaluationPlan | None = None  # once the data stage made it
     fingerprint: str = ""  # the corpus's content fingerprint, part of every stage key
+    stamps: dict[str, list[int]] = field(default_factory=dict)  # audio path -> its stat stamp when fingerprinted
     timings: dict[str, float] = field(default_factory=dict)
     executed: dict[str, list[str]] = field(default_factory=dict)  # stage -> labels computed (not reused)
     anonymized: dict[tuple[str, str], tuple[str, Corpus]] = field(default_factory=dict)  # (label, part) -> (key, corpus)
@@ -147,9 +154,13 @@ class Runner:
 
         return build_helper(cls, params, context)
 
-    def _get_or_build(self, stage: str, label: str, key: str, stored: Stored, compute: Callable[[], Any]) -> Any:
+    def _get_or_build(self, stage: str, label: str, key: str, stored: Stored, compute: Callable[[], Any],
+                      reads: Sequence[Corpus | None] | None = None) -> Any:
         """The cache-or-compute step of every stage: reuse the entry under `key`, or compute it, store it
-        atomically and record its time. One process at a time builds an entry; others wait and reuse it."""
+        atomically and record its time. One process at a time builds an entry; others wait and reuse it.
+
+        A damaged entry is moved aside and recomputed. Before a result is stored, the audio files of the
+        corpora it may have read (`reads`; default: the whole plan) must be as they were fingerprinted."""
         log = self.state.console.log
 
         def waiting(holder: str) -> None:
@@ -157,14 +168,55 @@ class Runner:
 
         with self.cache.lock(stage, key, waiting):
             if self.cache.exists(stage, key):
-                log.info("%s %s: reused from cache (key %s)", stage, label, key[:12])
-                return stored.load(self.cache.path(stage, key))
+                reused = self._reuse(stage, label, key, stored)
+                if reused is not _DAMAGED:
+                    return reused
             started = time.perf_counter()
             value = compute()
+            self._check_unchanged(stage, label, key, reads)
             with self.cache.build(stage, key) as tmp:
                 stored.save(value, tmp)
             self._timed(stage, label, started)
             return stored.load(self.cache.path(stage, key)) if stored.reload else value
+
+    def _reuse(self, stage: str, label: str, key: str, stored: Stored) -> Any:
+        """The entry's value when it is intact, else `_DAMAGED` (the entry moved aside, with one log line)."""
+        log = self.state.console.log
+        check = self.cache.verify(stage, key)
+        problem = check.problem
+        if problem is None:
+            try:
+                value = stored.load(self.cache.path(stage, key))
+            except Exception as exc:
+                if not check.legacy:  # its files are as written: a failing load is a bug, not damage
+                    raise
+                problem = f"it cannot be loaded: {type(exc).__name__}: {exc}"
+            else:
+                if check.legacy:
+                    try:
+                        self.cache.adopt(stage, key)
+                    except OSError:  # a read-only cache: reused unverified, as before manifests
+                        pass
+                log.info("%s %s: reused from cache (key %s)", stage, label, key[:12])
+                return value
+        aside = self.cache.discard(stage, key)
+        log.warning("cache entry %s %s (key %s) was damaged (%s); recomputing it (the damaged copy is in %s)",
+                    stage, label, key[:12], problem, aside)
+        return _DAMAGED
+
+    def _check_unchanged(self, stage: str, label: str, key: str, reads: Sequence[Corpus | None] | None) -> None:
+        """Refuse to store a result when an audio file it may have read changed after fingerprinting."""
+        from vpeval.data.fingerprint import changed_file
+
+        plan = self.state.plan
+        if reads is None:
+            reads = [plan.train, plan.validation, plan.evaluation] if plan is not None else []
+        paths = (u.path for corpus in reads if corpus is not None for u in corpus.utterances)
+        changed = changed_file(paths, self.state.stamps)
+        if changed is not None:
+            self.cache.discard_partial(stage, key)  # what it holds may come from the new audio
+            raise DataError(f"Audio file {changed} changed during the run, after vpeval fingerprinted the corpus and "
+                            f"before {stage} {label} was stored; rerun the experiment to evaluate the new version.")
 
     def _timed(self, stage: str, label: str, started: float) -> None:
         took = time.perf_counter() - started
@@ -252,7 +304,7 @@ class Runner:
     # -- stages ------------------------------------------------------------------------------
 
     def _data(self):
-        from vpeval.data.fingerprint import corpus_fingerprint
+        from vpeval.data.fingerprint import corpus_fingerprint, file_stamp, observing_files
         from vpeval.data.plan import make_plan, write_sides, write_trials
         from vpeval.data.scan import scan_corpus
 
@@ -260,10 +312,19 @@ class Runner:
         data = self.settings.data
         log = self.state.console.log
         source = self._instantiate(self.exp.corpus, "corpus-" + self.exp.corpus.use)
-        # One process at a time loads a corpus: generated corpora write their audio into the cache.
-        with self.cache.lock("data", self.cache.key("data", {"corpus": self.exp.corpus.identity()})):
+        # One process at a time loads a corpus: generated corpora write their audio into the cache. Each
+        # file's stat stamp is kept as the fingerprint (or the scan) first saw it: what a stage reads is
+        # checked against it before its result is stored (_check_unchanged).
+        lock = self.cache.lock("data", self.cache.key("data", {"corpus": self.exp.corpus.identity()}))
+        with lock, observing_files() as stamps:
             corpus = source.load()
+            if not corpus.fingerprint:  # before the scan fills in rates and durations: declared values only
+                corpus.fingerprint = corpus_fingerprint(corpus, self.cache.root / "fingerprints")
             corpus, skipped = scan_corpus(corpus, data.on_bad_audio, self.cache.root / "fingerprints")
+            for u in corpus.utterances:
+                if (path := os.path.abspath(u.path)) not in stamps and (stamp := file_stamp(path)) is not None:
+                    stamps[path] = stamp
+        self.state.stamps = dict(stamps)
         for utt_id, path, reason in skipped:
             log.warning("skipped %s (%s): %s", utt_id, path, reason)
         if not corpus.fingerprint:
@@ -313,7 +374,7 @@ class Runner:
         key = self._anonymizer_key(anon, corpus)
         label = f"{anon.label} ({part})"
         result = self._get_or_build("anonymize", label, key, StoredSpeech(corpus),
-                                    lambda: self._anonymize_files(anon, corpus, key, label))
+                                    lambda: self._anonymize_files(anon, corpus, key, label), reads=[corpus])
         self.state.anonymized[(anon.label, part)] = (key, result)
         return result
 
@@ -373,7 +434,7 @@ class Runner:
             frontend.fit(train)
             return frontend
 
-        return self._get_or_build("frontend", att.frontend.label, key, StoredPlugin(frontend), fit)
+        return self._get_or_build("frontend", att.frontend.label, key, StoredPlugin(frontend), fit, reads=[train])
 
     def _training_data(self, att: ResolvedAttacker, system: ResolvedAnonymizer | None) -> tuple[TrainingData, list[str]]:
         plan, state = self.state.plan, self.state
@@ -441,7 +502,7 @@ class Runner:
                     enroll_corpus, test_corpus = self._side_corpora(protocol, anonymized_eval.get(anon.label) if anon else None)
                     return self._score_trials(attacker, train_key, trial_list, enroll_corpus, test_corpus, anon_key, protocol)
 
-                scores = self._get_or_build("score", label, key, StoredScores, score)
+                scores = self._get_or_build("score", label, key, StoredScores, score, reads=[plan.evaluation])
                 out.append(ScoreSet(anon.label if anon else "none", att.label, att.train_on, protocol, n, scores, key))
         return out
 
@@ -488,7 +549,8 @@ class Runner:
                 metric = self.state.metrics[plugin.label] = self._instantiate(plugin, "metric-" + plugin.use, stable_key(plugin.identity())[:16])
             return metric.compute(inputs())
 
-        return self._get_or_build("metrics", f"{plugin.label} on {label}", key, StoredMetricResults, compute)
+        return self._get_or_build("metrics", f"{plugin.label} on {label}", key, StoredMetricResults, compute,
+                                  reads=[self.state.plan.evaluation])
 
     def _score_metrics(self, score_sets: list[ScoreSet]) -> list[dict[str, Any]]:
         rows = []
