@@ -7,6 +7,7 @@ torchaudio.load is avoided on purpose: it needs FFmpeg, soundfile does not.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import soundfile as sf
 import soxr
 
 from vpeval.errors import BadAudioError
+from vpeval.safepath import PathProblem, stat_regular
 
 RESAMPLE_QUALITY = "HQ"
 
@@ -24,6 +26,14 @@ SILENCE_DBFS = -80.0  # RMS below this is silence (16-bit dither alone is about 
 FULL_SCALE = 1.0  # float samples beyond it would be clipped by every 16-bit copy
 _BLOCK = 1 << 16
 
+# What a header must say to be speech (`header`); beyond these it is wrong or not an utterance.
+MIN_RATE, MAX_RATE = 1_000, 384_000  # telephone speech is 8 kHz; 384 kHz is the highest studio rate
+MAX_CHANNELS = 64  # mono and stereo recordings, microphone arrays
+MAX_SECONDS = 3600.0  # one utterance: LibriSpeech and VCTK utterances last seconds, the longest under a minute
+# A header may promise a little more data than stored (a missing pad byte); a cut-short file is refused.
+SHORT_TOLERANCE = 0.01  # share of the promised data
+SHORT_TOLERANCE_BYTES = 64
+
 
 def check_audio(path: str | os.PathLike) -> tuple[int, int]:
     """(frames, sample rate) of a file after a cheap sanity check: header and the last frame only.
@@ -31,20 +41,15 @@ def check_audio(path: str | os.PathLike) -> tuple[int, int]:
     Reading the last frame catches files whose data was cut short after a valid header.
     """
     path = str(path)
-    info = _info(path)
-    if info.frames <= 0:
-        raise BadAudioError(path, "it holds no samples")
-    if info.samplerate <= 0 or info.channels <= 0:
-        raise BadAudioError(path, f"its header is invalid ({info.samplerate} Hz, {info.channels} channels)")
     try:
-        with sf.SoundFile(path) as f:
-            f.seek(info.frames - 1)
+        with _open_checked(path) as f:
+            f.seek(f.frames - 1)
             last = f.read(1, dtype="float32", always_2d=True)
-    except (sf.LibsndfileError, RuntimeError, ValueError) as exc:
+    except _SOUNDFILE_ERRORS as exc:
         raise BadAudioError(path, f"its data is corrupt or cut short ({_short(exc)})") from exc
     if len(last) != 1:
         raise BadAudioError(path, "its data is cut short (fewer samples than the header says)")
-    return info.frames, info.samplerate
+    return f.frames, f.samplerate
 
 
 def measure_audio(path: str | os.PathLike, channel: int | None = None) -> dict:
@@ -55,17 +60,12 @@ def measure_audio(path: str | os.PathLike, channel: int | None = None) -> dict:
     raise BadAudioError; `audio_problem` judges the measures.
     """
     path = str(path)
-    info = _info(path)
-    if info.frames <= 0:
-        raise BadAudioError(path, "it holds no samples")
-    if info.samplerate <= 0 or info.channels <= 0:
-        raise BadAudioError(path, f"its header is invalid ({info.samplerate} Hz, {info.channels} channels)")
-    if channel is not None and not 0 <= channel < info.channels:
-        raise BadAudioError(path, f"it has {info.channels} channel(s), so channel {channel} does not exist")
     frames = nonfinite = 0
     peak = energy = 0.0
     try:
-        with sf.SoundFile(path) as f:
+        with _open_checked(path) as f:
+            if channel is not None and not 0 <= channel < f.channels:
+                raise BadAudioError(path, f"it has {f.channels} channel(s), so channel {channel} does not exist")
             for block in f.blocks(blocksize=_BLOCK, dtype="float32", always_2d=True):
                 if channel is not None or block.shape[1] == 1:
                     mono = np.ascontiguousarray(block[:, channel or 0], dtype=np.float64)
@@ -79,15 +79,15 @@ def measure_audio(path: str | os.PathLike, channel: int | None = None) -> dict:
                 if len(mono):
                     peak = max(peak, float(np.max(np.abs(mono))))
                     energy += float(np.square(mono).sum())  # not np.dot: BLAS threads cost more than they save here
-    except (sf.LibsndfileError, RuntimeError, ValueError) as exc:
+    except _SOUNDFILE_ERRORS as exc:
         raise BadAudioError(path, f"its data is corrupt or cut short ({_short(exc)})") from exc
-    if frames < info.frames:
-        raise BadAudioError(path, f"its data is cut short ({frames} of the {info.frames} samples its header promises)")
+    if frames < f.frames:
+        raise BadAudioError(path, f"its data is cut short ({frames} of the {f.frames} samples its header promises)")
     return {
-        "frames": int(info.frames),
-        "sample_rate": int(info.samplerate),
-        "channels": int(info.channels),
-        "float": info.subtype in ("FLOAT", "DOUBLE"),
+        "frames": int(f.frames),
+        "sample_rate": int(f.samplerate),
+        "channels": int(f.channels),
+        "float": f.subtype in ("FLOAT", "DOUBLE"),
         "nonfinite": nonfinite,
         "peak": peak,
         "rms": float(np.sqrt(energy / frames)),
@@ -122,13 +122,17 @@ def read_audio(
     Channels are averaged unless `channel` picks one (0-based).
     """
     path = str(path)
-    _require_file(path)
     try:
-        data, rate = sf.read(path, dtype="float32", always_2d=True)
-    except (sf.LibsndfileError, RuntimeError, ValueError) as exc:
+        with _open_checked(path) as f:  # exactly what sf.read does (its seek too: MP3 decodes differently without)
+            if f.seekable():
+                f.seek(0)
+            data, rate = f.read(f.frames, dtype="float32", always_2d=True), f.samplerate
+    except _SOUNDFILE_ERRORS as exc:
         raise BadAudioError(path, f"soundfile cannot read it ({_short(exc)})") from exc
     if data.shape[0] == 0:
         raise BadAudioError(path, "it holds no samples")
+    if data.shape[0] < f.frames:  # a compressed file (FLAC) whose data ends before its header's count
+        raise BadAudioError(path, f"its data is cut short ({data.shape[0]} of the {f.frames} samples its header promises)")
     if channel is not None:
         if not 0 <= channel < data.shape[1]:
             raise BadAudioError(path, f"it has {data.shape[1]} channel(s), so channel {channel} does not exist")
@@ -176,21 +180,101 @@ def write_audio(path: str | os.PathLike, audio: np.ndarray, sample_rate: int) ->
     return path
 
 
-def _info(path: str) -> sf._SoundFileInfo:
-    _require_file(path)
-    if os.path.getsize(path) == 0:
-        raise BadAudioError(path, "the file is empty (0 bytes)")
+_SOUNDFILE_ERRORS = (sf.LibsndfileError, RuntimeError, ValueError, TypeError)
+# libsndfile's header log when a chunk claims more bytes than the file has: "data : 32000 (should be 3200)".
+# It then reads what is there, so a cut-short WAV, AIFF, AU or W64 file would pass as a shorter one.
+_CLAIM = re.compile(r"^\s*([\w ]+?)\s*:\s*(\d+)\s*\(should be (\d+)\)", re.MULTILINE)
+_UNKNOWN_LENGTH = 0x7FFF0000  # streaming writers (sox, ffmpeg to a pipe) put a huge placeholder here
+_UNKNOWN_FRAMES = 2**63 - 1  # libsndfile's frame count when the header gives none (a streamed FLAC)
+# NIST SPHERE (TIMIT) headers are text; libsndfile clamps their sample_count silently.
+_NIST_FIELD = re.compile(rb"^(sample_count|channel_count|sample_n_bytes) -i (\d+)", re.MULTILINE)
+
+
+def require_audio_file(path: str | os.PathLike) -> int:
+    """The size of `path` when it is a regular file (judged by os.stat, nothing opened), else BadAudioError."""
     try:
-        return sf.info(path)
-    except (sf.LibsndfileError, RuntimeError, ValueError) as exc:
+        return stat_regular(path).st_size
+    except PathProblem as problem:
+        raise BadAudioError(str(path), problem.reason) from None
+
+
+def _open_checked(path: str) -> sf.SoundFile:
+    """The file opened with soundfile once its header says it can be speech, else BadAudioError.
+
+    One os.stat before opening (nothing that is not a regular file is opened: a FIFO or /dev/zero would
+    hang) and one open. Refused: headerless .raw files, no samples, a length the header does not give, no
+    or more than MAX_CHANNELS channels, a sample rate outside MIN_RATE..MAX_RATE (a 1 Hz header would
+    resample to a huge array), more than MAX_SECONDS, and a header promising more data than the file
+    holds. The caller closes the file.
+    """
+    size = require_audio_file(path)
+    if size == 0:
+        raise BadAudioError(path, "the file is empty (0 bytes)")
+    if os.path.splitext(path)[1].lower() == ".raw":  # soundfile needs rate, channels and encoding for these
+        raise BadAudioError(
+            path, "it is headerless raw audio (.raw), whose rate, channels and encoding no header gives; convert it to "
+            "WAV or FLAC (for example sox -t raw -r 16000 -e signed -b 16 -c 1 in.raw out.wav)"
+        )
+    try:
+        info = sf.SoundFile(path)
+    except _SOUNDFILE_ERRORS as exc:
         raise BadAudioError(path, f"soundfile cannot read it ({_short(exc)})") from exc
+    try:
+        _check_header(path, info, size)
+    except BaseException:
+        info.close()
+        raise
+    return info
 
 
-def _require_file(path: str) -> None:
-    if os.path.isdir(path):
-        raise BadAudioError(path, "it is a folder, not an audio file")
-    if not os.path.isfile(path):
-        raise BadAudioError(path, "the file does not exist")
+def _check_header(path: str, info: sf.SoundFile, size: int) -> None:
+    if info.frames <= 0:
+        raise BadAudioError(path, "it holds no samples")
+    if info.frames == _UNKNOWN_FRAMES:
+        raise BadAudioError(
+            path, "its header does not give its length (written as a stream); re-encode it to WAV or FLAC with a "
+            "tool that writes the length (for example sox in.flac out.flac)"
+        )
+    if not 0 < info.channels <= MAX_CHANNELS:
+        raise BadAudioError(path, f"its header gives {info.channels} channels, where audio has 1 to {MAX_CHANNELS}; the header is damaged")
+    if not MIN_RATE <= info.samplerate <= MAX_RATE:
+        raise BadAudioError(
+            path, f"its header gives a sample rate of {info.samplerate} Hz, outside the {MIN_RATE} to {MAX_RATE} Hz of "
+            "recorded audio; the header is damaged, or re-encode the file with its true rate"
+        )
+    seconds = info.frames / info.samplerate
+    if seconds > MAX_SECONDS:
+        raise BadAudioError(
+            path, f"it lasts {seconds:.0f} s, more than the {MAX_SECONDS:.0f} s an utterance may last; split the "
+            "recording into utterances"
+        )
+    claimed, held = _nist_shortfall(path, info, size) if info.format == "NIST" else _largest_shortfall(info.extra_info)
+    if claimed - held > max(SHORT_TOLERANCE_BYTES, SHORT_TOLERANCE * claimed):
+        raise BadAudioError(
+            path, f"it is cut short: its header promises {claimed} bytes of audio data, the file holds {held} "
+            f"({seconds:.3g} s of about {seconds * claimed / max(held, 1):.3g} s); copy or export it again"
+        )
+
+
+def _nist_shortfall(path: str, info: sf.SoundFile, size: int) -> tuple[int, int]:
+    """(claimed, held) data bytes of a NIST SPHERE file, from its text header."""
+    with open(path, "rb") as handle:
+        head = handle.read(1024)
+    fields = {name.decode(): int(value) for name, value in _NIST_FIELD.findall(head)}
+    lines = head.split(b"\n", 2)
+    header_bytes = int(lines[1]) if len(lines) > 2 and lines[1].strip().isdigit() else 1024
+    claimed = fields.get("sample_count", 0) * fields.get("channel_count", info.channels) * fields.get("sample_n_bytes", 0)
+    return claimed, max(0, size - header_bytes)
+
+
+def _largest_shortfall(log: str) -> tuple[int, int]:
+    """(claimed, held) bytes of the header chunk short of the most data, or (0, 0) when none is short."""
+    worst = (0, 0)
+    for _, claimed, held in _CLAIM.findall(log or ""):
+        claimed, held = int(claimed), int(held)
+        if claimed < _UNKNOWN_LENGTH and claimed - held >= worst[0] - worst[1]:  # ties: the data chunk, listed last
+            worst = (claimed, held)
+    return worst
 
 
 def _short(exc: BaseException) -> str:
