@@ -144,8 +144,8 @@ class Experiment(Strict):
     enroll_utterances: EnrollSizes = Field(default_factory=lambda: [1])
     metrics: list[Spec] = Field(default_factory=lambda: [PluginSpec(use="eer")])
     output: str | None = Field(default=None, description="run folder inside the working directory (default runs/<name>); --output names any")
-    threads: int = Field(default=1, ge=1, description="CPU threads for torch and numerical libraries")
-    workers: int = Field(default=1, ge=1, description="worker processes for per-utterance stages (anonymization)")
+    threads: int = Field(default=1, ge=1, le=1024, description="CPU threads for torch and numerical libraries")
+    workers: int = Field(default=1, ge=1, le=1024, description="worker processes for per-utterance stages (anonymization)")
     executor: Spec | None = Field(default=None, description="where per-utterance stages run: {use: local} (the default: "
                                   "this machine, `workers` processes) or a cluster executor such as dask; never part of a cache key")
     report: ReportSpec | None = Field(default=None, description="the paper's tables, curves and findings that report.md prints "

@@ -26,6 +26,9 @@ def _share_or_count(value: Any) -> Any:
         raise ValueError("give a share between 0 and 1 (for example 0.5) or a whole number of speakers (for example 4)")
     if isinstance(value, int) and value < 0:
         raise ValueError("a count of speakers is a whole number, 0 or more (0: every speaker is evaluated, for pretrained attackers)")
+    if isinstance(value, int) and value > MAX_SPEAKERS:
+        raise ValueError(f"a count of speakers is at most {MAX_SPEAKERS:,}, far above any corpus; give a share such as 0.5 "
+                         "or the number of speakers to train on")
     if isinstance(value, float) and not (math.isfinite(value) and 0.0 < value < 1.0):
         raise ValueError("a share must lie strictly between 0 and 1; write a whole number such as 4 for a count of speakers")
     return value
@@ -53,13 +56,21 @@ def _seed(value: int) -> int:
 
 
 # numpy's SeedSequence, which the synth corpus and other plugins feed with the seed, takes no negative
-# numbers; refusing them here keeps every consumer working.
+# numbers; refusing them here keeps every consumer working. Random generators take the seed's lowest 32
+# bits (`seed & 0xFFFFFFFF`), so a larger seed would silently repeat a smaller one's numbers.
+MAX_SEED = 2**32 - 1
 Seed = Annotated[
-    int, AfterValidator(_seed), Field(description="Seed of every random choice: splits, trials, pseudo-speakers, training.")
+    int, AfterValidator(_seed),
+    Field(le=MAX_SEED, description="Seed of every random choice: splits, trials, pseudo-speakers, training (below 2^32)."),
 ]
-ShareOrCount = Annotated[int | float, BeforeValidator(_share_or_count)]
+# Upper bounds on counts: far above any corpus or protocol (VoxCeleb2 has 6,112 speakers), low enough
+# that a typo cannot run for days or allocate without end.
+MAX_SPEAKERS = 10_000_000
+MAX_TRIALS_PER_SPEAKER = 100_000
+MAX_N = 1000
+ShareOrCount = Annotated[int | float, BeforeValidator(_share_or_count)]  # its bounds: _share_or_count
 EnrollSizes = Annotated[
-    list[Annotated[int, Field(ge=1)]],
+    list[Annotated[int, Field(ge=1, le=MAX_N)]],
     Field(description="Utterances per trial side, N (at least one N, each at least 1)."),
     non_empty_distinct("N", "[1]"),
 ]
@@ -79,8 +90,8 @@ class SplitSettings(StrictModel):
     enroll_share: float = Field(
         0.5, gt=0.0, lt=1.0, description="Share of an evaluation speaker's utterances in its enrollment pool."
     )
-    target_trials_per_speaker: int = Field(10, ge=1, description="Target trials per evaluation speaker and N.")
-    nontarget_trials_per_speaker: int = Field(10, ge=1, description="Non-target trials per evaluation speaker and N.")
+    target_trials_per_speaker: int = Field(10, ge=1, le=MAX_TRIALS_PER_SPEAKER, description="Target trials per evaluation speaker and N.")
+    nontarget_trials_per_speaker: int = Field(10, ge=1, le=MAX_TRIALS_PER_SPEAKER, description="Non-target trials per evaluation speaker and N.")
     same_gender_nontargets: bool = Field(True, description="Draw non-target trials from speakers of the same gender.")
     gender_balanced_split: bool = Field(
         True, description="Split each gender in the same proportion between attacker training and evaluation."

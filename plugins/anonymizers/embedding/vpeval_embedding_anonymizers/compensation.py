@@ -57,7 +57,7 @@ class EmotionCompensation(EmbeddingAnonymizer):
         emotion_vectors: str | None = Field(
             None, description="Precomputed .npz (embeddings, speakers, emotions) used instead of emotion_corpus."
         )
-        alpha: dict[str, float] = Field(
+        alpha: dict[str, Annotated[float, Field(ge=-1000.0, le=1000.0)]] = Field(
             default_factory=lambda: dict(PAPER_ALPHA),
             description="Step along each emotion's unit SVM normal; its keys are the emotions modelled.",
         )
@@ -69,7 +69,7 @@ class EmotionCompensation(EmbeddingAnonymizer):
             "'classifier', one on the original embedding (for embedding-only data); 'label', the utterance's emotion label (the paper's "
             "oracle setting used to tune alpha).",
         )
-        svm_c: float = Field(1.0, gt=0.0, description="LinearSVC regularisation C.")
+        svm_c: float = Field(1.0, gt=0.0, le=1e6, description="LinearSVC regularisation C.")
         alpha_units: Literal["relative", "absolute"] = Field(
             "relative",
             description="'relative': alpha is multiplied by (median norm of the emotion data's vectors / "
@@ -79,6 +79,7 @@ class EmotionCompensation(EmbeddingAnonymizer):
         alpha_reference_norm: float = Field(
             REFERENCE_NORM,
             gt=0.0,
+            le=1e6,
             description=f"Vector norm the alpha values refer to in relative units (default {REFERENCE_NORM}: the "
             "median norm of the ECAPA-TDNN trained by experiments/emotion-embedding.yaml; the paper does not "
             "state its ECAPA's).",

@@ -59,7 +59,7 @@ class PoolVC(Anonymizer):
             None, description="Speaker encoder {use, params} for farthest-random and embedding-anonymizer choice."
         )
         farthest: int = Field(
-            200, ge=1, description="Farthest pool speakers to pick from (B1: 200 of 1,160; smaller pools scale)."
+            200, ge=1, le=100_000, description="Farthest pool speakers to pick from (B1: 200 of 1,160; smaller pools scale)."
         )
         k: int = Field(4, ge=1, le=1000, description="Nearest pool frames averaged per source frame (kNN-VC: 4).")
         f0_method: Literal["dio", "harvest"] = Field(

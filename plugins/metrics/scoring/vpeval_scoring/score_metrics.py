@@ -71,8 +71,8 @@ class MinDCF(ScoreMetric):
         p_target: list[Annotated[float, Field(gt=0, lt=1)]] = Field(
             [0.01, 0.001], min_length=1, max_length=100, description="Target priors in (0, 1), one result each."
         )
-        c_miss: float = Field(1.0, gt=0, description="Cost of a miss.")
-        c_fa: float = Field(1.0, gt=0, description="Cost of a false alarm.")
+        c_miss: float = Field(1.0, gt=0, le=1e6, description="Cost of a miss.")
+        c_fa: float = Field(1.0, gt=0, le=1e6, description="Cost of a false alarm.")
 
     def measure(self, trials, weights):
         tally = trials.tally(weights)
@@ -119,7 +119,7 @@ class Linkability(ScoreMetric):
     unit = ""
 
     class Params(BootstrapParams):
-        omega: float = Field(1.0, gt=0, description="Prior ratio P(mated) / P(non-mated).")
+        omega: float = Field(1.0, gt=0, le=1e6, description="Prior ratio P(mated) / P(non-mated).")
         bins: int | None = Field(None, ge=1, le=10_000, description="Histogram bins; None: min(#mated / 10, 100).")
 
     def measure(self, trials, weights):

@@ -51,7 +51,7 @@ class UAR(Metric):
         classifier: Literal["logistic-regression", "linear-svm"] = Field(
             "logistic-regression", description="Linear classifier on the standardised features."
         )
-        regularization: float = Field(1.0, gt=0, description="Inverse regularisation strength C of the classifier.")
+        regularization: float = Field(1.0, gt=0, le=1e6, description="Inverse regularisation strength C of the classifier.")
         speaker_normalization: bool = Field(
             False, description="Z-score features within each speaker before classifying (off: absolute features)."
         )

@@ -35,6 +35,7 @@ class WER(Metric):
         max_utterances: int | None = Field(
             None,
             ge=1,
+            le=10_000_000,
             description="Transcribe at most this many utterances: the same seeded sample of utterance ids for "
             "original and anonymized speech, round-robin over speakers (None: all). ASR is the slow part.",
         )
