@@ -36,7 +36,12 @@ The API (each function raises TextFileError with the file and line):
 * `whole_number(value)` / `real_number(value)`: a finite number written plainly (digits, '.', an
   exponent, a sign; JSON numbers as they are, never a bool), or BadNumber with the reason; whole
   numbers may be written 16000.0 (pandas writes integer columns with gaps so);
-* `file_problem(path)` -> why a path is not a readable regular file, or None.
+* `file_problem(path)` -> why a path is not a readable regular file, or None; `quoted(line)` and
+  `kind_of(value)` word a line or a JSON value for an error sentence.
+
+What the values mean is each reader's business (a manifest's column types, Kaldi's consistency
+checks); values that describe an audio file (sample_rate, duration, channel) are checked against the
+file's header by vpeval.data.declared, whose docstring gives the decision for each field.
 """
 
 from __future__ import annotations
@@ -194,8 +199,9 @@ def read_table(
     """The rows of a whitespace-separated table, each checked against `columns` (their names).
 
     `last`: "exact" (exactly len(columns) fields), "rest" (the last field is the rest of the line,
-    stripped, and may be empty when `empty_ok`), "many" (the last column repeats: one or more fields).
-    `unique` refuses a first-column key that appears on two lines. An empty file is refused.
+    stripped), "many" (the last column repeats: one or more fields). `unique` refuses a first-column
+    key that appears on two lines. An empty file is refused unless `empty_ok`, which also lets a
+    "rest" field be empty (a Kaldi `text` line with no words).
     """
     label = label or str(path)
     expected = " ".join(columns) + (" ..." if last == "many" else "")
