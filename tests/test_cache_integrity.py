@@ -332,6 +332,10 @@ def test_corpora_declaring_no_other_values_keep_their_fingerprint(tmp_path):
     assert corpus_fingerprint(Corpus("d", declared)) != digest.hexdigest()
     rate = [u.replace(sample_rate=16000) if i == 0 else u for i, u in enumerate(bare.utterances)]
     assert corpus_fingerprint(Corpus("r", rate)) not in (digest.hexdigest(), corpus_fingerprint(Corpus("d", declared)))
+    # A gender given for the speaker only (a plugin's corpus, say) is declared too.
+    genderless = [u.replace(gender=None) for u in bare.utterances]
+    speaker = genderless[0].speaker
+    assert corpus_fingerprint(Corpus("g", genderless, {speaker: "f"})) != corpus_fingerprint(Corpus("g", genderless))
 
 
 def test_a_file_replaced_during_the_run_is_not_stored_under_the_old_fingerprint(tmp_path, fake_plugins, monkeypatch):

@@ -46,7 +46,8 @@ RACY_NS = 2_000_000_000
 
 def corpus_fingerprint(corpus: Corpus, cache_folder: str | os.PathLike | None = None) -> str:
     """Hex digest of the sorted (id, speaker, gender, transcript, emotion, session, channel, file hash,
-    {every other declared value: sample_rate, duration, ...}) rows (the last only when any is given).
+    {every other declared value: sample_rate, duration, ...}) rows (the last only when any is given),
+    and of speaker genders the utterances do not carry (only when there are any).
 
     Fingerprint a corpus as its source declares it, before `scan_corpus` fills in rates and durations
     from the headers. A missing file hashes as "missing" rather than failing: scanning for bad audio is a
@@ -61,11 +62,21 @@ def corpus_fingerprint(corpus: Corpus, cache_folder: str | os.PathLike | None = 
     finally:
         if index:
             index.close()
+    if speaker_only := _speaker_only_genders(corpus):
+        rows.append(["speaker_gender", speaker_only])
     digest = hashlib.sha256()
     for row in rows:
         digest.update(json.dumps(row, ensure_ascii=False).encode())
         digest.update(b"\n")
     return digest.hexdigest()
+
+
+def _speaker_only_genders(corpus: Corpus) -> dict[str, str]:
+    """Genders the corpus gives its speakers beyond what their utterances say (plans and metrics use them)."""
+    said: dict[str, set] = {}
+    for u in corpus.utterances:
+        said.setdefault(u.speaker, set()).add(u.gender)
+    return {spk: g for spk, g in sorted(corpus.speaker_gender.items()) if spk in said and said[spk] != {g}}
 
 
 def _other_declared(u: Utterance) -> list[dict[str, Any]]:
