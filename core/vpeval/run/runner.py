@@ -23,7 +23,6 @@ from vpeval.api import Anonymizer, Attacker, Executor, Frontend, Metric, MetricI
 from vpeval.build import build_helper, build_resolved
 from vpeval.config import ResolvedAnonymizer, ResolvedAttacker, ResolvedExperiment, ResolvedPlugin
 from vpeval.errors import DataError
-from vpeval.errors import DataError
 from vpeval.plugins import get_plugin_manager
 from vpeval.run.cache import StageCache, stable_key
 from vpeval.run.console import RunConsole
@@ -75,7 +74,6 @@ class RunState:
     executor: Executor  # the experiment's `executor` plugin (local by default); closed when the run ends
     plan: EvaluationPlan | None = None  # once the data stage made it
     fingerprint: str = ""  # the corpus's content fingerprint, part of every stage key
-    stamps: dict[str, list[int]] = field(default_factory=dict)  # audio path -> its stat stamp when fingerprinted
     stamps: dict[str, list[int]] = field(default_factory=dict)  # audio path -> its stat stamp when fingerprinted
     timings: dict[str, float] = field(default_factory=dict)
     executed: dict[str, list[str]] = field(default_factory=dict)  # stage -> labels computed (not reused)
