@@ -21,7 +21,10 @@ inode). A reuse always checks that every file is there with its size. Then:
   file index (`vpeval.data.fingerprint`); stamps recorded less than `RACY_NS` after the file changed
   are not trusted (a later write in the same clock tick would not move them). A file that hashes
   right although its stamp moved (a copied or restored cache) gets its new stamp in a note next to
-  the entry (`<key>.verified.json`), so it is hashed once, not on every reuse.
+  the entry (`<key>.verified.json`), so it is hashed once, not on every reuse. (A big entry reused
+  within RACY_NS of its build is hashed for the same reason; the first later reuse notes its stamps.)
+
+The hashes are computed once, when the entry is built, after the stage's own work.
 
 Why so: hashing everything on every reuse would cost seconds to minutes for a corpus of gigabytes,
 while stat-ing its files costs milliseconds, and a stamp with the ctime in it moves with every edit,
