@@ -103,14 +103,17 @@ def _experiment_with_n(values: str) -> str:
 
 
 def test_a_long_plain_list_is_no_alias_bomb(tmp_path):
+    from vpeval.settings import MAX_N
+
     # 99,990 values written out, no alias: refused as an alias bomb before (it counted every node).
     path = tmp_path / "long.yaml"
     path.write_text(_experiment_with_n(", ".join(str(n) for n in range(1, 99991))))
     result = validate(path)
-    assert "alias" not in result.output
-    # N is utterances per trial side; the schema bounds each N below (>= 1, distinct), and the plan
-    # refuses an N larger than a speaker's utterances once the corpus is known.
-    assert result.exit_code == 0, result.output
+    # N is utterances per trial side: the schema bounds each N, so the first N past the bound is named.
+    assert result.exit_code == 2 and "alias" not in result.output
+    assert f"{path}, line 8 (enroll_utterances[{MAX_N}]): input should be less than or equal to {MAX_N}" in result.stderr
+    path.write_text(_experiment_with_n(", ".join(str(n) for n in range(1, MAX_N + 1))))
+    assert validate(path).exit_code == 0
 
 
 def test_more_values_written_out_than_the_bound_are_refused_for_their_number(tmp_path, monkeypatch):
