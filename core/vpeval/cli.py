@@ -3,31 +3,15 @@
 from __future__ import annotations
 
 import json
-import sys
-from functools import wraps
 from pathlib import Path
 
 import click
 
-from vpeval.errors import UserError
+from vpeval.boundary import GuardedGroup, note_place
 from vpeval.run.cache import STAGES
 
 
-def user_errors(func):
-    """Turn a UserError into its sentence on stderr and exit code 2, never a traceback."""
-
-    @wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except UserError as exc:
-            click.echo(f"Error: {exc}", err=True)
-            sys.exit(exc.exit_code)
-
-    return wrapper
-
-
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=GuardedGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--experiment", "-e", type=click.Path(dir_okay=False), help="Run this experiment file.")
 @click.option("--force", multiple=True, type=click.Choice(STAGES), help="Recompute this stage even if cached (repeatable).")
 @click.option("--no-cache", is_flag=True, help="Compute everything in a throwaway cache.")
@@ -38,7 +22,6 @@ def user_errors(func):
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars or log lines on the terminal.")
 @click.version_option(package_name="vpeval")
 @click.pass_context
-@user_errors
 def main(ctx, experiment, force, no_cache, cache_dir, output, overwrite, allow_pipes, quiet):
     """vpeval: evaluate speaker anonymization against attackers.
 
@@ -50,9 +33,12 @@ def main(ctx, experiment, force, no_cache, cache_dir, output, overwrite, allow_p
         click.echo(ctx.get_help())
         return
     from vpeval.config import load_experiment
-    from vpeval.run.runner import Runner
+    from vpeval.run.runner import Runner, default_cache_root
 
     resolved = load_experiment(experiment)
+    if not no_cache:
+        note_place(cache_dir or default_cache_root(), "the cache", "--cache")
+    note_place(output or resolved.output, "the run folder", "--output")
     runner = Runner(resolved, cache_root=cache_dir, force=force, no_cache=no_cache, quiet=quiet, output=output or None,
                     overwrite=overwrite, allow_pipes=allow_pipes)
     result = runner.run()
@@ -61,7 +47,6 @@ def main(ctx, experiment, force, no_cache, cache_dir, output, overwrite, allow_p
 
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@user_errors
 def validate(file):
     """Check an experiment file (schema and every plugin's parameters) without running it."""
     from vpeval.config import load_experiment
@@ -78,12 +63,14 @@ def validate(file):
 @main.command()
 @click.option("--kind", help="Only this kind (anonymizer, attacker, frontend, metric, encoder, asr, corpus, executor).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@user_errors
 def plugins(kind, as_json):
     """List installed plugins with kind, distribution and version, and broken ones with their error."""
-    from vpeval.plugins import get_plugin_manager
+    from vpeval.errors import PluginError
+    from vpeval.plugins import get_plugin_manager, unknown_kind_message
 
     manager = get_plugin_manager()
+    if kind is not None and kind not in manager.registry:
+        raise PluginError(unknown_kind_message(kind))
     entries = [
         {"kind": k, "name": reg.cls.name, "distribution": reg.distribution, "version": reg.version, "summary": reg.cls.summary()}
         for k, reg in manager.all()
@@ -108,7 +95,6 @@ def plugins(kind, as_json):
 @main.command()
 @click.argument("kind")
 @click.argument("name")
-@user_errors
 def describe(kind, name):
     """Show a plugin's documentation and its parameters with defaults."""
     from vpeval.describe import describe_plugin
@@ -120,7 +106,6 @@ def describe(kind, name):
 @click.argument("kind", type=click.Choice(["anonymizer", "attacker", "frontend", "metric"]))
 @click.argument("name")
 @click.option("--dir", "directory", type=click.Path(file_okay=False), default=".", help="Where to create the package folder.")
-@user_errors
 def new_plugin(kind, name, directory):
     """Create a complete installable plugin package (pyproject, class, README, a passing test)."""
     from vpeval.scaffold import create_plugin
@@ -139,16 +124,15 @@ def new_plugin(kind, name, directory):
 @click.option("--columns", "col_dims", help="Comma-separated coordinates across; default run (when several), protocol, n.")
 @click.option("--best", type=click.Choice(["higher", "lower", "none"]), help="Which value per column is marked best "
               "(default: the anonymizer's side: higher EER, lower WER, ...).")
-@click.option("--output", type=click.Path(dir_okay=False), help="Write the report here instead of printing it.")
-@user_errors
-def report(runs, fmt, metric, row_dims, col_dims, best, output):
+@click.option("--output", type=click.Path(dir_okay=False), help="Write the report to this new file instead of printing it.")
+@click.option("--overwrite", is_flag=True, help="Replace the --output file if it exists.")
+def report(runs, fmt, metric, row_dims, col_dims, best, output, overwrite):
     """Tables across run folders: all of them in Markdown, or one paper-ready table (--format/--metric)."""
-    from vpeval.errors import DataError
-    from vpeval.report.writer import combined_report
+    from vpeval.report.writer import check_report_target, combined_report, write_report_file
 
-    for run in runs:
-        if not (Path(run) / "results.json").exists():
-            raise DataError(f"{run} has no results.json; pass run folders written by `vpeval --experiment`.")
+    if output:
+        note_place(output, "the report file", "--output")
+        check_report_target(Path(output), overwrite)  # before the work, not after it
     if fmt or metric or row_dims or col_dims or best:
         from vpeval.report.paper_tables import paper_table
 
@@ -159,7 +143,7 @@ def report(runs, fmt, metric, row_dims, col_dims, best, output):
     else:
         text = combined_report([Path(r) for r in runs])
     if output:
-        Path(output).write_text(text)
+        write_report_file(Path(output), text, overwrite)
         click.echo(f"Wrote {output}")
     else:
         click.echo(text, nl=not text.endswith("\n"))
@@ -170,7 +154,6 @@ def report(runs, fmt, metric, row_dims, col_dims, best, output):
 @click.option("--metric", "metric_names", multiple=True, help="Metric name (repeatable); default: the EER, minDCF and Cllr family.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--bootstrap", default=0, show_default=True, help="Speaker-level bootstrap replicates for confidence intervals.")
-@user_errors
 def metrics(score_file, metric_names, as_json, bootstrap):
     """Compute metrics on a score file made by any toolkit."""
     from vpeval.metrics_cli import run_metrics_on_scores

@@ -17,7 +17,7 @@ import pluggy
 
 from vpeval import hookspecs
 from vpeval.api import KINDS, Plugin, PluginContext
-from vpeval.errors import PluginError
+from vpeval.errors import PluginError, did_you_mean
 
 ENTRY_POINT_GROUP = "vpeval"
 LOAD_ENV = "VPEVAL_LOAD_PLUGINS"
@@ -148,7 +148,7 @@ class PluginManager:
 
     def get(self, kind: str, name: str) -> type[Plugin]:
         if kind not in self.registry:
-            raise PluginError(f"Unknown plugin kind '{kind}'; kinds are: {', '.join(KINDS)}.")
+            raise PluginError(unknown_kind_message(kind))
         if (kind, name) in self.conflicts:
             raise PluginError(_conflict_message(kind, name, self.conflicts[(kind, name)]))
         reg = self.registry[kind].get(name)
@@ -173,6 +173,11 @@ class PluginManager:
 
     def all(self) -> list[tuple[str, Registration]]:
         return [(kind, reg) for kind in self.registry for reg in sorted(self.registry[kind].values(), key=lambda r: r.cls.name)]
+
+
+def unknown_kind_message(kind: str) -> str:
+    hint = did_you_mean(kind, KINDS)
+    return f"Unknown plugin kind '{kind}'{hint + ' The' if hint else '; the'} kinds are: {', '.join(KINDS)}."
 
 
 def _conflict_message(kind: str, name: str, regs: list[Registration]) -> str:

@@ -1,7 +1,9 @@
 """Reading a torch checkpoint a user (or a cache) hands over: tensors only, never Python objects.
 
 torch.load(weights_only=True) already refuses pickled objects; this turns its refusal, and the errors of
-truncated or foreign files, into one sentence that names the file. torch is imported only when called.
+truncated or foreign files, into one sentence that names the file: for a user's file, what file to give
+instead; for a file in a cache entry, which entry to delete or stage to force. torch is imported only
+when called.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vpeval.errors import MissingModelError
+from vpeval.errors import CorruptCacheError, MissingModelError, cache_entry_of
 
 # Lines of torch's refusal that explain torch, not the file.
 _BOILERPLATE = ("Weights only load failed", "Please file an issue", "Check the documentation", "Re-running")
@@ -24,6 +26,8 @@ def load_weights_only(path: str | Path) -> Any:
     try:
         return torch.load(Path(path), map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, KeyError, ValueError, AttributeError, TypeError) as exc:
+        if cache_entry_of(path) is not None:  # vpeval wrote it: the remedy is recomputing, not another file
+            raise CorruptCacheError(str(path), f"not a readable weights-only checkpoint: {_reason(exc)}") from None
         raise MissingModelError(
             f"{path} is not a weights-only checkpoint ({_reason(exc)}); give a file saved with "
             "torch.save(model.state_dict(), ...) from a source you trust."

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from vpeval.errors import ConfigError, DataError
+from vpeval.errors import ConfigError, DataError, did_you_mean
 from vpeval.report.provenance import RunInfo
+from vpeval.report.runfolder import load_run
 from vpeval.report.select import SETTING_DETAILS, coordinate, eer_metric, headline, protocol_sort_key
 
 DIMENSIONS = ("run", "anonymizer", "attacker", "scenario", "protocol", "n", "gender", "setting")
@@ -57,14 +57,14 @@ class PaperTable:
 def load_runs(folders: list[Path]) -> tuple[list[dict[str, Any]], list[RunInfo]]:
     """Every result row of the run folders, with a `run` coordinate: the experiment name (the folder's
     name when two runs share one)."""
-    infos = [RunInfo.from_folder(Path(f)) for f in folders]
+    loaded = [load_run(f) for f in folders]
+    infos = [RunInfo.from_run(run.resolved, run.results) for run in loaded]
     names = [i.name for i in infos]
     rows = []
-    for folder, info in zip(folders, infos):
-        run = info.name if names.count(info.name) == 1 else Path(folder).name
-        info.name = run
-        for r in json.loads((Path(folder) / "results.json").read_text()).get("rows", []):
-            rows.append({**r, "run": run})
+    for folder, info, run in zip(folders, infos, loaded):
+        label = info.name if names.count(info.name) == 1 else Path(folder).name
+        info.name = label
+        rows += [{**r, "run": label} for r in run.rows]
     return rows, infos
 
 
@@ -81,13 +81,13 @@ def build_table(rows: list[dict[str, Any]], metric: str | None = None, row_dims:
                 col_dims: list[str] | None = None, direction: Direction | None = None, runs: list[RunInfo] = ()) -> PaperTable:
     metric = metric or eer_metric(rows) or next(iter(sorted({r["metric"] for r in rows})), None)
     chosen = [dict(r) for r in rows if r["metric"] == metric and r.get("value") is not None]
-    if not chosen:
-        names = ", ".join(sorted({r["metric"] for r in rows})) or "none"
-        raise ConfigError(f"--metric {metric}: no run has values of this metric; the runs have: {names}.")
     for dims, option in ((row_dims, "--rows"), (col_dims, "--columns")):
         for d in dims or []:
             if d not in DIMENSIONS:
-                raise ConfigError(f"{option} {d}: not a result coordinate; use some of {', '.join(DIMENSIONS)}.")
+                raise ConfigError(_unknown(f"{option} {d}: not a result coordinate", d, DIMENSIONS, "the coordinates are"))
+    if not chosen:
+        metrics = sorted({r["metric"] for r in rows})
+        raise ConfigError(_unknown(f"--metric {metric}: no run has values of this metric", str(metric), metrics, "the runs have"))
     explicit = row_dims is not None or col_dims is not None
     if "gender" not in (row_dims or []) + (col_dims or []):
         chosen = headline(chosen)
@@ -124,6 +124,12 @@ def build_table(rows: list[dict[str, Any]], metric: str | None = None, row_dims:
                    if d not in row_dims + col_dims and coordinate(chosen[0], d) and len({coordinate(r, d) for r in chosen}) == 1}
     return table
 
+
+
+def _unknown(sentence: str, word: str, choices, listed: str) -> str:
+    hint = did_you_mean(word, choices)
+    listing = f"{listed}: {', '.join(choices) or 'none'}."
+    return f"{sentence}{hint} {listing[0].upper()}{listing[1:]}" if hint else f"{sentence}; {listing}"
 
 
 def _varying_within_cells(rows: list[dict[str, Any]], dims: list[str]) -> list[str]:
@@ -241,11 +247,14 @@ def _plain(value) -> str:
 
 
 LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-                  "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+                  "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
+                  "|": r"\textbar{}"}
 
 
 def latex_escape(text: str) -> str:
-    return "".join(LATEX_SPECIALS.get(ch, ch) for ch in str(text))
+    # A line break or other control character (from results written before labels were checked) becomes a
+    # space: a blank line inside a tabular row ends the paragraph and stops LaTeX.
+    return "".join(LATEX_SPECIALS.get(ch, " " if ch.isspace() or not ch.isprintable() else ch) for ch in str(text))
 
 
 def render_latex(table: PaperTable) -> str:
@@ -299,8 +308,8 @@ RENDERERS = {"md": render_markdown, "csv": render_csv, "latex": render_latex}
 
 def paper_table(folders: list[Path], fmt: str = "md", metric: str | None = None, row_dims: list[str] | None = None,
                 col_dims: list[str] | None = None, direction: Direction | None = None) -> str:
-    for folder in folders:
-        if not (Path(folder) / "results.json").is_file():
-            raise DataError(f"{folder} has no results.json; pass run folders written by `vpeval --experiment`.")
     rows, infos = load_runs([Path(f) for f in folders])
+    if not rows:
+        raise DataError(f"{', '.join(str(f) for f in folders)} hold no results (their results.json has no rows); "
+                        "run an experiment with metrics first.")
     return RENDERERS[fmt](build_table(rows, metric, row_dims, col_dims, direction, infos))

@@ -6,14 +6,10 @@ and `vpeval report` on an old folder say the same thing.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from vpeval.errors import DataError
 
 SCENARIOS = {"original": "lazy-informed: trained on original speech", "anonymized": "semi-informed: trained on anonymized speech"}
 
@@ -44,16 +40,10 @@ class RunInfo:
 
     @classmethod
     def from_folder(cls, folder: Path) -> RunInfo:
-        results = folder / "results.json"
-        if not results.is_file():
-            raise DataError(f"{folder} has no results.json; pass run folders written by `vpeval --experiment`.")
-        try:
-            payload = json.loads(results.read_text())
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{results} is not valid JSON ({exc.msg} at line {exc.lineno}); rerun the experiment to rewrite it.") from exc
-        resolved_file = folder / "resolved.yaml"
-        resolved = yaml.safe_load(resolved_file.read_text()) if resolved_file.is_file() else {}
-        return cls.from_run(resolved or {}, payload)
+        from vpeval.report.runfolder import load_run
+
+        run = load_run(folder)
+        return cls.from_run(run.resolved, run.results)
 
     def caption(self, *, anonymizers=(), attackers=(), protocols=(), n=(), metric: str = "") -> str:
         """One italic line: which data, models, scenario and protocol produced the table or figure above it."""

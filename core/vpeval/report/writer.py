@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import secrets
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from typing import Any
 import yaml
 
 from vpeval import __version__
+from vpeval.errors import DataError
 from vpeval.report import declared
 from vpeval.report.figures import FIGURES_DIR, SCORE_INDEX, Figure, report_figures
 from vpeval.report.provenance import RunInfo
@@ -134,12 +137,47 @@ def figure_markdown(figure: Figure, folder: Path, info: RunInfo) -> str:
 
 def combined_report(run_folders: list[Path]) -> str:
     """One markdown document with the tables of several runs side by side (a `run` column)."""
+    from vpeval.report.runfolder import load_run
+
     rows = []
     for folder in run_folders:
-        data = json.loads((Path(folder) / "results.json").read_text())
-        for r in data["rows"]:
-            rows.append({**r, "run": data.get("experiment", Path(folder).name)})
+        run = load_run(folder)
+        rows += [{**r, "run": run.name} for r in run.rows]
     parts = [f"# Results of {len(run_folders)} runs", ""]
     parts += [t + "\n" for t in attack_tables(rows, extra_key="run")]
     parts += [t + "\n" for t in speech_tables(rows, extra_key="run")]
     return "\n".join(parts)
+
+
+def check_report_target(path: Path, overwrite: bool = False) -> None:
+    """Refuse an --output that would destroy a file, or that cannot be written, before any work is done.
+
+    An existing file is the user's until they say otherwise (`--overwrite`), even one an earlier
+    `vpeval report` wrote: a report is often edited after it is written, and vpeval cannot tell.
+    """
+    if path.is_dir():
+        raise DataError(f"--output {path} is a folder; give the path of a file (such as {path / 'report.md'}).")
+    if (path.exists() or path.is_symlink()) and not overwrite:
+        raise DataError(f"--output {path} already exists; choose another file, or pass --overwrite to replace it.")
+    if not path.parent.is_dir():
+        raise DataError(f"--output {path}: the folder {path.parent} does not exist; create it or choose another path.")
+
+
+def write_report_file(path: Path, text: str, overwrite: bool = False) -> None:
+    """Write `text` to `path` atomically: a temporary file beside it, renamed into place when complete,
+    so a full disk or a Ctrl-C mid-write leaves the old file (or none), never half of one."""
+    check_report_target(path, overwrite)
+    # os.open rather than mkstemp: the file gets the usual permissions (umask), not mkstemp's 0600.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename in (None, str(tmp)):  # name the file the user asked for
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+        raise

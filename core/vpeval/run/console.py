@@ -34,6 +34,9 @@ class RunConsole:
             self.log.addHandler(rich_handler)
         if log_file is not None:
             log_file.parent.mkdir(parents=True, exist_ok=True)
+            from vpeval.boundary import note_run_log
+
+            note_run_log(log_file)  # a crash's traceback goes into this run's log
             file_handler = logging.FileHandler(log_file, mode="a", encoding="utf-8")
             file_handler.setFormatter(logging.Formatter(LOG_FORMAT))
             self.log.addHandler(file_handler)

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from typing import Any
 
 _TASK: Callable[[Any], Any] | None = None
@@ -55,6 +56,57 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="vpeval-parent-watch", daemon=True).start()
 
 
+def start_worker(parent: int) -> None:
+    """Worker initializer: die with `parent`, and leave Ctrl-C to it (see `ignore_interrupts`)."""
+    die_with_parent(parent)
+    ignore_interrupts()
+
+
+def ignore_interrupts() -> None:
+    """Worker initializer: ignore SIGINT.
+
+    Ctrl-C reaches every process of the terminal's process group; a worker that took it would print
+    a KeyboardInterrupt traceback of its own. The parent gets it too, stops the pool (`stop_pool`)
+    and says once that the run was interrupted.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def children_ignore_interrupts() -> Iterator[None]:
+    """Processes started in this block ignore SIGINT from their first instruction.
+
+    An initializer runs only after a spawned worker has imported its modules, so a Ctrl-C during that
+    start would still print a traceback; a child inherits an ignored SIGINT, and Python keeps it ignored.
+    A Ctrl-C during the block itself (the few milliseconds of starting processes) is lost: press it again.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """End a process pool now: drop the queued items and kill the workers.
+
+    Leaving the pool's `with` block instead waits for every queued item, so an interrupted or failed
+    stage would go on computing. Items write their own outputs atomically, so a killed item leaves
+    nothing half-written (as with kill -9, which the workers must survive anyway).
+    """
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # private, but the only handle on them
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+    for process in processes:
+        process.join()
+    pool.shutdown(wait=True)
+
+
 class LocalExecutor:
     """`workers` = 1 runs in-process; more forks workers that inherit prepared models (no pickling)."""
 
@@ -72,10 +124,16 @@ class LocalExecutor:
         try:
             context = multiprocessing.get_context("fork")
             workers = min(self.workers, len(items))
-            with ProcessPoolExecutor(workers, context, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-                futures = [pool.submit(_call, item) for item in items]
+            pool = ProcessPoolExecutor(workers, context, initializer=start_worker, initargs=(os.getpid(),))
+            try:
+                with children_ignore_interrupts():  # the workers are forked while submitting
+                    futures = [pool.submit(_call, item) for item in items]
                 for future in as_completed(futures):
                     yield future.result()
+            except BaseException:  # Ctrl-C, a failed item, or a consumer that stopped: end the workers now
+                stop_pool(pool)
+                raise
+            pool.shutdown()
         finally:
             _TASK = None
 

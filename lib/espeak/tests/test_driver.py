@@ -1,6 +1,7 @@
 """The shared espeak-ng driver: speech comes back, and a forked child gets an engine of its own."""
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -37,3 +38,51 @@ def test_speech_comes_back_for_a_voice():
     samples = engine.synthesize("hello there")
     assert samples.dtype == np.int16 and len(samples) > engine.sample_rate // 4
     assert np.abs(samples).max() > 1000
+
+
+SPEAKER = """\
+import sys
+from pathlib import Path
+from vpeval_espeak.driver import get_engine
+
+engine = get_engine()
+engine.set_voice("pitch 180 220\\n")
+try:
+    while True:
+        engine.synthesize("a sentence long enough to keep the engine busy for a while")
+        Path(sys.argv[1]).write_text(str(engine._process.pid))
+except KeyboardInterrupt:
+    print("interrupted", file=sys.stderr)
+    sys.exit(130)
+"""
+
+
+def test_ctrl_c_mid_synthesis_leaves_the_caller_to_report_it(tmp_path):
+    """The terminal's Ctrl-C reaches the whole process group: the espeak-ng server (and the child it forks
+    per utterance) must not print a KeyboardInterrupt traceback of its own, and must end with the caller."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script, ready = tmp_path / "speak.py", tmp_path / "spoke"
+    script.write_text(SPEAKER)
+    process = subprocess.Popen([sys.executable, str(script), str(ready)], stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        assert ready.exists(), process.communicate()[1]
+        os.killpg(process.pid, signal.SIGINT)
+        err = process.communicate(timeout=30)[1]
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130 and err.strip() == "interrupted", err
+    # The server, in a process group of its own so the signal missed it, went away with its caller.
+    server = Path(f"/proc/{ready.read_text()}")
+    deadline = time.monotonic() + 10
+    while server.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not server.exists()

@@ -77,8 +77,11 @@ class EspeakServer:
 
     def __init__(self) -> None:
         ours, theirs = socket.socketpair()
+        # A process group of its own: the terminal's Ctrl-C goes to the caller, which says once that the
+        # run was interrupted; the server ends when the caller closes the connection or dies (EOF).
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "vpeval_espeak.driver", str(theirs.fileno())], pass_fds=[theirs.fileno()]
+            [sys.executable, "-m", "vpeval_espeak.driver", str(theirs.fileno())], pass_fds=[theirs.fileno()],
+            process_group=0,
         )
         theirs.close()
         self._conn = Connection(ours.detach())
@@ -126,30 +129,41 @@ class EspeakServer:
 
 
 def _serve(conn) -> None:
-    """Server loop: start espeak-ng once, then fork a fresh child for every request."""
+    """Server loop: start espeak-ng once, then fork a fresh child for every request.
+
+    A caller that goes away (it exited, or was killed with its worker) ends the server quietly: there
+    is nobody left to answer, and a traceback would land on the user's terminal.
+    """
     try:
         engine = _Engine()
     except Exception as exc:  # reported to the caller as one message
-        conn.send(f"espeak-ng could not start: {exc}")
-        return
-    conn.send(engine.sample_rate)
-    while True:
         try:
-            request = conn.recv()
-        except EOFError:  # the caller went away without saying goodbye
-            request = None
-        if request is None:
-            break
-        pid = os.fork()
-        if pid == 0:  # child: speak once from the pristine state, answer, leave
+            conn.send(f"espeak-ng could not start: {exc}")
+        except OSError:
+            pass
+        return
+    try:
+        conn.send(engine.sample_rate)
+        while True:
             try:
-                conn.send(engine.speak(*request))
-            except BaseException as exc:  # noqa: BLE001 - the child must always answer
-                conn.send(f"espeak-ng failed on {request[1]!r}: {exc}")
-            finally:
-                os._exit(0)
-        os.waitpid(pid, 0)
-    engine.remove()
+                request = conn.recv()
+            except EOFError:  # the caller went away without saying goodbye
+                request = None
+            if request is None:
+                break
+            pid = os.fork()
+            if pid == 0:  # child: speak once from the pristine state, answer, leave
+                try:
+                    conn.send(engine.speak(*request))
+                except BaseException as exc:  # noqa: BLE001 - the child must always answer
+                    conn.send(f"espeak-ng failed on {request[1]!r}: {exc}")
+                finally:
+                    os._exit(0)
+            os.waitpid(pid, 0)
+    except OSError:  # the connection broke (reset, broken pipe): the caller is gone
+        pass
+    finally:
+        engine.remove()
 
 
 class _Engine:
@@ -208,4 +222,7 @@ def _copy_pruned_data(source: Path, target: Path) -> None:
 
 
 if __name__ == "__main__":
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a SIGINT sent to this process alone: the caller decides
     _serve(Connection(int(sys.argv[1])))

@@ -169,9 +169,19 @@ class SynthCorpus(CorpusSource):
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
-            with ProcessPoolExecutor(self.params.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-                jobs = pool.map(generate_speaker, [settings] * len(indices), indices, [partial] * len(indices))
+            from vpeval.run.executor import children_ignore_interrupts, ignore_interrupts, stop_pool
+
+            # Ctrl-C is the parent's to report: workers ignore it, and the parent ends them at once.
+            pool = ProcessPoolExecutor(self.params.workers, mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=ignore_interrupts)
+            try:
+                with children_ignore_interrupts():  # spawned while submitting
+                    jobs = pool.map(generate_speaker, [settings] * len(indices), indices, [partial] * len(indices))
                 per_speaker = list(self.context.progress(jobs, total=len(indices), description="synth: speakers"))
+            except BaseException:
+                stop_pool(pool)
+                raise
+            pool.shutdown()
         else:
             per_speaker = [generate_speaker(settings, i, partial)
                            for i in self.context.progress(indices, total=len(indices), description="synth: speakers")]
