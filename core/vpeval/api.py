@@ -360,6 +360,14 @@ class Metric(Plugin):
 
     kind: ClassVar[str] = "metric"
     needs: ClassVar[str] = "scores"
+    # The names its results carry (`MetricResult.metric`); empty: one name, the plugin's own. The report
+    # section's `metric:` is checked against them when the experiment loads (the metric contract suite
+    # checks that compute() keeps to them).
+    result_metrics: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def result_names(cls) -> tuple[str, ...]:
+        return cls.result_metrics or (cls.name,)
 
     def compute(self, inputs: MetricInputs) -> list[MetricResult]:
         raise NotImplementedError

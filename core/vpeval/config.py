@@ -11,6 +11,7 @@ import functools
 import hashlib
 import json
 import math
+import unicodedata
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -46,6 +47,31 @@ def _plugin_shorthand(value: Any) -> Any:
 Strict = StrictModel  # unknown keys, true-for-a-number and NaN/infinity are all errors
 
 
+def table_breaking(text: str) -> str | None:
+    """What in `text` would break a row of report.md's tables or of a LaTeX table, or a terminal line: a
+    line break, another control or format character (an ANSI escape, a bidi override) or '|'; None if none."""
+    for ch in text:
+        if ch == "|":
+            return "'|' (it separates table cells)"
+        if ch in "\n\r\v\f\x85\u2028\u2029":
+            return "a line break"
+        if unicodedata.category(ch) in ("Cc", "Cf"):
+            return f"the control character U+{ord(ch):04X}"
+    return None
+
+
+def _label_text(value: str) -> str:
+    problem = table_breaking(value)
+    if problem:
+        raise ValueError(f"a label is one line of report tables, LaTeX rows and logs, so it cannot hold {problem}; write it without")
+    if not value.strip():
+        raise ValueError("a label needs a visible character; remove `label` to get the default one")
+    return value
+
+
+Label = Annotated[str, AfterValidator(_label_text)]
+
+
 class Recorded(Strict):
     """What resolved.yaml records about each plugin, so that rerunning it uses the same plugin versions."""
 
@@ -57,7 +83,7 @@ class Recorded(Strict):
 class PluginSpec(Recorded):
     use: str = Field(description="registered plugin name")
     params: dict[str, Any] = Field(default_factory=dict, description="the plugin's parameters")
-    label: str | None = Field(default=None, description="name shown in results (default: derived from use and params)")
+    label: Label | None = Field(default=None, description="name shown in results (default: derived from use and params)")
 
 
 Spec = Annotated[PluginSpec, BeforeValidator(_plugin_shorthand)]
@@ -72,7 +98,7 @@ class AnonymizerSpec(Strict):
     level: Literal["utterance", "speaker"] = Field(
         default="utterance", description="a new pseudo-speaker per utterance (VPC 2024) or one per speaker"
     )
-    label: str | None = None
+    label: Label | None = None
 
     @model_validator(mode="after")
     def _use_or_chain(self) -> AnonymizerSpec:
@@ -102,7 +128,7 @@ class AttackerSpec(Recorded):
     init_from: str | None = Field(
         default=None, description="label of another attacker of this experiment to fine-tune from (its trained model)"
     )
-    label: str | None = None
+    label: Label | None = None
 
 
 AttSpec = Annotated[AttackerSpec, BeforeValidator(_plugin_shorthand)]
@@ -119,6 +145,9 @@ def _pipes_from_command_line_only(value: bool) -> bool:
 def _plain_name(value: str) -> str:
     if not value.strip() or value in (".", "..") or any(c in value for c in "/\\\0"):
         raise ValueError("the experiment name must be a plain name (no '/', '\\', '.' or '..'): the default run folder is runs/<name>")
+    problem = table_breaking(value)
+    if problem:
+        raise ValueError(f"the experiment name heads report.md and LaTeX tables, so it cannot hold {problem}; write it without")
     return value
 
 
@@ -456,9 +485,11 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
                           "(seed 002's inversion, e.g. spinv), and no attacker of this experiment does; add one or remove the metric.")
     executor = plugin("executor", exp.executor, ("executor",)) if exp.executor is not None else None
 
+    errors.extend(_repeated_metrics(doc, metrics))
     labels = [a.label for a in anonymizers]
     if exp.report is not None:
-        errors.extend(check_report_selections(doc, exp, labels, [a.label for a in attackers]))
+        results = None if None in metrics else [n for m in metrics for n in manager.get("metric", m.use).result_names()]
+        errors.extend(check_report_selections(doc, exp, labels, [a.label for a in attackers], results))
     for kind, names in (("anonymizer", labels), ("attacker", [a.label for a in attackers])):
         dup = {n for n in names if names.count(n) > 1}
         if dup:
@@ -479,13 +510,38 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
     )
 
 
-def check_report_selections(doc: YamlDocument, exp: Experiment, anonymizers: list[str], attackers: list[str]) -> list[str]:
-    """Every label, protocol, N and scenario the `report:` section selects exists in this experiment, so a
-    typo is caught at `vpeval validate` rather than printed as an empty table after the run."""
+def _repeated_metrics(doc: YamlDocument, metrics: list[ResolvedPlugin | None]) -> list[str]:
+    """A metric listed twice (the same plugin and params, or the same label) would compute twice and give
+    rows no table can tell apart; the runner also keeps one instance per label."""
+    errors = []
+    for i, m in enumerate(metrics):
+        earlier = next((j for j, o in enumerate(metrics[:i]) if o is not None and m is not None
+                        and (o.label == m.label or (o.use, o.params) == (m.use, m.params))), None)
+        if earlier is None:
+            continue
+        other = metrics[earlier]
+        if other.label != m.label:
+            why = f"computes what metrics[{earlier}] ({other.label}) computes, under another label; list it once."
+        elif (other.use, other.params) == (m.use, m.params):
+            why = f"repeats metrics[{earlier}] ({m.label}); list each metric once."
+        else:
+            why = f"and metrics[{earlier}] are both labelled '{m.label}'; give one of them another `label:`."
+        errors.append(f"{doc.where(('metrics', i))}: metric {m.use} {why}")
+    return errors
+
+
+def check_report_selections(doc: YamlDocument, exp: Experiment, anonymizers: list[str], attackers: list[str],
+                            metrics: list[str] | None = None) -> list[str]:
+    """Every metric, label, protocol, N and scenario the `report:` section selects exists in this experiment,
+    so a typo is caught at `vpeval validate` rather than printed as an empty table after the run. `metrics`:
+    the result names the experiment's metrics report (Metric.result_names); None leaves metric names unchecked."""
     known = {"anonymizer": [*anonymizers, "original"], "attacker": attackers, "protocol": list(exp.protocols),
-             "n": [str(n) for n in exp.enroll_utterances], "scenario": ["original", "anonymized"], "gender": ["f", "m", "avg", "all"]}
+             "n": [str(n) for n in exp.enroll_utterances], "scenario": ["original", "anonymized"], "gender": ["f", "m", "avg", "all"],
+             "metric": list(dict.fromkeys(metrics or []))}
     errors = []
     for loc, dim, values in exp.report.selections():
+        if dim == "metric" and metrics is None:
+            continue
         for value in values:
             if value not in known[dim]:
                 close = difflib.get_close_matches(value, known[dim], n=1)
@@ -659,7 +715,7 @@ def _label(use: str, params: dict[str, Any]) -> str:
 
     parts = [(k, shown(v)) for k, v in params.items()]
     short = ",".join(f"{k}={v}" for k, v in parts if v is not None)
-    complete = all(v is not None for _, v in parts)
+    complete = all(v is not None for _, v in parts) and table_breaking(short) is None  # a value with '|' or a newline
     return f"{use}({short})" if complete and len(short) <= 40 else f"{use}#{digest}"
 
 

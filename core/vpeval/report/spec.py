@@ -114,9 +114,10 @@ class ReportSpec(StrictModel):
 
     def selections(self):
         """(location within `report`, coordinate, values) of every value the section selects, for checking
-        labels, protocols and N against the experiment when it loads."""
+        metric names, labels, protocols and N against the experiment when it loads."""
         for kind, items in (("tables", self.tables), ("curves", self.curves), ("findings", self.findings)):
             for i, item in enumerate(items):
+                yield (kind, i, "metric"), "metric", [item.metric]
                 yield from _where((kind, i, "where"), item.where)
                 if isinstance(item, CurveSpec) and isinstance(item.x, dict):
                     dim = item.x_dim

@@ -269,6 +269,9 @@ class MetricContract(_Contract):
         second = self.make(tmp_path / "b").compute(self.inputs())
         assert first and all(isinstance(r, MetricResult) for r in first)
         assert all(np.isfinite(r.value) for r in first)
+        # the report section's `metric:` is checked against these names when the experiment loads
+        undeclared = sorted({r.metric for r in first} - set(self.plugin_class().result_names()))
+        assert not undeclared, f"results named {undeclared}: list every result name in the class's result_metrics"
         assert [(r.metric, r.gender, r.value, r.ci_low, r.ci_high) for r in first] == [
             (r.metric, r.gender, r.value, r.ci_low, r.ci_high) for r in second
         ]

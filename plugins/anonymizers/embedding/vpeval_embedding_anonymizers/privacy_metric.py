@@ -48,6 +48,7 @@ class EmbeddingPrivacy(Metric):
 
     name = "embedding-privacy"
     needs = "speech"
+    result_metrics = ("embedding-eer", "embedding-uar", "emotion-indicator-uar")
 
     class Params(Params):
         encoder: Annotated[str, PluginRef("encoder", params="encoder_params")] = Field(

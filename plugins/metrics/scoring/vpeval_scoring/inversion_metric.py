@@ -22,6 +22,8 @@ class Inversion(Metric):
 
     name = "inversion"
     needs: ClassVar[str] = "embeddings"
+    result_metrics: ClassVar[tuple[str, ...]] = ("inversion-cossim", "inversion-kl", "inversion-acc", "inversion-threshold",
+                                                 "inversion-eer", "inversion-min-dcf")
 
     class Params(Params):
         epsilon: float = Field(1e-8, gt=0, le=1, description="The small constant of eq. 15's KL divergence.")

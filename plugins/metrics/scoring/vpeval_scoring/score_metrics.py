@@ -135,6 +135,7 @@ class ZEBRA(ScoreMetric):
 
     name = "zebra"
     unit = "bits"
+    result_metrics = ("zebra-dece", "zebra-worst-case")
 
     def measure(self, trials, weights):
         r = zebra(trials.tally(weights))
