@@ -26,7 +26,7 @@ SILENCE_DBFS = -80.0  # RMS below this is silence (16-bit dither alone is about 
 FULL_SCALE = 1.0  # float samples beyond it would be clipped by every 16-bit copy
 _BLOCK = 1 << 16
 
-# What a header must say to be speech (`header`); beyond these it is wrong or not an utterance.
+# What a header must say to be speech (`_open_checked`); beyond these it is wrong or not an utterance.
 MIN_RATE, MAX_RATE = 1_000, 384_000  # telephone speech is 8 kHz; 384 kHz is the highest studio rate
 MAX_CHANNELS = 64  # mono and stereo recordings, microphone arrays
 MAX_SECONDS = 3600.0  # one utterance: LibriSpeech and VCTK utterances last seconds, the longest under a minute
@@ -180,7 +180,8 @@ def write_audio(path: str | os.PathLike, audio: np.ndarray, sample_rate: int) ->
     return path
 
 
-_SOUNDFILE_ERRORS = (sf.LibsndfileError, RuntimeError, ValueError, TypeError)
+_SOUNDFILE_ERRORS = (sf.LibsndfileError, RuntimeError, ValueError)
+_OPEN_ERRORS = _SOUNDFILE_ERRORS + (TypeError,)  # soundfile's TypeError: a format it needs parameters for
 # libsndfile's header log when a chunk claims more bytes than the file has: "data : 32000 (should be 3200)".
 # It then reads what is there, so a cut-short WAV, AIFF, AU or W64 file would pass as a shorter one.
 _CLAIM = re.compile(r"^\s*([\w ]+?)\s*:\s*(\d+)\s*\(should be (\d+)\)", re.MULTILINE)
@@ -217,7 +218,7 @@ def _open_checked(path: str) -> sf.SoundFile:
         )
     try:
         info = sf.SoundFile(path)
-    except _SOUNDFILE_ERRORS as exc:
+    except _OPEN_ERRORS as exc:
         raise BadAudioError(path, f"soundfile cannot read it ({_short(exc)})") from exc
     try:
         _check_header(path, info, size)
