@@ -199,3 +199,15 @@ NEEDS = {
     "attacker:dast": {"stage2_anonymizers": [{"use": "mcadams"}]},
     "anonymizer:precomputed": {"folders": ["data/sys"]},
 }
+
+
+def test_a_plugin_asks_for_helpers_with_python_values_and_gets_strict_checks(tmp_path):
+    """PluginContext.get takes the values plugin code holds (tuples, numpy numbers) in their JSON form, and
+    refuses what the helper's own validation refuses with one sentence, not a traceback."""
+    import numpy as np
+
+    context = plugin_context(work_dir=tmp_path)
+    corpus = context.get("corpus", "synth", {"preset": "tiny", "speakers": np.int64(4), "level_db": (-30.0, -20.0)})
+    assert corpus.params.speakers == 4 and corpus.params.level_db == (-30.0, -20.0)
+    with pytest.raises(ConfigError, match=r"the corpus synth was asked for with parameters it refuses \(speakers: Input should be a valid integer"):
+        context.get("corpus", "synth", {"speakers": "4"})

@@ -83,7 +83,7 @@ def build_helper(cls: type[Plugin], raw: Mapping[str, Any] | None, context: Call
     JSON form first, as in a dump; what the user wrote was checked strictly when the experiment loaded.
     """
     try:
-        params = validate_params(cls, to_jsonable_python(raw))
+        params = validate_params(cls, _jsonable(raw))
     except ValidationError as exc:
         raise ConfigError(f"the {cls.kind} {cls.name} was asked for with parameters it refuses ({_sentences(exc)}); "
                           "give them in the experiment file in the form its fields take.") from None
@@ -122,6 +122,21 @@ def _not_json(value: Any, loc: tuple) -> tuple[tuple, Any, str] | None:
         return loc, value, "a YAML !!set is not a parameter value; write a list such as [a, b]"
     return loc, value, (f"a {type(value).__name__} is not a parameter value; give text, a number, true/false, a "
                         "list or a mapping")
+
+
+def _jsonable(raw: Any) -> Any:
+    """Python values as their JSON form (a tuple as a list, a path as text, numpy numbers as numbers);
+    what has none stays as it is, for validate_params to name."""
+    try:
+        return to_jsonable_python(raw, fallback=_numpy_to_list)
+    except (ValueError, TypeError):
+        return raw
+
+
+def _numpy_to_list(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} has no JSON form")
 
 
 def _error(cls: type[Plugin], loc: tuple, value: Any, sentence: str) -> ValidationError:
