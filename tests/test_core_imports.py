@@ -12,7 +12,7 @@ import vpeval
 CORE = Path(vpeval.__file__).parent
 # Modules that import nothing from vpeval but each other: what vpeval.api may import.
 LEAVES = {"vpeval", "vpeval.hookspecs", "vpeval.types", "vpeval.errors", "vpeval.settings",
-          "vpeval.data", "vpeval.data.audio", "vpeval.run", "vpeval.run.executor"}
+          "vpeval.data", "vpeval.data.audio", "vpeval.safepath", "vpeval.run", "vpeval.run.executor"}
 
 
 def module_name(path: Path) -> str:

@@ -22,6 +22,7 @@ def run_metrics_on_scores(path: str, metric_names: list[str] | None, as_json: bo
     sets the replicates of metrics that have a `bootstrap` parameter (0: no confidence intervals, which
     keeps a million trials to seconds).
     """
+    from vpeval.build import validate_params
     from vpeval.plugins import get_plugin_manager
     from vpeval.scorefile import read_score_file
 
@@ -36,12 +37,15 @@ def run_metrics_on_scores(path: str, metric_names: list[str] | None, as_json: bo
             raise MetricInputError(f"Metric {name} reads {cls.needs}, not verification scores, so it cannot run on a score file.")
         params = {"bootstrap": bootstrap} if "bootstrap" in cls.Params.model_fields else {}
         try:
-            checked = cls.Params(**params)
+            checked = validate_params(cls, params)
         except ValidationError as exc:
             reason = exc.errors()[0]["msg"] if exc.errors() else str(exc)
             raise ConfigError(f"Metric {name} refuses --bootstrap {bootstrap}: {reason[0].lower() + reason[1:]}.") from None
         metric = cls(checked, PluginContext())
-        results += metric.compute(MetricInputs(scores=scores, attributes={"scores": str(path)}))
+        try:
+            results += metric.compute(MetricInputs(scores=scores, attributes={"scores": str(path)}))
+        except MetricInputError as exc:  # the metric speaks of "the trials": say which file holds them
+            raise MetricInputError(f"Score file {path}: {exc}") from None
     if as_json:
         return json.dumps([_jsonable(asdict(r)) for r in results], indent=2)
     return format_table(results, header=f"{path}: {len(scores)} trials ({int(scores.targets.sum())} target)")

@@ -25,6 +25,6 @@ def check_scores(scores: np.ndarray, targets: np.ndarray, metric: str, subset: s
         raise MetricInputError(f"{metric} needs both target and non-target trials, but {where} have no {missing} trials.")
     if scores.min() == scores.max():
         raise MetricInputError(
-            f"{metric} cannot separate anything: all {len(scores)} scores of {where} equal {scores[0]!r}; "
+            f"{metric} cannot separate anything: all {len(scores)} scores of {where} equal {float(scores[0]):g}; "
             "check that the attacker produced real scores."
         )
