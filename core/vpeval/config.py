@@ -381,7 +381,7 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
 
     non_finite = _non_finite(doc, doc.data.get("data"), ("data",))
     if non_finite:
-        raise ConfigError("\n".join(non_finite))
+        raise ConfigError(error_lines(non_finite, doc.path))
     errors: list[str] = []
 
     def plugin(kind: str, spec: PluginSpec | AttackerSpec, loc: Loc, use: str | None = None, params=None) -> ResolvedPlugin | None:
@@ -497,7 +497,7 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
     for reserved in {"original", "none"} & set(labels):  # results and data/evaluation_original use these for unanonymized speech
         errors.append(f"{doc.path}: an anonymizer is labelled '{reserved}', which results use for unanonymized speech; give it another `label:`.")
     if errors:
-        raise ConfigError("\n".join(errors))
+        raise ConfigError(error_lines(errors, doc.path))
     assert corpus is not None
     return ResolvedExperiment(
         source=doc.path,
@@ -719,12 +719,23 @@ def _label(use: str, params: dict[str, Any]) -> str:
     return f"{use}({short})" if complete and len(short) <= 40 else f"{use}#{digest}"
 
 
+MAX_ERROR_LINES = 20  # a generated file can hold 100,000 wrong values: show the first ones, count the rest
+
+
+def error_lines(lines: list[str], path: str) -> str:
+    """The error sentences, one per line, at most MAX_ERROR_LINES of them and a count of the others."""
+    if len(lines) <= MAX_ERROR_LINES:
+        return "\n".join(lines)
+    rest = len(lines) - MAX_ERROR_LINES
+    return "\n".join(lines[:MAX_ERROR_LINES] + [f"{path}: ... and {rest} more errors; fix the ones above and validate again."])
+
+
 def _schema_message(doc: YamlDocument, exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p.startswith("function-"))))
         lines.append(f"{doc.where(loc)}: {_pydantic_sentence(err, 'experiment', schema=Experiment, loc=loc)}")
-    return "\n".join(dict.fromkeys(lines))
+    return error_lines(list(dict.fromkeys(lines)), doc.path)
 
 
 def _pydantic_sentence(err: dict, owner: str, schema=None, loc: Loc = ()) -> str:
