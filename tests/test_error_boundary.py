@@ -117,7 +117,8 @@ def test_too_long_output_name(tmp_path, fake_plugins):
     long_name = tmp_path / ("x" * 300)
     line = one_sentence(vpeval("-e", experiment(tmp_path), "--cache", tmp_path / "cache", "--output", long_name, "-q"), 2)
     assert "too long for the file system" in line and "shorten the name" in line
-    assert str(tmp_path) in line and "(" + str(len(str(long_name))) + " characters)" in line
+    # the folders stay whole (however deep the temporary folder is), the long name is cut to its ends
+    assert f"{tmp_path}/{'x' * 24}...{'x' * 12} (300 characters)" in line
 
 
 @pytest.mark.parametrize("filename", [None, "named"])

@@ -39,6 +39,11 @@ FUZZ = settings(derandomize=True, database=None, deadline=None, print_blob=False
 SECONDS = 20  # per case; valid inputs here take well under a second
 
 
+@pytest.fixture(autouse=True)
+def _settled(settled_modules):
+    """Hypothesis looks at every loaded module; see tests/conftest.py."""
+
+
 class Hang(BaseException):
     """Raised by the alarm: a BaseException, so no error boundary can turn it into a sentence."""
 

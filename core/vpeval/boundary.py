@@ -168,9 +168,9 @@ def _place_of(path: str | None) -> Place | None:
 def _shown(path: str | None) -> str:
     if path is None:
         return "?"
-    text = str(path)
-    if len(text) > 120:  # a 300-character name would bury the sentence
-        text = f"{text[:60]}...{text[-40:]} ({len(text)} characters)"
+    # a 300-character name would bury the sentence: shorten only the long names, keep the folders whole
+    text = os.sep.join(f"{part[:24]}...{part[-12:]} ({len(part)} characters)" if len(part) > 60 else part
+                       for part in str(path).split(os.sep))
     place = _place_of(path)
     if place and os.path.abspath(path) == os.path.abspath(place.path):
         return f"{place.what} {text}"
