@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vpeval_scoring.pav import PavBlocks
+from vpeval_scoring.pav import PavBlocks, pav_blocks
 from vpeval_scoring.sorted_trials import Tally
 
 LN2 = np.log(2.0)
@@ -63,4 +63,4 @@ def min_cllr(tally: Tally) -> float:
     tally = tally.nonempty()
     if tally.n_tar <= 0 or tally.n_non <= 0:
         return float("nan")
-    return min_cllr_from_blocks(tally.pav())
+    return min_cllr_from_blocks(pav_blocks(tally))

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vpeval_scoring.pav import PavBlocks
+from vpeval_scoring.pav import PavBlocks, pav_blocks
 from vpeval_scoring.sorted_trials import Tally
 
 NAN = float("nan")
@@ -61,7 +61,7 @@ def rocch_eer(tally: Tally) -> RocchEer:
     tally = tally.nonempty()
     if tally.n_tar <= 0 or tally.n_non <= 0:
         return RocchEer(NAN, NAN, NAN)
-    return rocch_eer_from_blocks(tally.pav(), tally.values)
+    return rocch_eer_from_blocks(pav_blocks(tally), tally.values)
 
 
 def hull_points(blocks: PavBlocks) -> tuple[np.ndarray, np.ndarray]:

@@ -64,3 +64,10 @@ def pav(tally: Tally, laplace: bool = False) -> PavBlocks:
         n_groups=len(tar),
         laplace=laplace,
     )
+
+
+def pav_blocks(tally: Tally, laplace: bool = False) -> PavBlocks:
+    """The PAV blocks of this (non-empty) tally, computed once and kept in `tally.fits`."""
+    if laplace not in tally.fits:
+        tally.fits[laplace] = pav(tally, laplace)
+    return tally.fits[laplace]

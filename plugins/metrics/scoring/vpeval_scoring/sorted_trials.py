@@ -22,7 +22,8 @@ class Tally:
     values: np.ndarray  # distinct scores [U]
     tar: np.ndarray  # int64 when unweighted (exact tie-breaking), else float64
     non: np.ndarray
-    # PAV fits of this tally, memoised: the ROCCH-EER, min Cllr and ZEBRA share them.
+    # PAV fits of this tally, memoised by vpeval_scoring.pav.pav_blocks: the ROCCH-EER, min Cllr and
+    # ZEBRA share them. Only the slot lives here, so this module does not depend on pav.py.
     fits: dict[bool, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -39,14 +40,6 @@ class Tally:
         if keep.all():
             return self
         return Tally(self.values[keep], self.tar[keep], self.non[keep])
-
-    def pav(self, laplace: bool = False):
-        """The PAV blocks of this (non-empty) tally, computed once."""
-        if laplace not in self.fits:
-            from vpeval_scoring.pav import pav
-
-            self.fits[laplace] = pav(self, laplace)
-        return self.fits[laplace]
 
 
 class SortedTrials:

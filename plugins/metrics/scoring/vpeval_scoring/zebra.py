@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vpeval_scoring.pav import PavBlocks
+from vpeval_scoring.pav import PavBlocks, pav_blocks
 from vpeval_scoring.sorted_trials import Tally
 
 # The worst-case categories on max |log10 LR| (inspired by the ENFSI verbal scale): upper bounds.
@@ -55,7 +55,7 @@ def zebra(tally: Tally) -> Zebra:
     tally = tally.nonempty()
     if tally.n_tar <= 0 or tally.n_non <= 0:
         return Zebra(float("nan"), float("nan"), "")
-    dece = dece_from_blocks(tally.pav())
-    smoothed = tally.pav(laplace=True)
+    dece = dece_from_blocks(pav_blocks(tally))
+    smoothed = pav_blocks(tally, laplace=True)
     worst = float(np.abs(smoothed.group_llr()).max() / np.log(10.0))
     return Zebra(dece, worst, tag_of(worst))
