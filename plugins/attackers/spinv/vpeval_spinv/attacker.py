@@ -134,7 +134,8 @@ class SpInv(Attacker):
 
     # -- parts ----------------------------------------------------------------------------------
 
-    def _require_frontend(self):
+    def attacked_frontend(self):
+        """The frontend whose output G reads (set by the core); one DataError sentence when the experiment names none."""
         if self.frontend is None:
             raise DataError("spinv attacks a frontend's output; name one in the experiment (frontend: <name>).")
         return self.frontend
@@ -151,7 +152,7 @@ class SpInv(Attacker):
         """z = F(x) of the whole utterance (cached)."""
         key = _key(utterance)
         if key not in self._targets:
-            self._targets[key] = self._embed(utterance.load(self.encoder.sample_rate))
+            self._targets[key] = self.embed_waveform(utterance.load(self.encoder.sample_rate))
         return self._targets[key]
 
     def target_embeddings(self, utterances: Sequence[Utterance]) -> list[np.ndarray]:
@@ -167,18 +168,21 @@ class SpInv(Attacker):
             if prepare is not None:
                 prepare()  # load (or train) once, before any worker forks
             vectors = cached_map(self.context, todo, target_extractor(self),
-                                 lambda u: self._embed(u.load(self.encoder.sample_rate)), "spinv: target embeddings")
+                                 lambda u: self.embed_waveform(u.load(self.encoder.sample_rate)), "spinv: target embeddings")
             self._targets.update((_key(u), np.asarray(v, dtype=np.float32)) for u, v in zip(todo, vectors))
         return [self._targets[_key(u)] for u in utterances]
 
-    def _embed(self, audio: np.ndarray) -> np.ndarray:
+    def embed_waveform(self, audio: np.ndarray) -> np.ndarray:
+        """z = F(audio) of a waveform at the target encoder's sample rate (a whole utterance or a crop),
+        uncached; DataError when F returns a non-finite value."""
         vector = np.asarray(self.encoder.embed(audio), dtype=np.float32).reshape(-1)
         if not np.isfinite(vector).all():
             raise DataError(f"The target encoder {self.params.target_encoder.use} returned NaN or infinite values.")
         return vector
 
-    def _encode(self, audio: np.ndarray) -> FrontendOutput:
-        return self._require_frontend().encode(audio)
+    def frontend_output(self, audio: np.ndarray) -> FrontendOutput:
+        """The attacked frontend's output (tokens and/or features) for a waveform at the frontend's sample rate."""
+        return self.attacked_frontend().encode(audio)
 
     # -- training -------------------------------------------------------------------------------
 
@@ -214,7 +218,7 @@ class SpInv(Attacker):
 
             if self.model is None:
                 raise RuntimeError("spinv: train() or load() before represent().")
-            output = self._encode(utterance.load(self._require_frontend().sample_rate))
+            output = self.frontend_output(utterance.load(self.attacked_frontend().sample_rate))
             trained_on = self.model.aub.layout
             if layout_of(output) != trained_on:
                 raise DataError(

@@ -33,7 +33,7 @@ def fit_spinv(attacker: SpInv, corpus: Corpus, validation: Corpus | None = None)
     whose recovered embeddings come closest (CosSim, eq. 14) to the target encoder's on it.
     """
     p = attacker.params
-    frontend = attacker._require_frontend()
+    frontend = attacker.attacked_frontend()
     utterances = corpus.utterances
     audio_cache: dict[int, np.ndarray] = {}
 
@@ -45,11 +45,11 @@ def fit_spinv(attacker: SpInv, corpus: Corpus, validation: Corpus | None = None)
             audio_cache[i] = wave
         return wave
 
-    first = attacker._encode(audio(0))
+    first = attacker.frontend_output(audio(0))
     layout = layout_of(first)
     longest = max(p.local_seconds, p.global_seconds)  # observed_seconds may not exceed it (SpInvParams)
     targets = attacker.target_embeddings(utterances) if p.teacher_seconds is None else None
-    target_dim = len(targets[0]) if targets else len(attacker._embed(utterances[0].load(attacker.encoder.sample_rate)))
+    target_dim = len(targets[0]) if targets else len(attacker.embed_waveform(utterances[0].load(attacker.encoder.sample_rate)))
     sizes = Sizes(p.hidden, p.layers, p.heads, p.output_dim, target_dim, frames_for(longest, first.frame_rate) + FRAME_SLACK, p.dropout)
     config = {"layout": layout.as_dict(), "sizes": sizes.__dict__.copy(), "frame_rate": first.frame_rate,
               "target_encoder": p.target_encoder.model_dump(), "speakers": len(corpus.speakers)}
@@ -61,7 +61,7 @@ def fit_spinv(attacker: SpInv, corpus: Corpus, validation: Corpus | None = None)
     labels = np.array([speaker_index[u.speaker] for u in utterances])
 
     def encode(wave: np.ndarray, what: str):
-        output = attacker._encode(wave)
+        output = attacker.frontend_output(wave)
         if layout_of(output) != layout:
             raise DataError(f"The frontend's {what} output has layout {layout_of(output)}, unlike its first output {layout}.")
         return output
@@ -89,7 +89,7 @@ def fit_spinv(attacker: SpInv, corpus: Corpus, validation: Corpus | None = None)
             z = np.stack([targets[i] for i in indices])
         else:
             enc_rate = attacker.encoder.sample_rate
-            z = np.stack([attacker._embed(crop_waveform(utterances[i].load(enc_rate), p.teacher_seconds, enc_rate, rng)) for i in indices])
+            z = np.stack([attacker.embed_waveform(crop_waveform(utterances[i].load(enc_rate), p.teacher_seconds, enc_rate, rng)) for i in indices])
         return Views(local, global_, torch.from_numpy(z).float(), torch.from_numpy(labels[indices]))
 
     settings = DistillSettings(
@@ -118,10 +118,10 @@ def validation_cossim(attacker: SpInv, student: Recovery, corpus: Corpus, layout
     """A function giving the mean cosine of G's recovery of a local-view-length slice of every validation
     utterance with its target embedding (slices seeded by the utterance id, as the attack's; their length
     is the one G trains on, not observed_seconds, so that training does not depend on the attack)."""
-    sample_rate = attacker._require_frontend().sample_rate
+    sample_rate = attacker.attacked_frontend().sample_rate
     slices = []
     for u in corpus.utterances:
-        output = attacker._encode(u.load(sample_rate))
+        output = attacker.frontend_output(u.load(sample_rate))
         if layout_of(output) != layout:
             raise DataError(f"The frontend's output for {u.path} has {layout_of(output)}, unlike its training output {layout}.")
         slices.append(slice_output(output, attacker.params.local_seconds, attacker.context.rng("spinv-slice", u.id)))

@@ -43,7 +43,7 @@ def training_identity(attacker, corpus: Corpus, validation: Corpus | None) -> st
         params.pop(name)
     code = source_digest(vpeval_spinv.attacker, vpeval_spinv.fit, vpeval_spinv.losses, vpeval_spinv.model,
                          vpeval_spinv.teacher, vpeval_spinv.training, vpeval_spinv.views)
-    frontend = attacker._require_frontend()
+    frontend = attacker.attacked_frontend()
     encoder = attacker.encoder
     return identity_digest(
         json.dumps(params, sort_keys=True), attacker.context.seed, code,
