@@ -7,7 +7,6 @@ methods (`prepare`, `train`, ...) or lazily cached properties, never at module i
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -17,6 +16,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from vpeval.keys import keyed_rng, stable_int  # stable_int: part of the plugin API
 from vpeval.settings import PlanSettings
 from vpeval.types import Corpus, EvaluationPlan, FrontendOutput, MetricResult, Scores, TrainingData, Utterance
 
@@ -63,12 +63,6 @@ class PluginRef:
     name: str | None = None
 
 
-def stable_int(*parts: object) -> int:
-    """A 63-bit integer that depends only on the parts' text (Python's hash() changes per process)."""
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:8], "little") >> 1
-
-
 @dataclass
 class PluginContext:
     """What the core gives every plugin instance: seed, folders, threads, logging, helpers by kind."""
@@ -88,7 +82,7 @@ class PluginContext:
 
     def rng(self, *keys: object) -> np.random.Generator:
         """A generator fixed by the experiment seed and the keys (for example a speaker id)."""
-        return np.random.default_rng([self.seed & 0xFFFFFFFF, stable_int(*keys)])
+        return keyed_rng(self.seed, *keys)
 
     def torch_seed(self, *keys: object) -> int:
         return stable_int(self.seed, *keys) & 0x7FFFFFFF

@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from vpeval.api import stable_int
 from vpeval.data.kaldi import numbered_trials
 from vpeval.data.textfile import read_table
 from vpeval.errors import DataError
+from vpeval.keys import keyed_rng
 
 # PlanSettings and EvaluationPlan live in leaf modules (vpeval.api types them); importable from here too.
 from vpeval.settings import PlanSettings
@@ -98,10 +98,6 @@ def make_plan(corpus: Corpus, settings: PlanSettings) -> EvaluationPlan:
 # -- speakers ----------------------------------------------------------------------------------
 
 
-def _rng(seed: int, *keys: object) -> np.random.Generator:
-    return np.random.default_rng([seed & 0xFFFFFFFF, stable_int(*keys)])
-
-
 def _split_speakers(corpus: Corpus, speakers: list[str], settings: PlanSettings) -> tuple[list[str], list[str]]:
     total = len(speakers)
     share = settings.attacker_train_speakers
@@ -122,7 +118,7 @@ def _split_speakers(corpus: Corpus, speakers: list[str], settings: PlanSettings)
         quota[g] += 1
     train: list[str] = []
     for g, members in sorted(groups.items()):
-        order = _rng(settings.seed, "split", g).permutation(len(members))
+        order = keyed_rng(settings.seed, "split", g).permutation(len(members))
         train += [members[i] for i in order[: quota[g]]]
     train_set = set(train)
     return sorted(train), [s for s in speakers if s not in train_set]
@@ -132,7 +128,7 @@ def _validation_speakers(train: list[str], settings: PlanSettings) -> list[str]:
     count = round(settings.validation_speakers * len(train))
     if count == 0 or count >= len(train):
         return []
-    order = _rng(settings.seed, "validation").permutation(len(train))
+    order = keyed_rng(settings.seed, "validation").permutation(len(train))
     return sorted(train[i] for i in order[:count])
 
 
@@ -157,7 +153,7 @@ def _split_pools(utts: list[Utterance], settings: PlanSettings, spk: str) -> tup
     With two or more sessions whole sessions go to one pool, so enrollment and trials come from
     different sessions (VoicePrivacy and seed 000 use a different call for the trial side).
     """
-    rng = _rng(settings.seed, "pools", spk)
+    rng = keyed_rng(settings.seed, "pools", spk)
     sessions = [u.session for u in utts]
     if all(s is not None for s in sessions) and len(set(sessions)) >= 2:
         names = sorted(set(sessions))
@@ -203,12 +199,12 @@ def _single_trials(pools, genders, impostors, settings: PlanSettings) -> list[Tr
     for spk, (enroll, _) in pools.items():
         side = tuple(u.id for u in enroll)
         tests = pools[spk][1]
-        order = _rng(settings.seed, "n1-target", spk).permutation(len(tests))
+        order = keyed_rng(settings.seed, "n1-target", spk).permutation(len(tests))
         for i in order[: settings.target_trials_per_speaker]:
             u = tests[i]
             trials.append(Trial(side, (u.id,), True, genders[spk], spk, spk, spk, u.id))
         candidates = [u for other in impostors[spk] for u in pools[other][1]]
-        order = _rng(settings.seed, "n1-nontarget", spk).permutation(len(candidates))
+        order = keyed_rng(settings.seed, "n1-nontarget", spk).permutation(len(candidates))
         for i in order[: settings.nontarget_trials_per_speaker]:
             u = candidates[i]
             trials.append(Trial(side, (u.id,), False, genders[spk], spk, u.speaker, spk, u.id))
@@ -228,7 +224,7 @@ def _multi_trials(pools, genders, impostors, settings: PlanSettings, n: int, not
 
     def side(spk: str, pool: int, j: int) -> tuple[str, ...]:
         utts = pools[spk][pool]
-        order = _rng(settings.seed, "side", "enroll" if pool == 0 else "test", spk, j).permutation(len(utts))
+        order = keyed_rng(settings.seed, "side", "enroll" if pool == 0 else "test", spk, j).permutation(len(utts))
         return tuple(utts[i].id for i in order[:n])
 
     def enroll_id(spk: str, j: int) -> str:
@@ -284,10 +280,10 @@ def _impostor_sides(impostors: list[str], sides: int, seed: int, spk: str) -> It
     """(impostor, test side index) in a random order: first the `sides` sides of each impostor, then,
     only for speakers whose draws repeat, further sides to replace the repeats."""
     pairs = [(other, k) for other in impostors for k in range(sides)]
-    for p in _rng(seed, "nontarget", spk).permutation(len(pairs)):
+    for p in keyed_rng(seed, "nontarget", spk).permutation(len(pairs)):
         yield pairs[p]
     more = [(other, k) for other in impostors for k in range(sides, _DRAWS_PER_TRIAL * sides)]
-    for p in _rng(seed, "nontarget-more", spk).permutation(len(more)):
+    for p in keyed_rng(seed, "nontarget-more", spk).permutation(len(more)):
         yield more[p]
 
 

@@ -17,10 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from vpeval.api import Anonymizer, Plugin, PluginContext, Voice, stable_int
+from vpeval.api import Anonymizer, Plugin, PluginContext, Voice
 from vpeval.build import build_helper, build_resolved
 from vpeval.config import ResolvedAnonymizer, ResolvedPlugin
 from vpeval.errors import PluginError
+from vpeval.keys import keyed_rng
 from vpeval.run.cache import atomic_file, stable_key
 from vpeval.run.names import utterance_file
 from vpeval.types import Utterance
@@ -32,7 +33,7 @@ _BUILDING = threading.Lock()  # a worker with several threads prepares each chai
 
 def voice_rng(seed: int, step: int, key: str) -> np.random.Generator:
     """The pseudo-speaker generator of chain step `step` for voice key `key` (utterance or speaker id)."""
-    return np.random.default_rng([seed & 0xFFFFFFFF, stable_int("voice", step, key)])
+    return keyed_rng(seed, "voice", step, key)
 
 
 def file_rate(path: str) -> int:

@@ -11,7 +11,7 @@ import numpy as np
 import soundfile as sf
 from scipy.signal import lfilter
 
-from vpeval.api import stable_int
+from vpeval.keys import stable_int
 from vpeval.types import Corpus, Utterance
 
 EMOTIONS = ("neutral", "happy", "sad", "angry")
