@@ -82,6 +82,7 @@ def identify(address: str, timeout: float) -> str:
 async def _identity(address: str, endpoint: tuple[str, int] | None, timeout: float, stage: list[str]) -> Any:
     """Connect (TCP and handshake), ask `identity`, and always abort the connection afterwards."""
     from distributed.comm import connect
+    from distributed.security import Security
 
     step = max(timeout / 2, 0.1)
     if endpoint is not None:
@@ -89,7 +90,8 @@ async def _identity(address: str, endpoint: tuple[str, int] | None, timeout: flo
         _, writer = await asyncio.wait_for(asyncio.open_connection(*endpoint), step)
         writer.close()
     stage[0] = "handshake"
-    comm = await connect(address, timeout=step)
+    # the TLS settings of dask's configuration, as Client uses them (none by default)
+    comm = await connect(address, timeout=step, **Security().get_connection_args("client"))
     try:
         await comm.write({"op": "identity", "reply": True})
         return await comm.read()
