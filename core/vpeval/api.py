@@ -339,6 +339,12 @@ class Attacker(Plugin):
         """
         return None
 
+    @classmethod
+    def recovers_embeddings(cls) -> bool:
+        """Whether this attacker recovers speaker embeddings (it overrides `inversion_embeddings`): the one
+        test that validation (a metric that needs "embeddings") and the runner (which attackers feed it) ask."""
+        return cls.inversion_embeddings is not Attacker.inversion_embeddings
+
     def score(self, enroll: np.ndarray, test: np.ndarray) -> np.ndarray:
         """Scores [T] for row-wise pairs of representations; cosine similarity by default."""
         return cosine_rows(enroll, test)

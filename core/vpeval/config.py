@@ -17,8 +17,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from vpeval.api import Attacker, PluginRef
+from vpeval.api import PluginRef
 from vpeval.build import round_trip_problem, validate_params
+from vpeval.config_checks import Pieces, check_all
 from vpeval.errors import ConfigError, PluginError
 from vpeval.report.spec import ReportSpec
 from vpeval.settings import EnrollSizes, PlanSettings, Seed, SplitSettings, StrictModel, non_empty_distinct
@@ -367,6 +368,29 @@ def load_experiment_text(text: str, name: str = "<string>", manager=None) -> Res
 
 
 def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
+    """The experiment of `doc`, its plugins resolved and every rule checked; ConfigError lists what is wrong."""
+    pieces, errors = resolve_pieces(doc, manager)
+    errors.extend(check_all(pieces))  # the cross-field rules, vpeval.config_checks
+    if errors:
+        raise ConfigError(error_lines(errors, doc.path))
+    assert pieces.corpus is not None
+    return ResolvedExperiment(
+        source=doc.path,
+        experiment=pieces.exp,
+        corpus=pieces.corpus,
+        anonymizers=[a for a in pieces.anonymizers if a is not None],
+        attackers=[a for a in pieces.attackers if a is not None],
+        metrics=[m for m in pieces.metrics if m is not None],
+        executor=pieces.executor,
+    )
+
+
+def resolve_pieces(doc: YamlDocument, manager=None) -> tuple[Pieces, list[str]]:
+    """The schema-validated experiment and each plugin it names, resolved with its params validated (what
+    the cross-field checks read), and a sentence for each plugin that did not resolve.
+
+    A schema error, or a number in `data` that is not finite, raises ConfigError at once.
+    """
     if not isinstance(doc.data, dict):
         raise ConfigError(f"{doc.path}, line 1: an experiment file is a mapping with keys such as name, data, attackers.")
     try:
@@ -383,46 +407,10 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
     if non_finite:
         raise ConfigError(error_lines(non_finite, doc.path))
     errors: list[str] = []
-
-    def plugin(kind: str, spec: PluginSpec | AttackerSpec, loc: Loc, use: str | None = None, params=None) -> ResolvedPlugin | None:
-        use = use or spec.use
-        params = spec.params if params is None else params
-        try:
-            cls = manager.get(kind, use)
-        except PluginError as exc:
-            errors.append(f"{doc.where(loc + ('use',))}: {exc}")
-            return None
-        recorded = getattr(spec, "distribution", None), getattr(spec, "version", None)
-        if any(r is not None and r != now for r, now in zip(recorded, (cls.distribution, cls.version))):
-            errors.append(f"{doc.where(loc + ('version',))}: {kind} {use} came from {' '.join(r for r in recorded if r)} "
-                          f"when this file was written, and {cls.distribution} {cls.version} is installed; install that "
-                          "version, or delete `distribution` and `version` to run with the installed one.")
-            return None
-        try:
-            validated = validate_params(cls, params)
-        except ValidationError as exc:
-            for err in exc.errors():
-                sub = loc + ("params",) + tuple(err["loc"])
-                errors.append(f"{doc.where(sub)}: {_pydantic_sentence(err, f'{kind} {use}')}")
-            return None
-        before, named = len(errors), []
-        check_references(manager, doc, validated, loc + ("params",), f"{kind} {use}", errors, named=named)
-        if len(errors) > before or _round_trip_refused(doc, cls, validated, loc + ("params",), f"{kind} {use}", errors):
-            return None
-        label = getattr(spec, "label", None) or _label(use, params)
-        return ResolvedPlugin(
-            kind=kind,
-            use=use,
-            params=validated.model_dump(mode="json"),
-            distribution=cls.distribution,
-            version=cls.version,
-            label=label,
-            code=code_fingerprint(cls),
-            helpers=referenced_code(cls, named),
-        )
+    plugin = functools.partial(_resolve_plugin, manager, doc, errors)
 
     corpus = plugin("corpus", exp.data.corpus, ("data", "corpus"))
-    anonymizers: list[ResolvedAnonymizer] = []
+    anonymizers: list[ResolvedAnonymizer | None] = []  # one per entry of the file; None: a step did not resolve
     for i, spec in enumerate(exp.anonymizers):
         steps = []
         if spec.chain is not None:
@@ -430,124 +418,68 @@ def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:
                 steps.append(plugin("anonymizer", step, ("anonymizers", i, "chain", j)))
         else:
             steps.append(plugin("anonymizer", PluginSpec(use=spec.use or "", params=spec.params), ("anonymizers", i)))
+        resolved_anon = None
         if all(steps):
             label = spec.label or "+".join(s.label for s in steps) + ("" if spec.level == "utterance" else "@speaker")
-            for s in steps:
-                cls = manager.get("anonymizer", s.use)
-                if "waveform" not in cls.works_on:
-                    errors.append(
-                        f"{doc.where(('anonymizers', i))}: anonymizer {s.use} works on speaker embeddings only; "
-                        "use it inside a waveform anonymizer that takes one (for example as its pseudo-speaker selection)."
-                    )
-            anonymizers.append(ResolvedAnonymizer(label=label, level=spec.level, steps=steps))
-    attackers: list[ResolvedAttacker] = []
+            resolved_anon = ResolvedAnonymizer(label=label, level=spec.level, steps=steps)
+        anonymizers.append(resolved_anon)
+    attackers: list[ResolvedAttacker | None] = []  # one per entry of the file; None: its plugin did not resolve
     for i, spec in enumerate(exp.attackers):
         resolved = plugin("attacker", spec, ("attackers", i))
         frontend = plugin("frontend", spec.frontend, ("attackers", i, "frontend")) if spec.frontend else None
         if resolved is None:
+            attackers.append(None)
             continue
         cls = manager.get("attacker", spec.use)
-        if cls.uses_frontend and spec.frontend is None:
-            errors.append(f"{doc.where(('attackers', i))}: attacker {spec.use} reads a speech-token frontend; add `frontend: {{use: NAME}}`.")
-        if not cls.uses_frontend and spec.frontend is not None:
-            errors.append(f"{doc.where(('attackers', i, 'frontend'))}: attacker {spec.use} does not use a frontend; remove `frontend`.")
-        if spec.train_on == "anonymized" and not cls.needs_training:
-            errors.append(f"{doc.where(('attackers', i, 'train_on'))}: attacker {spec.use} is pretrained and does not train; use train_on: original.")
         label = spec.label
         if label is None:
             label = resolved.label + (f"[{frontend.label}]" if frontend else "")
             label += "" if spec.train_on == "original" or not cls.needs_training else "/semi-informed"
         attackers.append(ResolvedAttacker(label=label, plugin=resolved, train_on=spec.train_on, frontend=frontend, init_from=spec.init_from))
-    trained = [a.plugin.use for a in attackers if manager.get("attacker", a.plugin.use).needs_training]
-    if trained and exp.data.attacker_train_speakers == 0:
-        errors.append(f"{doc.where(('data', 'attacker_train_speakers'))}: attacker {trained[0]} trains, but "
-                      "attacker_train_speakers is 0; give a share such as 0.5 or a number of speakers.")
-    by_label = {a.label: a for a in attackers}
-    for i, a in enumerate(attackers):
-        if a.init_from is None:
-            continue
-        ref = by_label.get(a.init_from)
-        where = doc.where(("attackers", i, "init_from"))
-        if ref is None or ref is a:
-            close = difflib.get_close_matches(a.init_from, [b.label for b in attackers if b is not a], n=1)
-            errors.append(f"{where}: no other attacker is labelled '{a.init_from}'" + (f"; did you mean '{close[0]}'?" if close else "; name another attacker's label."))
-        elif ref.plugin.use != a.plugin.use or ref.init_from is not None:
-            errors.append(f"{where}: '{a.init_from}' must be a {a.plugin.use} attacker trained from scratch to start {a.label} from it.")
-    targets = {an.label: [s.use for s in an.steps] for an in anonymizers}
-    for i, a in enumerate(attackers):  # checks that need the whole experiment, e.g. DAST's unseen Stage II systems
-        cls = manager.get("attacker", a.plugin.use)
-        errors.extend(f"{doc.where(('attackers', i, 'params'))}: {sentence}" for sentence in cls.check_experiment(a.plugin.params, targets))
     metrics = [plugin("metric", m, ("metrics", i)) for i, m in enumerate(exp.metrics)]
-    inverting = [a.label for a in attackers if _recovers_embeddings(manager.get("attacker", a.plugin.use))]
-    for i, m in enumerate(metrics):
-        if m is not None and manager.get("metric", m.use).needs == "embeddings" and not inverting:
-            errors.append(f"{doc.where(('metrics', i))}: metric {m.use} reads embeddings that an attacker recovers "
-                          "(seed 002's inversion, e.g. spinv), and no attacker of this experiment does; add one or remove the metric.")
     executor = plugin("executor", exp.executor, ("executor",)) if exp.executor is not None else None
 
-    errors.extend(_repeated_metrics(doc, metrics))
-    labels = [a.label for a in anonymizers]
-    if exp.report is not None:
-        results = None if None in metrics else [n for m in metrics for n in manager.get("metric", m.use).result_names()]
-        errors.extend(check_report_selections(doc, exp, labels, [a.label for a in attackers], results))
-    for kind, names in (("anonymizer", labels), ("attacker", [a.label for a in attackers])):
-        dup = {n for n in names if names.count(n) > 1}
-        if dup:
-            errors.append(f"{doc.path}: two {kind}s are both labelled '{sorted(dup)[0]}'; give one a `label:`.")
-    for reserved in {"original", "none"} & set(labels):  # results and data/evaluation_original use these for unanonymized speech
-        errors.append(f"{doc.path}: an anonymizer is labelled '{reserved}', which results use for unanonymized speech; give it another `label:`.")
-    if errors:
-        raise ConfigError(error_lines(errors, doc.path))
-    assert corpus is not None
-    return ResolvedExperiment(
-        source=doc.path,
-        experiment=exp,
-        corpus=corpus,
-        anonymizers=anonymizers,
-        attackers=attackers,
-        metrics=[m for m in metrics if m is not None],
-        executor=executor,
+    return Pieces(doc, exp, manager, anonymizers, attackers, metrics, corpus, executor), errors
+
+
+def _resolve_plugin(manager, doc: YamlDocument, errors: list[str], kind: str, spec: PluginSpec | AttackerSpec,
+                    loc: Loc) -> ResolvedPlugin | None:
+    """The plugin `spec` names, its params validated (and those of the plugins they name); None, and the
+    sentences in `errors`, when it is not installed, not the recorded version, or its params are refused."""
+    use, params = spec.use, spec.params
+    try:
+        cls = manager.get(kind, use)
+    except PluginError as exc:
+        errors.append(f"{doc.where(loc + ('use',))}: {exc}")
+        return None
+    recorded = getattr(spec, "distribution", None), getattr(spec, "version", None)
+    if any(r is not None and r != now for r, now in zip(recorded, (cls.distribution, cls.version))):
+        errors.append(f"{doc.where(loc + ('version',))}: {kind} {use} came from {' '.join(r for r in recorded if r)} "
+                      f"when this file was written, and {cls.distribution} {cls.version} is installed; install that "
+                      "version, or delete `distribution` and `version` to run with the installed one.")
+        return None
+    try:
+        validated = validate_params(cls, params)
+    except ValidationError as exc:
+        for err in exc.errors():
+            sub = loc + ("params",) + tuple(err["loc"])
+            errors.append(f"{doc.where(sub)}: {_pydantic_sentence(err, f'{kind} {use}')}")
+        return None
+    before, named = len(errors), []
+    check_references(manager, doc, validated, loc + ("params",), f"{kind} {use}", errors, named=named)
+    if len(errors) > before or _round_trip_refused(doc, cls, validated, loc + ("params",), f"{kind} {use}", errors):
+        return None
+    label = getattr(spec, "label", None) or _label(use, params)
+    return ResolvedPlugin(
+        kind=kind,
+        use=use,
+        params=validated.model_dump(mode="json"),
+        distribution=cls.distribution,
+        version=cls.version,
+        label=label,
+        code=code_fingerprint(cls),
+        helpers=referenced_code(cls, named),
     )
-
-
-def _repeated_metrics(doc: YamlDocument, metrics: list[ResolvedPlugin | None]) -> list[str]:
-    """A metric listed twice (the same plugin and params, or the same label) would compute twice and give
-    rows no table can tell apart; the runner also keeps one instance per label."""
-    errors = []
-    for i, m in enumerate(metrics):
-        earlier = next((j for j, o in enumerate(metrics[:i]) if o is not None and m is not None
-                        and (o.label == m.label or (o.use, o.params) == (m.use, m.params))), None)
-        if earlier is None:
-            continue
-        other = metrics[earlier]
-        if other.label != m.label:
-            why = f"computes what metrics[{earlier}] ({other.label}) computes, under another label; list it once."
-        elif (other.use, other.params) == (m.use, m.params):
-            why = f"repeats metrics[{earlier}] ({m.label}); list each metric once."
-        else:
-            why = f"and metrics[{earlier}] are both labelled '{m.label}'; give one of them another `label:`."
-        errors.append(f"{doc.where(('metrics', i))}: metric {m.use} {why}")
-    return errors
-
-
-def check_report_selections(doc: YamlDocument, exp: Experiment, anonymizers: list[str], attackers: list[str],
-                            metrics: list[str] | None = None) -> list[str]:
-    """Every metric, label, protocol, N and scenario the `report:` section selects exists in this experiment,
-    so a typo is caught at `vpeval validate` rather than printed as an empty table after the run. `metrics`:
-    the result names the experiment's metrics report (Metric.result_names); None leaves metric names unchecked."""
-    known = {"anonymizer": [*anonymizers, "original"], "attacker": attackers, "protocol": list(exp.protocols),
-             "n": [str(n) for n in exp.enroll_utterances], "scenario": ["original", "anonymized"], "gender": ["f", "m", "avg", "all"],
-             "metric": list(dict.fromkeys(metrics or []))}
-    errors = []
-    for loc, dim, values in exp.report.selections():
-        if dim == "metric" and metrics is None:
-            continue
-        for value in values:
-            if value not in known[dim]:
-                close = difflib.get_close_matches(value, known[dim], n=1)
-                hint = f"did you mean '{close[0]}'?" if close else f"use one of: {', '.join(known[dim]) or 'none'}."
-                errors.append(f"{doc.where(('report',) + loc)}: this experiment has no {dim} '{value}'; {hint}")
-    return errors
 
 
 # -- nested plugin references (PluginRef fields of plugin params) -----------------------------------
@@ -696,10 +628,6 @@ def _non_finite(doc: YamlDocument, value: Any, loc: Loc) -> list[str]:
     if isinstance(value, list):
         return [e for i, item in enumerate(value) for e in _non_finite(doc, item, loc + (i,))]
     return []
-
-
-def _recovers_embeddings(cls: type) -> bool:
-    return cls.inversion_embeddings is not Attacker.inversion_embeddings
 
 
 def _label(use: str, params: dict[str, Any]) -> str:
