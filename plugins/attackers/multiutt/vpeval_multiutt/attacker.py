@@ -21,7 +21,8 @@ from vpeval.errors import ConfigError, DataError, MissingModelError
 from vpeval.types import Corpus, TrainingData, Utterance
 
 from vpeval_multiutt.memory_cache import MemoryCache
-from vpeval_multiutt.params import AUDIO_SYSTEMS, MultiUttParams
+from vpeval_multiutt.params import MultiUttParams
+from vpeval_multiutt.systems import System, system_for
 
 CONFIG = "config.json"
 HISTORY = "history.json"
@@ -41,7 +42,7 @@ class MultiUttAttacker(Attacker):
     """Multi-utterance, multimodal speaker verification attacker (seed 000): audio, text and prosody over N utterances.
 
     Systems: mean, query-attention, frame-concat, text, audio-text, audio-prosody, hybrid, rjca, rjca-global-text,
-    ssl-whisper.
+    ssl-whisper, each a strategy class in systems.py (what it trains, fuses and how it represents a side).
     """
 
     name: ClassVar[str] = "multiutt"
@@ -59,6 +60,7 @@ class MultiUttAttacker(Attacker):
         self.prosody_mean: np.ndarray | None = None
         self.prosody_std: np.ndarray | None = None
         self.history = History()
+        self.strategy: System = system_for(self.params)  # chosen once: every per-system step lives there
         self._frames = None
         self._cross_frames = None
         self._transcriber = None
@@ -74,35 +76,25 @@ class MultiUttAttacker(Attacker):
 
     @property
     def uses_audio(self) -> bool:
-        return self.system != "text"
+        return self.strategy.uses_audio
 
     @property
     def uses_text(self) -> bool:
-        return self.system in ("text", "audio-text", "hybrid", "rjca", "rjca-global-text")
+        return self.strategy.uses_text
 
     @property
     def uses_prosody(self) -> bool:
-        return self.system == "audio-prosody"
+        return self.strategy.uses_prosody
 
     @property
     def speaker_level(self) -> bool:
         """Whether text or prosody is summarised over the N utterances, or read per utterance."""
-        if self.system in ("hybrid", "rjca"):
-            return False
-        if self.system in ("audio-text", "audio-prosody"):
-            return self.params.fusion_level == "frame"
-        return True
+        return self.strategy.speaker_level
 
     @property
     def audio_aggregation(self) -> str:
         """The aggregation the audio network trains with; per-utterance fusions use single-utterance ECAPA."""
-        if self.system in AUDIO_SYSTEMS:
-            return self.system
-        if self.system == "ssl-whisper" or (
-            self.system in ("audio-text", "audio-prosody") and self.params.fusion_level == "frame"
-        ):
-            return "frame-concat"
-        return "mean"
+        return self.strategy.audio_aggregation
 
     @property
     def frames(self):
@@ -159,26 +151,9 @@ class MultiUttAttacker(Attacker):
     def _build_fusion(self):
         import torch
 
-        from vpeval_multiutt.fusion import ConcatFusion, ProsodyFusion
-        from vpeval_multiutt.hybrid import HybridFusion
-        from vpeval_multiutt.rjca import Rjca
-        from vpeval_multiutt.ssl_whisper import SslWhisper
-
-        p = self.params
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.context.torch_seed(self.name, self.system, "fusion"))
-            if self.system == "hybrid":
-                return HybridFusion(self.text.sentence.dim, p.channels[-1], p.text_dim, p.hybrid_attention_dim,
-                                    p.attention_heads, p.hybrid_dim, p.embedding_dim)
-            if self.system == "ssl-whisper":
-                return SslWhisper(p.channels[-1], self.cross_frames.dim, p.ssl_whisper_dim, p.attention_heads,
-                                  p.max_utterances, p.attention_channels, p.embedding_dim)
-            if self.system.startswith("rjca"):
-                return Rjca(p.embedding_dim, p.text_dim, p.rjca_dim, p.rjca_recurrent_layers, p.rjca_fusion_layers,
-                            p.attention_heads, p.rjca_dropout, p.embedding_dim, global_text=self.speaker_level)
-            if self.system == "audio-text":
-                return ConcatFusion(p.embedding_dim, p.text_dim, p.fusion_dim, p.embedding_dim)
-            return ProsodyFusion(p.embedding_dim, 6 if self.speaker_level else 3, p.prosody_dim, p.embedding_dim)
+            return self.strategy.build_fusion(self)
 
     def _audio_config(self):
         from vpeval_multiutt.audio_model import AudioConfig
@@ -219,7 +194,7 @@ class MultiUttAttacker(Attacker):
             self._train_text(base)
         if self.uses_prosody:
             self._fit_prosody_normalisation(base)
-        if self.system == "ssl-whisper":
+        if self.strategy.uses_cross_frames:
             self.cross_frames.fit(corpus)
         if self.params.trains_fusion:
             self._train_fusion(fusion)
@@ -240,7 +215,8 @@ class MultiUttAttacker(Attacker):
         base = {speakers[i] for i in order[:cut]}
         return [u for u in utterances if u.speaker in base], [u for u in utterances if u.speaker not in base]
 
-    def _crops(self, utterances: Sequence[Utterance], picks: np.ndarray, rng: np.random.Generator):
+    def crops(self, utterances: Sequence[Utterance], picks: np.ndarray, rng: np.random.Generator):
+        """[S*N, T, F] random training crops of the picked utterances' frames (crop_seconds long)."""
         import torch
 
         from vpeval_multiutt.frames import random_crop
@@ -285,7 +261,7 @@ class MultiUttAttacker(Attacker):
         def train() -> None:
             train_aam(
                 self.audio,
-                lambda picks, rng: self.audio.training_embeddings(self._crops(utterances, picks, rng), n),
+                lambda picks, rng: self.audio.training_embeddings(self.crops(utterances, picks, rng), n),
                 episodes, p.embedding_dim, epochs=p.epochs, lr=p.lr, stage=f"audio-{self.audio_aggregation}",
                 **self._training_kwargs(),
             )
@@ -306,7 +282,7 @@ class MultiUttAttacker(Attacker):
         fresh = self.text is None
         if fresh:
             self.text = self._build_text()
-        texts = [w.text for w in self.transcriber.get_many(utterances, f"{self.name}: transcribe training speech")]
+        texts = self.texts(utterances, "transcribe training speech")
         speakers = [u.speaker for u in utterances]
 
         def train() -> None:
@@ -325,14 +301,11 @@ class MultiUttAttacker(Attacker):
     def _fit_prosody_normalisation(self, utterances: list[Utterance]) -> None:
         if self.prosody_mean is not None:  # continuing: the fusion layers were trained on this scale
             return
-        raw = self._prosody(utterances, standardise=False)
+        raw = self.prosody(utterances, standardise=False)
         self.prosody_mean = raw.mean(axis=0)
         self.prosody_std = np.where(raw.std(axis=0) > 1e-6, raw.std(axis=0), 1.0)
 
     def _train_fusion(self, utterances: list[Utterance]) -> None:
-        import torch
-
-        from vpeval_multiutt.ssl_whisper import training_positions
         from vpeval_multiutt.training import Episodes, train_aam
 
         p = self.params
@@ -341,82 +314,19 @@ class MultiUttAttacker(Attacker):
         self.audio.requires_grad_(False)
         if self.text is not None:
             self.text.requires_grad_(False)
-            texts = [w.text for w in self.transcriber.get_many(utterances, f"{self.name}: transcribe fusion speech")]
-        if self.uses_prosody:
-            prosody = self._prosody(utterances)
-        n = p.utterances_per_speaker
-
-        def embed(picks: np.ndarray, rng: np.random.Generator):
-            self.audio.eval()
-            if self.system == "hybrid":
-                self.text.eval()
-                with torch.no_grad():
-                    inputs = self._hybrid_inputs(list(self.audio.encoder.frame_map(self._crops(utterances, picks, rng))),
-                                                 [texts[k] for k in picks.ravel()])
-                return self.fusion(*inputs), n
-            if self.system == "ssl-whisper":
-                with torch.no_grad():
-                    frames, whisper = self._aligned_crops(utterances, picks, rng)
-                    maps = self.audio.encoder.frame_map(frames).transpose(1, 2)  # [S*N, T, C]
-                s, t, tw = len(picks), maps.shape[1], whisper.shape[1]
-                positions = training_positions(n, p.max_utterances, rng)
-                return self.fusion(maps.reshape(s, n * t, -1), positions.repeat_interleave(t),
-                                   whisper.reshape(s, n * tw, -1), positions.repeat_interleave(tw)), 1
-            if self.system.startswith("rjca"):
-                self.text.eval()
-                with torch.no_grad():
-                    audio, _ = self.audio.training_embeddings(self._crops(utterances, picks, rng), n)
-                    text = self._rjca_text([[texts[k] for k in row] for row in picks])
-                return self.fusion(audio.view(len(picks), n, -1), text), 1
-            with torch.no_grad():
-                audio, rows = self.audio.training_embeddings(self._crops(utterances, picks, rng), n)
-                if self.text is not None:
-                    self.text.eval()
-                    sides = [[texts[k] for k in row] for row in picks]
-                    other = self.text(sides) if self.speaker_level else self.text([[t] for s in sides for t in s])
-                else:
-                    other = torch.from_numpy(self._prosody_input(prosody[picks]))
-            return self.fusion(audio, other), rows
-
-        schedule = dict(epochs=p.fusion_epochs, lr=p.fusion_lr, **self._training_kwargs())
-        if self.system == "hybrid":
-            schedule.update(epochs=p.hybrid_epochs, lr=p.hybrid_lr, weight_decay=p.hybrid_weight_decay)
-        train_aam(self.fusion, embed, Episodes(utterances, n, p.speakers_per_batch, p.batches_per_epoch),
+        step = self.strategy.fusion_step(self, utterances)
+        schedule = {**self._training_kwargs(), **self.strategy.fusion_schedule()}
+        train_aam(self.fusion, step, Episodes(utterances, p.utterances_per_speaker, p.speakers_per_batch,
+                                              p.batches_per_epoch),
                   p.embedding_dim, stage=f"fusion-{self.system}", **schedule)
 
-    def _aligned_crops(self, utterances: Sequence[Utterance], picks: np.ndarray, rng: np.random.Generator):
-        """Crops of the ECAPA frames and of the Whisper frames over the same stretch of each utterance."""
-        import torch
-
-        from vpeval_multiutt.frames import crop_at, crop_start
-
-        seconds, rate, cross_rate = self.params.crop_seconds, self.frames.frame_rate, self.cross_frames.frame_rate
-        length, cross_length = max(1, round(seconds * rate)), max(1, round(seconds * cross_rate))
-        ecapa, whisper = [], []
-        for k in picks.ravel():
-            frames = self.frames.frames(utterances[k])
-            start = crop_start(len(frames), length, rng)
-            ecapa.append(crop_at(frames, start, length))
-            whisper.append(crop_at(self.cross_frames.frames(utterances[k]), round(start * cross_rate / rate), cross_length))
-        return torch.from_numpy(np.stack(ecapa)), torch.from_numpy(np.stack(whisper))
-
     def _rjca_text(self, sides: list[list[str]]):
-        """[S, N, text_dim]: each utterance's vector, or the side's speaker-level vector repeated (III-B5)."""
-        n = len(sides[0])
-        if self.speaker_level:
-            return self.text(sides).unsqueeze(1).expand(-1, n, -1)
-        return self.text([[t] for side in sides for t in side]).view(len(sides), n, -1)
-
-    def _hybrid_inputs(self, frame_maps: list, texts: list[str]) -> tuple:
-        """What HybridFusion reads for utterances with these frame maps ([C, T] each, equal T) and transcripts."""
-        import torch
-
-        tokens, padding, real = self.text.sentence.tokens(texts)
-        return tokens, padding, real, torch.stack(frame_maps), self.text([[t] for t in texts])
+        """[S, N, text_dim] text vectors an rjca system fuses (RjcaSystem.text_sequence)."""
+        return self.strategy.text_sequence(self, sides)
 
     # -- prosody ----------------------------------------------------------------------------
 
-    def _prosody(self, utterances: Sequence[Utterance], standardise: bool = True) -> np.ndarray:
+    def prosody(self, utterances: Sequence[Utterance], standardise: bool = True) -> np.ndarray:
         """[U, 3] prosodic vectors, cached by audio content and transcript settings."""
         from vpeval.content_cache import JsonCache, cache_key
         from vpeval.data.fingerprint import file_hash
@@ -436,7 +346,7 @@ class MultiUttAttacker(Attacker):
         raw = np.asarray(out, dtype=np.float32).reshape(len(utterances), 3)
         return (raw - self.prosody_mean) / self.prosody_std if standardise else raw
 
-    def _prosody_input(self, sides: np.ndarray) -> np.ndarray:
+    def prosody_input(self, sides: np.ndarray) -> np.ndarray:
         """Standardised prosody of sides [S, N, 3] -> [S, 6] (mean and std over N) or [S*N, 3] per utterance."""
         from vpeval_multiutt.prosody import side_statistics
 
@@ -462,66 +372,17 @@ class MultiUttAttacker(Attacker):
         self._map_memo = MemoryCache(self.params.audio_cache_mb)  # likewise their frame maps, within a budget
         try:
             with torch.no_grad():
-                return np.stack([self._side(list(side)) for side in items]).astype(np.float64)
+                return np.stack([self.strategy.side(self, list(side)) for side in items]).astype(np.float64)
         finally:
             self._utterance_memo = None
             self._map_memo = None
-
-    def _side(self, side: list[Utterance]) -> np.ndarray:
-        import torch
-
-        from vpeval_multiutt.fusion import weighted_vector
-
-        if self.system in AUDIO_SYSTEMS:
-            if self.system == "frame-concat":
-                return self._audio_side(side).numpy()
-            return self.audio.aggregate(self._audio_utterances(side)).numpy()
-        if self.system == "text":
-            return self.text([self._texts(side)])[0].numpy()
-        if self.system == "audio-text" and self.params.fusion == "weighted":
-            texts = self._texts(side)
-            if self.speaker_level:
-                return weighted_vector(self._audio_side(side).numpy(), self.text([texts])[0].numpy(), self.params.fusion_weights)
-            audio = self._audio_utterances(side).numpy()
-            text = self.text([[t] for t in texts]).numpy()
-            return np.mean([weighted_vector(a, t, self.params.fusion_weights) for a, t in zip(audio, text)], axis=0)
-        if self.system == "audio-text":
-            texts = self._texts(side)
-            if self.speaker_level:
-                return self.fusion(self._audio_side(side)[None], self.text([texts]))[0].numpy()
-            fused = self.fusion(self._audio_utterances(side), self.text([[t] for t in texts]))
-            return torch.nn.functional.normalize(fused, dim=-1).mean(dim=0).numpy()
-        if self.system == "ssl-whisper":
-            if len(side) > self.params.max_utterances:
-                raise DataError(
-                    f"{self.name}: a trial side has {len(side)} utterances but ssl-whisper learned positions for "
-                    f"{self.params.max_utterances}; raise max_utterances and train again, or use smaller N."
-                )
-            maps = [m[0].T for m in self._frame_maps(side)]
-            whisper = [torch.from_numpy(self.cross_frames.frames(u)) for u in side]
-            index = lambda parts: torch.cat([torch.full((len(x),), i) for i, x in enumerate(parts)])  # noqa: E731
-            return self.fusion(torch.cat(maps)[None], index(maps), torch.cat(whisper)[None], index(whisper))[0].numpy()
-        if self.system.startswith("rjca"):
-            return self.fusion(self._audio_utterances(side)[None], self._rjca_text([self._texts(side)]))[0].numpy()
-        if self.system == "hybrid":
-            texts = self._texts(side)
-            fused = torch.cat([
-                self.fusion(*self._hybrid_inputs([m[0]], [t]))
-                for m, t in zip(self._frame_maps(side), texts)
-            ])
-            return torch.nn.functional.normalize(fused, dim=-1).mean(dim=0).numpy()
-        prosody = torch.from_numpy(self._prosody_input(self._prosody(side)[None]))
-        if self.speaker_level:
-            return self.fusion(self._audio_side(side)[None], prosody)[0].numpy()
-        fused = self.fusion(self._audio_utterances(side), prosody)
-        return torch.nn.functional.normalize(fused, dim=-1).mean(dim=0).numpy()
 
     def _frames_of(self, side: list[Utterance]):
         import torch
 
         return [torch.from_numpy(self.frames.frames(u)) for u in side]
 
-    def _frame_maps(self, side: list[Utterance]) -> list:
+    def frame_maps(self, side: list[Utterance]) -> list:
         """Each utterance's ECAPA frame map [1, C, T_i] (before pooling), once per represent_many call."""
         import torch
 
@@ -532,14 +393,16 @@ class MultiUttAttacker(Attacker):
             return [make(u) for u in side]
         return [self._map_memo.get((u.path, u.channel), lambda u=u: make(u)) for u in side]
 
-    def _audio_side(self, side: list[Utterance]):
+    def audio_side(self, side: list[Utterance]):
+        """The side's speaker-level audio vector [D] (the audio network's own aggregation)."""
         import torch
 
         if self.audio.aggregation == "frame-concat":  # AudioModel.side_embedding, with the maps memoised
-            return self.audio.encoder.pool(torch.cat(self._frame_maps(side), dim=2))[0]
+            return self.audio.encoder.pool(torch.cat(self.frame_maps(side), dim=2))[0]
         return self.audio.side_embedding(self._frames_of(side))
 
-    def _audio_utterances(self, side: list[Utterance]):
+    def audio_utterances(self, side: list[Utterance]):
+        """[N, D] each utterance's embedding, once per represent_many call."""
         import torch
 
         memo = self._utterance_memo if self._utterance_memo is not None else {}
@@ -549,8 +412,9 @@ class MultiUttAttacker(Attacker):
                 memo[key] = self.audio.utterance_embeddings(torch.from_numpy(self.frames.frames(u))[None])[0]
         return torch.stack([memo[(u.path, u.channel)] for u in side])
 
-    def _texts(self, side: list[Utterance]) -> list[str]:
-        return [w.text for w in self.transcriber.get_many(side, f"{self.name}: transcribe")]
+    def texts(self, utterances: Sequence[Utterance], what: str = "transcribe") -> list[str]:
+        """The transcripts of these utterances (the transcriber's cache shows `what` as its progress)."""
+        return [w.text for w in self.transcriber.get_many(utterances, f"{self.name}: {what}")]
 
     def _check_ready(self) -> None:
         missing = [name for name, ready in (("audio", self.audio), ("text", self.text)) if
@@ -578,7 +442,7 @@ class MultiUttAttacker(Attacker):
             config["audio"] = self.audio.config.to_json()
             if self.params.frame_source != "fbank":
                 self.frames.save(folder / FRONTEND)
-        if self.system == "ssl-whisper" and self.params.cross_frames != "fbank":
+        if self.strategy.uses_cross_frames and self.params.cross_frames != "fbank":
             self.cross_frames.save(folder / CROSS_FRONTEND)
         if self.text is not None:
             torch.save(self.text.trainable_state(), folder / WEIGHTS["text"])
@@ -614,7 +478,7 @@ class MultiUttAttacker(Attacker):
                 )
             self.audio = self._build_audio(saved)
             self._load_state(self.audio, folder / WEIGHTS["audio"])
-        if self.system == "ssl-whisper" and self.params.cross_frames != "fbank":
+        if self.strategy.uses_cross_frames and self.params.cross_frames != "fbank":
             self.cross_frames.load(folder / CROSS_FRONTEND)
         if self.uses_text:
             self.text = self._build_text()
