@@ -22,7 +22,7 @@ import numpy as np
 from vpeval.api import Anonymizer, Attacker, Executor, Frontend, Metric, MetricInputs, Plugin, PluginContext, SimilarityMatrix
 from vpeval.build import build_helper, build_resolved
 from vpeval.config import ResolvedAnonymizer, ResolvedAttacker, ResolvedExperiment, ResolvedPlugin
-from vpeval.errors import DataError
+from vpeval.errors import DataError, PluginError
 from vpeval.plugins import get_plugin_manager
 from vpeval.run.cache import StageCache, stable_key
 from vpeval.run.console import RunConsole
@@ -260,17 +260,20 @@ class Runner:
 
         state = self.state
         started = time.perf_counter()
+        self._refuse_unknown_metric_inputs()
         corpus, plan, skipped = self._data()
         state.plan = plan
         state.fingerprint = corpus.fingerprint
         score_sets: list[ScoreSet] = []
-        speech_rows: list[dict[str, Any]] = []
+        attacker_rows: list[dict[str, Any]] = []  # of the per-attacker metric kinds, as each attacker trains
         needs_train_anon = {a.label for a in self.exp.anonymizers} if any(
             att.train_on == "anonymized" for att in self.exp.attackers
         ) else set()
         anonymized_eval: dict[str, Corpus] = {}
+        metrics_read_anonymized = any(kind.reads_anonymized and self._metrics(needs)
+                                      for needs, kind in METRIC_INPUTS.items())
         for anon in self.exp.anonymizers:
-            if {"O-A", "A-A"} & set(self.settings.protocols) or self._speech_metrics() or self._metrics("embeddings"):
+            if {"O-A", "A-A"} & set(self.settings.protocols) or metrics_read_anonymized:
                 anonymized_eval[anon.label] = self._anonymize(anon, plan.evaluation, "evaluation")
             if anon.label in needs_train_anon:
                 self._anonymize(anon, plan.train, "train")
@@ -286,15 +289,10 @@ class Runner:
                     if att.train_on == "anonymized" and anon is not system:
                         continue
                     score_sets += self._score(att, attacker, train_key, anon, plan, anonymized_eval)
-                for metric in self._metrics("similarity"):
-                    for anon in self.exp.anonymizers:
-                        if att.train_on == "anonymized" and anon is not system:
-                            continue
-                        speech_rows += self._similarity_metric(metric, att, attacker, train_key, anon, plan, anonymized_eval[anon.label])
-                for metric in self._metrics("embeddings"):
-                    speech_rows += self._embedding_metric(metric, att, attacker, train_key, system, plan, anonymized_eval)
+                trained = TrainedAttacker(att, attacker, train_key, system)
+                attacker_rows += self._attacker_metric_rows(MetricScope(plan, anonymized_eval, trained=trained))
 
-        rows = self._score_metrics(score_sets) + speech_rows + self._speech_metric_rows(plan, anonymized_eval)
+        rows = self._metric_rows(MetricScope(plan, anonymized_eval, score_sets=score_sets), attacker_rows)
         state.timings["total"] = time.perf_counter() - started
         result = RunResult(self.folder, rows, state.timings, state.executed, skipped, anonymized_eval)
         write_outputs(self.exp, result, plan, score_sets)
@@ -346,17 +344,6 @@ class Runner:
         )
         self.state.timings["data"] = time.perf_counter() - started
         return corpus, plan, skipped
-
-    def _speech_metrics(self) -> list[tuple[ResolvedPlugin, type[Metric]]]:
-        return self._metrics("speech")
-
-    def _metrics(self, needs: str) -> list[tuple[ResolvedPlugin, type[Metric]]]:
-        out = []
-        for m in self.exp.metrics:
-            cls = self.manager.get("metric", m.use)
-            if cls.needs == needs:
-                out.append((m, cls))
-        return out
 
     def _anonymizer_key(self, anon: ResolvedAnonymizer, corpus: Corpus) -> str:
         payload = {
@@ -533,6 +520,36 @@ class Runner:
         )
 
     # -- metrics -----------------------------------------------------------------------------
+    # One builder per `needs` (METRIC_INPUTS, below the class): each gives the rows of one metric plugin
+    # from what the run has made so far (a MetricScope).
+
+    def _metrics(self, needs: str) -> list[ResolvedPlugin]:
+        return [m for m in self.exp.metrics if self.manager.get("metric", m.use).needs == needs]
+
+    def _refuse_unknown_metric_inputs(self) -> None:
+        """A metric whose `needs` no builder provides would silently give no rows: refuse it before any work."""
+        for m in self.exp.metrics:
+            cls = self.manager.get("metric", m.use)
+            if cls.needs not in METRIC_INPUTS:
+                raise PluginError(f"metric {m.use} reads '{cls.needs}', which vpeval does not provide (a metric "
+                                  f"reads one of: {', '.join(METRIC_INPUTS)}); this is a bug in {cls.distribution} "
+                                  f"{cls.version}: report it to its authors.")
+
+    def _attacker_metric_rows(self, scope: MetricScope) -> list[dict[str, Any]]:
+        """The rows of the per-attacker metric kinds for the trained attacker in `scope`, kinds in table order."""
+        return [row for needs, kind in METRIC_INPUTS.items() if kind.per_attacker
+                for plugin in self._metrics(needs) for row in kind.rows(self, plugin, scope)]
+
+    def _metric_rows(self, scope: MetricScope, attacker_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Every metric row, in table order; the per-attacker kinds' rows (computed while each attacker was in
+        memory, `attacker_rows`) stand together at the place of the first of them, in the order attackers trained."""
+        rows: list[dict[str, Any]] = []
+        for needs, kind in METRIC_INPUTS.items():
+            if kind.per_attacker:
+                rows, attacker_rows = rows + attacker_rows, []
+            else:
+                rows += [row for plugin in self._metrics(needs) for row in kind.rows(self, plugin, scope)]
+        return rows
 
     def _metric_results(
         self, plugin: ResolvedPlugin, label: str, inputs_key: dict[str, Any], coords: dict[str, Any], inputs: Callable[[], MetricInputs]
@@ -552,87 +569,102 @@ class Runner:
         return self._get_or_build("metrics", f"{plugin.label} on {label}", key, StoredMetricResults, compute,
                                   reads=[self.state.plan.evaluation])
 
-    def _score_metrics(self, score_sets: list[ScoreSet]) -> list[dict[str, Any]]:
+    def _score_metric_rows(self, plugin: ResolvedPlugin, scope: MetricScope) -> list[dict[str, Any]]:
+        """needs "scores": once per score set (attacker, protocol, N, anonymizer)."""
         rows = []
-        for plugin, _cls in self._metrics("scores"):
-            for s in score_sets:
-                coords = {"anonymizer": s.anonymizer, "attacker": s.attacker, "scenario": s.scenario, "protocol": s.protocol, "n": s.n}
-                label = f"{s.attacker} {s.protocol} N={s.n} vs {s.anonymizer}"
-                results = self._metric_results(plugin, label, {"scores": s.key}, coords,
-                                               lambda s=s, coords=coords: MetricInputs(scores=s.scores, attributes=coords))
-                rows += [_row(coords, plugin, r) for r in results]
+        for s in scope.score_sets:
+            coords = {"anonymizer": s.anonymizer, "attacker": s.attacker, "scenario": s.scenario,
+                      "protocol": s.protocol, "n": s.n}
+            label = f"{s.attacker} {s.protocol} N={s.n} vs {s.anonymizer}"
+            results = self._metric_results(plugin, label, {"scores": s.key}, coords,
+                                           lambda s=s, coords=coords: MetricInputs(scores=s.scores, attributes=coords))
+            rows += [_row(coords, plugin, r) for r in results]
         return rows
 
-    def _speech_metric_rows(self, plan, anonymized_eval: dict[str, Corpus]) -> list[dict[str, Any]]:
+    def _speech_metric_rows(self, plugin: ResolvedPlugin, scope: MetricScope) -> list[dict[str, Any]]:
+        """needs "speech": once per anonymizer, the original and anonymized evaluation speech (rows about the
+        original speech once, not once per anonymizer)."""
         rows: list[dict[str, Any]] = []
-        original = plan.evaluation
+        original = scope.plan.evaluation
         original_key = stable_key([self.state.fingerprint, [u.id for u in original.utterances]])
         seen_original: set[tuple] = set()
-        for plugin, _cls in self._metrics("speech"):
-            for anon in list(self.exp.anonymizers) or [None]:
-                anonymized = anonymized_eval.get(anon.label) if anon else None
-                anonymized_key = self.state.anonymized[(anon.label, "evaluation")][0] if anon else None
-                coords = {"anonymizer": anon.label if anon else "original", "attacker": "", "scenario": "", "protocol": "", "n": None}
-                results = self._metric_results(
-                    plugin, coords["anonymizer"], {"original": original_key, "anonymized": anonymized_key}, coords,
-                    lambda anonymized=anonymized, coords=coords: MetricInputs(original=original, anonymized=anonymized, attributes=coords),
-                )
-                for r in results:
-                    c = dict(coords)
-                    if r.details.get("speech") == "original":
-                        c["anonymizer"] = "original"
-                        sig = (plugin.label, r.metric, r.gender, json.dumps(r.details.get("class"), default=str))
-                        if sig in seen_original:
-                            continue
-                        seen_original.add(sig)
-                    rows.append(_row(c, plugin, r))
+        for anon in list(self.exp.anonymizers) or [None]:
+            anonymized = scope.anonymized.get(anon.label) if anon else None
+            anonymized_key = self.state.anonymized[(anon.label, "evaluation")][0] if anon else None
+            coords = {"anonymizer": anon.label if anon else "original", "attacker": "", "scenario": "", "protocol": "",
+                      "n": None}
+            results = self._metric_results(
+                plugin, coords["anonymizer"], {"original": original_key, "anonymized": anonymized_key}, coords,
+                lambda anonymized=anonymized, coords=coords: MetricInputs(original=original, anonymized=anonymized,
+                                                                          attributes=coords),
+            )
+            for r in results:
+                c = dict(coords)
+                if r.details.get("speech") == "original":
+                    c["anonymizer"] = "original"
+                    sig = (plugin.label, r.metric, r.gender, json.dumps(r.details.get("class"), default=str))
+                    if sig in seen_original:
+                        continue
+                    seen_original.add(sig)
+                rows.append(_row(c, plugin, r))
         return rows
 
-    def _similarity_metric(self, metric_entry, att, attacker, train_key: str, anon, plan, anonymized: Corpus) -> list[dict[str, Any]]:
-        """Utterance-by-utterance score matrices (enrollment pool x trial pool) for GVD-like metrics."""
-        plugin, _cls = metric_entry
+    def _similarity_metric_rows(self, plugin: ResolvedPlugin, scope: MetricScope) -> list[dict[str, Any]]:
+        """needs "similarity": utterance-by-utterance score matrices (enrollment pool x trial pool) for GVD-like
+        metrics, once per anonymizer the trained attacker is evaluated on."""
+        trained, plan = scope.trained, scope.plan
+        assert trained is not None
+        att, attacker, train_key = trained.spec, trained.model, trained.key
         rows_ids = [(i,) for i in plan.enroll_ids]
         cols_ids = [(i,) for i in plan.test_ids]
-        anon_key = self.state.anonymized[(anon.label, "evaluation")][0]
+        rows = []
+        for anon in self.exp.anonymizers:
+            if att.train_on == "anonymized" and anon is not trained.system:
+                continue
+            anonymized = scope.anonymized[anon.label]
+            anon_key = self.state.anonymized[(anon.label, "evaluation")][0]
+            coords = {"anonymizer": anon.label, "attacker": att.label, "scenario": att.train_on, "protocol": "", "n": 1}
 
-        def matrices() -> MetricInputs:
-            out = {}
-            for protocol in ("O-O", "O-A", "A-A"):
-                enroll_corpus, test_corpus = self._side_corpora(protocol, anonymized)
-                ev = anon_key if protocol == "A-A" else None
-                tv = anon_key if protocol != "O-O" else None
-                r = self._represent(attacker, train_key, rows_ids, enroll_corpus, ev)
-                c = self._represent(attacker, train_key, cols_ids, test_corpus, tv)
-                grid = attacker.score(np.repeat(r, len(c), axis=0), np.tile(c, (len(r), 1))).reshape(len(r), len(c))
-                out[protocol] = SimilarityMatrix(
-                    grid,
-                    np.array([plan.evaluation[i[0]].speaker for i in rows_ids]),
-                    np.array([plan.evaluation[i[0]].speaker for i in cols_ids]),
-                    np.array([i[0] for i in rows_ids]),
-                    np.array([i[0] for i in cols_ids]),
-                )
-            return MetricInputs(similarity=out, attributes=coords)
+            def matrices(anonymized=anonymized, anon_key=anon_key, coords=coords) -> MetricInputs:
+                out = {}
+                for protocol in ("O-O", "O-A", "A-A"):
+                    enroll_corpus, test_corpus = self._side_corpora(protocol, anonymized)
+                    ev = anon_key if protocol == "A-A" else None
+                    tv = anon_key if protocol != "O-O" else None
+                    r = self._represent(attacker, train_key, rows_ids, enroll_corpus, ev)
+                    c = self._represent(attacker, train_key, cols_ids, test_corpus, tv)
+                    grid = attacker.score(np.repeat(r, len(c), axis=0), np.tile(c, (len(r), 1))).reshape(len(r), len(c))
+                    out[protocol] = SimilarityMatrix(
+                        grid,
+                        np.array([plan.evaluation[i[0]].speaker for i in rows_ids]),
+                        np.array([plan.evaluation[i[0]].speaker for i in cols_ids]),
+                        np.array([i[0] for i in rows_ids]),
+                        np.array([i[0] for i in cols_ids]),
+                    )
+                return MetricInputs(similarity=out, attributes=coords)
 
-        coords = {"anonymizer": anon.label, "attacker": att.label, "scenario": att.train_on, "protocol": "", "n": 1}
-        inputs_key = {"train": train_key, "anonymized": anon_key, "data": self.state.fingerprint,
-                      "pools": stable_key([plan.enroll_ids, plan.test_ids])}
-        results = self._metric_results(plugin, f"{att.label} vs {anon.label}", inputs_key, coords, matrices)
-        return [_row(coords, plugin, r) for r in results]
+            inputs_key = {"train": train_key, "anonymized": anon_key, "data": self.state.fingerprint,
+                          "pools": stable_key([plan.enroll_ids, plan.test_ids])}
+            results = self._metric_results(plugin, f"{att.label} vs {anon.label}", inputs_key, coords, matrices)
+            rows += [_row(coords, plugin, r) for r in results]
+        return rows
 
-    def _embedding_metric(self, metric_entry, att, attacker: Attacker, train_key: str, system, plan, anonymized_eval) -> list[dict[str, Any]]:
-        """Recovered against true speaker embeddings (seed 002's inversion), for attackers that recover them.
+    def _embedding_metric_rows(self, plugin: ResolvedPlugin, scope: MetricScope) -> list[dict[str, Any]]:
+        """needs "embeddings": recovered against true speaker embeddings, for attackers that recover them.
 
         Protocol "O": recovered from the original evaluation speech; "A": from an anonymizer's version of it.
         The targets always come from the original speech of the same utterance.
         """
-        plugin, _cls = metric_entry
-        if type(attacker).inversion_embeddings is Attacker.inversion_embeddings:
+        trained, plan = scope.trained, scope.plan
+        assert trained is not None
+        att, attacker, train_key, system = trained.spec, trained.model, trained.key, trained.system
+        if not attacker.recovers_embeddings():
             return []
         versions: list[tuple[str, ResolvedAnonymizer | None]] = [("O", None)] if system is None else []
         versions += [("A", anon) for anon in self.exp.anonymizers if system is None or anon is system]
         rows = []
         for protocol, anon in versions:
-            observed = anonymized_eval[anon.label] if anon is not None else plan.evaluation
+            observed = scope.anonymized[anon.label] if anon is not None else plan.evaluation
             anon_key = self.state.anonymized[(anon.label, "evaluation")][0] if anon is not None else None
             coords = {"anonymizer": anon.label if anon else "none", "attacker": att.label, "scenario": att.train_on,
                       "protocol": protocol, "n": 1}
@@ -646,6 +678,46 @@ class Runner:
             label = f"{att.label} {protocol}" + (f" vs {anon.label}" if anon else "")
             rows += [_row(coords, plugin, r) for r in self._metric_results(plugin, label, inputs_key, coords, inputs)]
         return rows
+
+
+@dataclass(frozen=True)
+class TrainedAttacker:
+    """One trained attack model as the per-attacker metric kinds see it."""
+
+    spec: ResolvedAttacker
+    model: Attacker
+    key: str  # its train stage's cache key
+    system: ResolvedAnonymizer | None  # the anonymizer it trained on (train_on: anonymized); None: original speech
+
+
+@dataclass(frozen=True)
+class MetricScope:
+    """What a metric input builder reads: the plan, the anonymized evaluation speech by anonymizer label, and
+    either every score set of the run (after the attacks) or one trained attacker (while it is in memory)."""
+
+    plan: EvaluationPlan
+    anonymized: dict[str, Corpus]
+    score_sets: list[ScoreSet] = field(default_factory=list)
+    trained: TrainedAttacker | None = None
+
+
+@dataclass(frozen=True)
+class MetricInputKind:
+    """How the runner builds the inputs of the metrics of one `needs`."""
+
+    rows: Callable[[Runner, ResolvedPlugin, MetricScope], list[dict[str, Any]]]  # one metric plugin's rows
+    per_attacker: bool  # once per trained attacker (MetricScope.trained), else once per run after the attacks
+    reads_anonymized: bool  # it reads the anonymized evaluation speech, even when no protocol scores it
+
+
+# needs -> its builder: a new kind of metric input is one entry (and one MetricInputs field). The order is
+# the order of the result rows (see Runner._metric_rows).
+METRIC_INPUTS: dict[str, MetricInputKind] = {
+    "scores": MetricInputKind(Runner._score_metric_rows, per_attacker=False, reads_anonymized=False),
+    "similarity": MetricInputKind(Runner._similarity_metric_rows, per_attacker=True, reads_anonymized=True),
+    "embeddings": MetricInputKind(Runner._embedding_metric_rows, per_attacker=True, reads_anonymized=True),
+    "speech": MetricInputKind(Runner._speech_metric_rows, per_attacker=False, reads_anonymized=True),
+}
 
 
 def _row(coords: dict[str, Any], plugin: ResolvedPlugin, r) -> dict[str, Any]:
