@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from vpeval.api import Voice
+from vpeval.audio import read_audio
 from vpeval.plugins import plugin_context
-from vpeval.data.audio import read_audio
 from vpeval.stats import equal_error_rate
 from vpeval.testing.realdata import real_data_root
 

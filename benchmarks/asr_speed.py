@@ -28,8 +28,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from vpeval.api import MetricInputs, PluginContext  # noqa: E402
+from vpeval.audio import read_audio  # noqa: E402
 from vpeval.plugins import plugin_context  # noqa: E402
-from vpeval.data.audio import read_audio  # noqa: E402
 from vpeval.types import Corpus, Utterance  # noqa: E402
 
 REAL = real_data_root()  # fsdd/ and vctk_autovc/

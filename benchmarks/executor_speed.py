@@ -33,10 +33,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 from vpeval.api import PluginContext  # noqa: E402
-from vpeval.config import ResolvedAnonymizer, ResolvedPlugin, code_fingerprint  # noqa: E402
+from vpeval.builtin.local_executor import LocalProcesses  # noqa: E402
+from vpeval.codehash import code_fingerprint  # noqa: E402
+from vpeval.config import ResolvedAnonymizer, ResolvedPlugin  # noqa: E402
 from vpeval.plugins import get_plugin_manager  # noqa: E402
 from vpeval.run.anonymize_task import AnonymizeTask  # noqa: E402
-from vpeval.run.local_executor import LocalProcesses  # noqa: E402
 from vpeval.testing.dummies import make_corpus  # noqa: E402
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from anonymizers_real_speech import VCTK, pair_eer, wer
 from vpeval.api import Voice
-from vpeval.data.audio import read_audio
+from vpeval.audio import read_audio
 from vpeval.plugins import plugin_context
 
 SETTINGS = {

@@ -344,19 +344,19 @@ def test_resolved_yaml_reruns_and_refuses_another_installed_version(fake_plugins
 
 
 def test_a_plugins_code_fingerprint_covers_the_vpeval_libraries_it_requires(monkeypatch):
-    import vpeval.config as config
+    import vpeval.codehash as codehash
     from vpeval.plugins import get_plugin_manager
 
     cls = get_plugin_manager().get("anonymizer", "poolvc")
-    assert config._library_packages(cls.distribution) == ["vpeval_world"]
-    with_library = config.code_fingerprint(cls)
-    monkeypatch.setattr(config, "_CODE_HASHES", {})
-    monkeypatch.setattr(config, "_library_packages", lambda distribution: [])
-    assert config.code_fingerprint(cls) != with_library  # an edit in vpeval_world changes poolvc's cache keys
+    assert codehash._library_packages(cls.distribution) == ["vpeval_world"]
+    with_library = codehash.code_fingerprint(cls)
+    monkeypatch.setattr(codehash, "_CODE_HASHES", {})
+    monkeypatch.setattr(codehash, "_library_packages", lambda distribution: [])
+    assert codehash.code_fingerprint(cls) != with_library  # an edit in vpeval_world changes poolvc's cache keys
 
 
 def test_the_code_of_plugins_named_in_params_joins_the_cache_identity(monkeypatch):
-    import vpeval.config as config
+    import vpeval.codehash as codehash
 
     text = ("name: x\ndata:\n  corpus: {use: synth, params: {preset: tiny}}\n"
             "anonymizers: [mcadams, {use: poolvc, params: {encoder: {use: ge2e}}}]\n"
@@ -364,8 +364,8 @@ def test_the_code_of_plugins_named_in_params_joins_the_cache_identity(monkeypatc
     mcadams, poolvc = (a.steps[0] for a in load_experiment_text(text, "exp.yaml").anonymizers)
     assert mcadams.helpers == "" and "helpers" not in mcadams.identity()  # names no plugin: key as before
     assert poolvc.helpers and poolvc.identity()["helpers"] == poolvc.helpers  # its encoder and pool corpus
-    real = config.code_fingerprint
-    monkeypatch.setattr(config, "code_fingerprint",
+    real = codehash.code_fingerprint
+    monkeypatch.setattr(codehash, "code_fingerprint",
                         lambda cls: "edited" if cls.__module__.startswith("vpeval_ge2e") else real(cls))
     again = load_experiment_text(text, "exp.yaml").anonymizers
     assert again[1].steps[0].helpers != poolvc.helpers  # the ge2e encoder's code changed: poolvc's key changes

@@ -7,11 +7,11 @@ import cloudpickle
 import pytest
 import yaml
 
+from vpeval.builtin.local_executor import LocalProcesses
 from vpeval.config import ResolvedPlugin, load_experiment_text
 from vpeval.errors import ConfigError, PluginError
 from vpeval.plugins import get_plugin_manager
 from vpeval.run.anonymize_task import AnonymizeTask
-from vpeval.run.local_executor import LocalProcesses
 from vpeval.run.runner import Runner
 
 EXPERIMENT = """\

@@ -74,7 +74,7 @@ def test_ctrl_c_mid_anonymization_is_one_line_and_a_rerun_resumes(tmp_path, work
 WORKERS = textwrap.dedent("""\
     import sys, time
     from pathlib import Path
-    from vpeval.run.executor import LocalExecutor
+    from vpeval.executor import LocalExecutor
 
     def work(seconds):
         Path(sys.argv[1], f"started-{seconds}").touch()

@@ -91,7 +91,7 @@ def test_a_run_naming_a_duplicated_plugin_fails_with_one_sentence(monkeypatch):
         FakeEntryPoint("a", "vpeval-first", lambda: metric_module("same")),
         FakeEntryPoint("b", "vpeval-second", lambda: metric_module("same")),
     ])
-    manager.register_module(importlib.import_module("vpeval.builtins"), "vpeval", "0")
+    manager.register_module(importlib.import_module("vpeval.builtin.plugin"), "vpeval", "0")
     text = "name: t\ndata: {corpus: {use: manifest, params: {path: m.csv}}}\nprotocols: [O-O]\nmetrics: [same]\n"
     with pytest.raises(ConfigError) as info:
         load_experiment_text(text, "exp.yaml", manager=manager)
@@ -163,12 +163,12 @@ def test_the_light_import_contract_sees_a_heavy_library(tmp_path, monkeypatch):
     (tmp_path / "eager_plugin.py").write_text("import sys\nsys.modules['torch'] = sys  # as `import torch` would\n")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     assert heavy_modules_after_import("eager_plugin", "corpus", "manifest", "vpeval") == ["torch"]
-    assert heavy_modules_after_import("vpeval.data.sources", "corpus", "manifest", "vpeval") == []
+    assert heavy_modules_after_import("vpeval.builtin.sources", "corpus", "manifest", "vpeval") == []
 
 
 def test_plugin_context_makes_plugins_from_the_registry(tmp_path):
     from vpeval.api import PluginContext
-    from vpeval.data.sources import ManifestCorpus
+    from vpeval.builtin.sources import ManifestCorpus
     from vpeval.plugins import plugin_context
 
     made = plugin_context(seed=5, work_dir=tmp_path).get("corpus", "manifest", {"path": "x.csv"})

@@ -8,7 +8,7 @@ import pytest
 from vpeval.config import load_experiment_text
 from vpeval.errors import ConfigError
 from vpeval.report import declared
-from vpeval.report.spec import FindingSpec, ReportSpec
+from vpeval.report_spec import FindingSpec, ReportSpec
 from vpeval.run.runner import Runner
 
 EXPERIMENT = """\

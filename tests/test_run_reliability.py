@@ -87,7 +87,7 @@ def test_changing_one_attacker_recomputes_only_its_metric_rows(tmp_path, fake_pl
 
 
 def test_an_utterance_cut_off_while_written_is_not_adopted_on_resume(tmp_path, fake_plugins, monkeypatch):
-    import vpeval.data.audio as audio_module
+    import vpeval.audio as audio_module
 
     reference = run(tmp_path / "ref")
     write = audio_module.write_audio
@@ -259,7 +259,7 @@ def test_pipes_run_only_with_allow_pipes_on_the_command_line(tmp_path, fake_plug
 
 
 def test_file_names_are_injective_and_keep_plain_names():
-    from vpeval.run.names import file_name, utterance_file
+    from vpeval.names import file_name, utterance_file
 
     texts = ["x/y", "x y", "x_y", "x__y", "a" * 200 + "1", "a" * 200 + "2", "", ".", "..", "ok-name", "ok-name~"]
     names = [file_name(t) for t in texts]

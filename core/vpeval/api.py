@@ -128,7 +128,7 @@ class PluginContext:
         """
         import multiprocessing
 
-        from vpeval.run.executor import LocalExecutor
+        from vpeval.executor import LocalExecutor
 
         items = list(items)
         nested = multiprocessing.parent_process() is not None

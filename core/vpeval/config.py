@@ -19,9 +19,10 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from vpeval.api import PluginRef
 from vpeval.build import round_trip_problem, validate_params
+from vpeval.codehash import code_fingerprint, referenced_code
 from vpeval.config_checks import Pieces, check_all
 from vpeval.errors import ConfigError, PluginError
-from vpeval.report.spec import ReportSpec
+from vpeval.report_spec import ReportSpec
 from vpeval.settings import EnrollSizes, PlanSettings, Seed, SplitSettings, StrictModel, non_empty_distinct
 from vpeval.yamlsource import Loc, YamlDocument, format_loc, load_yaml, parse_yaml
 
@@ -179,7 +180,7 @@ class Experiment(Strict):
     executor: Spec | None = Field(default=None, description="where per-utterance stages run: {use: local} (the default: "
                                   "this machine, `workers` processes) or a cluster executor such as dask; never part of a cache key")
     report: ReportSpec | None = Field(default=None, description="the paper's tables, curves and findings that report.md prints "
-                                      "(vpeval.report.spec); never part of a cache key")
+                                      "(vpeval.report_spec); never part of a cache key")
 
     @model_validator(mode="after")
     def _consistent(self) -> Experiment:
@@ -288,74 +289,6 @@ class ResolvedExperiment(BaseModel):
 
 def _plugin_dict(p: ResolvedPlugin) -> dict[str, Any]:
     return {"use": p.use, "params": p.params, "distribution": p.distribution, "version": p.version, "code": p.code}
-
-
-_CODE_HASHES: dict[str, str] = {}
-
-
-def code_fingerprint(cls: type) -> str:
-    """sha256 (16 hex) of the .py files of the top-level package that defines `cls`, and of the vpeval
-    library distributions (lib/: WORLD, Praat prosody, espeak-ng) that its distribution requires,
-    so an edited library retires what the plugins using it computed."""
-    top = cls.__module__.split(".")[0]
-    if top not in _CODE_HASHES:
-        digest = hashlib.sha256()
-        _hash_package(top, digest)
-        for library in _library_packages(getattr(cls, "distribution", "")):
-            digest.update(f"library:{library}".encode())
-            _hash_package(library, digest)
-        _CODE_HASHES[top] = digest.hexdigest()[:16]
-    return _CODE_HASHES[top]
-
-
-def referenced_code(cls: type, named: list[type]) -> str:
-    """A hash of the code of the plugins `cls`'s params name (an encoder, an ASR, a pool corpus), so
-    editing a helper plugin retires what its owner computed with it; "" when it names none."""
-    own = code_fingerprint(cls)
-    others = sorted({code_fingerprint(other) for other in named} - {own})
-    return hashlib.sha256(" ".join(others).encode()).hexdigest()[:16] if others else ""
-
-
-def _hash_package(top: str, digest) -> None:
-    import importlib
-    import sys
-
-    module = sys.modules.get(top) or importlib.import_module(top)
-    roots = [Path(p) for p in getattr(module, "__path__", [])] or [Path(module.__file__)]
-    for root in roots:
-        files = sorted(root.rglob("*.py")) if root.is_dir() else [root]
-        for f in files:
-            digest.update(str(f.relative_to(root) if root.is_dir() else f.name).encode())
-            digest.update(f.read_bytes())
-
-
-def _library_packages(distribution: str) -> list[str]:
-    """Top-level packages of the vpeval-* distributions (not the core) that `distribution` requires."""
-    import re
-    from importlib import metadata
-
-    try:
-        requires = metadata.distribution(distribution).requires or []
-    except (metadata.PackageNotFoundError, ValueError):
-        return []
-    wanted = set()
-    for requirement in requires:
-        if "extra ==" in requirement:  # test extras are not the plugin's code
-            continue
-        name = re.split(r"[\s;<>=!~\[(]", requirement, maxsplit=1)[0].lower().replace("_", "-")
-        if name.startswith("vpeval-"):
-            wanted.add(name)
-    return sorted(
-        package for package, owners in _packages_distributions().items()
-        if any(owner.lower().replace("_", "-") in wanted for owner in owners)
-    )
-
-
-@functools.cache
-def _packages_distributions() -> dict[str, list[str]]:
-    from importlib import metadata
-
-    return metadata.packages_distributions()
 
 
 def load_experiment(path: str | Path, manager=None) -> ResolvedExperiment:

@@ -207,7 +207,7 @@ def get_plugin_manager(refresh: bool = False) -> PluginManager:
     global _manager
     if _manager is None or refresh:
         manager = PluginManager()
-        builtins = importlib.import_module("vpeval.builtins")
+        builtins = importlib.import_module("vpeval.builtin.plugin")
         manager.register_module(builtins, "vpeval", _core_version(), name="vpeval:builtins")
         manager.load_entry_points()
         _manager = manager

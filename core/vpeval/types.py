@@ -39,7 +39,7 @@ class Utterance:
 
     def load(self, sample_rate: int | None = None) -> np.ndarray:
         """Mono float32 samples, resampled to `sample_rate` when given (else the file's rate)."""
-        from vpeval.data.audio import read_audio
+        from vpeval.audio import read_audio
 
         return read_audio(self.path, sample_rate=sample_rate, channel=self.channel)[0]
 

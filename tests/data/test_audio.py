@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from vpeval.data.audio import check_audio, measure_audio, read_audio, resample, write_audio
+from vpeval.audio import check_audio, measure_audio, read_audio, resample, write_audio
 from vpeval.errors import BadAudioError
 
 from .conftest import REAL, needs_real
@@ -173,7 +173,7 @@ def test_absurd_channel_counts_and_rates_are_refused(tmp_path):
 
 
 def test_an_utterance_longer_than_the_bound_is_refused(tmp_path, monkeypatch):
-    import vpeval.data.audio as audio
+    import vpeval.audio as audio
 
     path = tmp_path / "long.wav"
     sf.write(path, _tone(3.0, 8000), 8000, subtype="PCM_16")

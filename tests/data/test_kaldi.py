@@ -3,7 +3,7 @@ import shlex
 import numpy as np
 import pytest
 
-from vpeval.data.audio import read_audio
+from vpeval.audio import read_audio
 from vpeval.data.kaldi import read_data_dir, read_trials, write_data_dir
 from vpeval.errors import DataError
 

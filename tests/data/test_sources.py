@@ -3,10 +3,10 @@
 import pytest
 
 from vpeval.api import PluginContext
+from vpeval.builtin.sources import KaldiCorpus, ManifestCorpus
 from vpeval.data.kaldi import write_data_dir
 from vpeval.data.plan import PlanSettings, make_plan
 from vpeval.data.scan import scan_corpus
-from vpeval.data.sources import KaldiCorpus, ManifestCorpus
 from vpeval.errors import DataError
 from vpeval.plugins import get_plugin_manager
 from vpeval.testing.dummies import make_corpus

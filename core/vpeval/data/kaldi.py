@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from vpeval.data.audio import check_audio, read_audio, write_audio
+from vpeval.audio import check_audio, read_audio, write_audio
 from vpeval.data.declared import check_declared, check_listed_path
 from vpeval.data.textfile import BadNumber, file_problem, quoted, read_lines, read_table, real_number
 from vpeval.errors import BadAudioError, DataError

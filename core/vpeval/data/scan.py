@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from vpeval.data.audio import audio_problem, measure_audio, require_audio_file
+from vpeval.audio import audio_problem, measure_audio, require_audio_file
 from vpeval.data.fingerprint import FileIndex, corpus_fingerprint
 from vpeval.errors import BadAudioError, DataError
 from vpeval.types import Corpus, Utterance

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from vpeval.errors import ConfigError
+from vpeval.names import file_name
 from vpeval.report.figures import Curve, Figure, available, curve_figure
 from vpeval.report.paper_tables import build_table, render_markdown
 from vpeval.report.select import coordinate, first_setting, headline
-from vpeval.report.spec import CurveSpec, Delta, FindingSpec, ReportSpec, TableSpec
-from vpeval.run.names import file_name
+from vpeval.report_spec import CurveSpec, Delta, FindingSpec, ReportSpec, TableSpec
 
 
 def matches(row: dict[str, Any], where: dict[str, list[str]]) -> bool:

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from vpeval.names import file_name
 from vpeval.report.select import ANONYMIZED_PROTOCOLS, eer_metric, first_setting, headline, protocol_sort_key
-from vpeval.run.names import file_name
 
 log = logging.getLogger("vpeval.report")
 

@@ -14,14 +14,14 @@ from typing import Any
 import yaml
 
 from vpeval import __version__
+from vpeval.atomic import write_json_atomic, write_text_atomic
 from vpeval.errors import DataError
+from vpeval.names import file_name
 from vpeval.report import declared
 from vpeval.report.figures import FIGURES_DIR, SCORE_INDEX, Figure, report_figures
 from vpeval.report.provenance import RunInfo
 from vpeval.report.tables import attack_tables, speech_tables
 from vpeval.report.worst_case import worst_case_tables
-from vpeval.run.cache import write_json_atomic, write_text_atomic
-from vpeval.run.names import file_name
 
 CSV_FIELDS = ["anonymizer", "attacker", "scenario", "protocol", "n", "metric", "metric_plugin", "gender", "value", "ci_low", "ci_high", "unit", "details"]
 

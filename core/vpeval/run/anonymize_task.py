@@ -18,12 +18,13 @@ from typing import Any
 import numpy as np
 
 from vpeval.api import Anonymizer, Plugin, PluginContext, Voice
+from vpeval.atomic import atomic_file
 from vpeval.build import build_helper, build_resolved
 from vpeval.config import ResolvedAnonymizer, ResolvedPlugin
 from vpeval.errors import PluginError
 from vpeval.keys import keyed_rng
-from vpeval.run.cache import atomic_file, stable_key
-from vpeval.run.names import utterance_file
+from vpeval.names import utterance_file
+from vpeval.run.cache import stable_key
 from vpeval.types import Utterance
 
 # Prepared chains of this process, by task identity: seeded by the run, filled on demand in cluster workers.
@@ -70,7 +71,7 @@ class AnonymizeTask:
         _PREPARED.pop(self.identity, None)
 
     def __call__(self, utt: Utterance) -> str:
-        from vpeval.data import audio as audio_io
+        from vpeval import audio as audio_io
 
         steps = self._steps()
         rate = steps[0].sample_rate or utt.sample_rate or file_rate(utt.path)
@@ -100,7 +101,7 @@ class AnonymizeTask:
             return _PREPARED[self.identity]
 
     def _build(self, resolved: ResolvedPlugin) -> Anonymizer:
-        from vpeval.config import code_fingerprint
+        from vpeval.codehash import code_fingerprint
         from vpeval.plugins import get_plugin_manager
 
         cls = get_plugin_manager().get(resolved.kind, resolved.use)

@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from vpeval.atomic import write_text_atomic
 from vpeval.errors import ConfigError
-from vpeval.run.cache import write_text_atomic
 from vpeval.run.locks import file_lock
 
 MARKER = ".vpeval-run"

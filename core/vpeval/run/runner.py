@@ -21,15 +21,15 @@ import numpy as np
 
 from vpeval.api import Anonymizer, Attacker, Executor, Frontend, Metric, MetricInputs, Plugin, PluginContext, SimilarityMatrix
 from vpeval.build import build_helper, build_resolved
+from vpeval.builtin.local_executor import LocalProcesses
 from vpeval.config import ResolvedAnonymizer, ResolvedAttacker, ResolvedExperiment, ResolvedPlugin
 from vpeval.errors import DataError, PluginError
+from vpeval.names import utterance_file
 from vpeval.plugins import get_plugin_manager
 from vpeval.run.cache import StageCache, stable_key
 from vpeval.run.console import RunConsole
 from vpeval.run.anonymize_task import AnonymizeTask, voice_rng
-from vpeval.run.local_executor import LocalProcesses
 from vpeval.run.folder import claim_run_folder, experiment_run_folder, run_folder_lock
-from vpeval.run.names import utterance_file
 from vpeval.run.stored import SpeechFiles, Stored, StoredMetricResults, StoredPlugin, StoredScores, StoredSpeech
 from vpeval.types import Corpus, EvaluationPlan, MetricResult, Scores, TrainingData, TrainingStage, TrialList
 

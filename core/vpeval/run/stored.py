@@ -96,7 +96,7 @@ class StoredSpeech:
         (folder / "manifest.jsonl").write_text("".join(json.dumps(e) + "\n" for e in files.entries))
 
     def load(self, folder: Path) -> Corpus:
-        from vpeval.data.audio import check_audio
+        from vpeval.audio import check_audio
 
         utts = []
         for line in (folder / "manifest.jsonl").read_text().splitlines():

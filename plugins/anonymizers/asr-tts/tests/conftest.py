@@ -17,7 +17,7 @@ SENTENCES = (
 
 @pytest.fixture(scope="session")
 def espeak_corpus(tmp_path_factory):
-    from vpeval.data.audio import resample
+    from vpeval.audio import resample
     from vpeval_asr_tts.anonymizer import speak
     from vpeval_asr_tts.voice import PseudoVoice
 

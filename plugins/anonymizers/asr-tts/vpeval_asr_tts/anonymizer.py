@@ -89,7 +89,7 @@ class AsrTts(Anonymizer):
         return PseudoVoice.draw(voice.rng, self.params.gender, self.params.rate_wpm)
 
     def anonymize(self, audio: np.ndarray, sample_rate: int, voice: Voice) -> np.ndarray:
-        from vpeval.data.audio import resample
+        from vpeval.audio import resample
 
         pseudo = self.pseudo_voice(voice)
         audio = np.asarray(audio, dtype=np.float32)
@@ -103,7 +103,7 @@ class AsrTts(Anonymizer):
 
     def speak_transcript(self, transcript: Transcript, pseudo: PseudoVoice, source: np.ndarray, rate: int) -> np.ndarray:
         """The transcript spoken in the pseudo-voice: as many samples at `rate` as the source, its peak."""
-        from vpeval.data.audio import resample
+        from vpeval.audio import resample
 
         length = len(source)
         out = np.zeros(length, dtype=np.float32)

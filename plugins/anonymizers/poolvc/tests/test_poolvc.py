@@ -57,7 +57,7 @@ def corpus(tmp_path_factory):
 def load(utt, rate=None):
     audio, file_rate = sf.read(utt.path, dtype="float32")
     if rate and rate != file_rate:
-        from vpeval.data.audio import resample
+        from vpeval.audio import resample
 
         audio = resample(audio, file_rate, rate)
     return audio, rate or file_rate

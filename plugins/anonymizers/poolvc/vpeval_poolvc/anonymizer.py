@@ -133,7 +133,7 @@ class PoolVC(Anonymizer):
         return speakers[nearest_speaker(pseudo, self._means)]
 
     def embed(self, audio: np.ndarray, rate: int) -> np.ndarray:
-        from vpeval.data.audio import resample
+        from vpeval.audio import resample
 
         return np.asarray(self._encoder.embed(resample(audio, rate, self._encoder.sample_rate)), dtype=np.float64)
 

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from vpeval.audio import read_audio
 from vpeval.config import load_experiment_text
-from vpeval.data.audio import read_audio
 from vpeval.errors import DataError
 from vpeval.plugins import get_plugin_manager
 from vpeval.run.runner import Runner

@@ -11,8 +11,8 @@ import soundfile as sf
 from pydantic import ValidationError
 
 from vpeval.api import PluginContext, Voice
+from vpeval.audio import read_audio
 from vpeval.config import load_experiment_text
-from vpeval.data.audio import read_audio
 from vpeval.errors import ConfigError, DataError
 from vpeval_precomputed.anonymizer import Precomputed
 

@@ -9,7 +9,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from vpeval.api import Anonymizer, Params, Voice
-from vpeval.data.audio import read_audio
+from vpeval.audio import read_audio
 from vpeval.errors import DataError
 from vpeval.types import Corpus, Utterance
 from vpeval_precomputed.index import SHOWN, PrecomputedSet, load_precomputed

@@ -108,7 +108,7 @@ class VectorVC(Anonymizer):
         )
 
     def embed(self, audio: np.ndarray, rate: int) -> np.ndarray:
-        from vpeval.data.audio import resample
+        from vpeval.audio import resample
 
         return np.asarray(self._encoder.embed(resample(audio, rate, self._encoder.sample_rate)), dtype=np.float64)
 

@@ -67,7 +67,7 @@ def _conversion_folder(system, anonymizer, params: DastParams, context: PluginCo
     """Where a Stage II system's conversions go: in a run, a folder of the run cache named by everything a
     conversion depends on (system, its parameters and code, voice level, seed), so that the run's dast
     attackers with Stage II (II, I+II, ...) convert each utterance once; outside a run, the work folder."""
-    from vpeval.config import code_fingerprint
+    from vpeval.codehash import code_fingerprint
     from vpeval.content_cache import identity_digest
 
     root = context.options.get("cache_root")
@@ -88,8 +88,8 @@ def convert_for_stage2(corpus: Corpus, params: DastParams, context: PluginContex
     """
     import soundfile
 
+    from vpeval.audio import read_audio, write_audio
     from vpeval.content_cache import identity_digest
-    from vpeval.data.audio import read_audio, write_audio
     from vpeval.data.fingerprint import file_hash
 
     out: list[Utterance] = []

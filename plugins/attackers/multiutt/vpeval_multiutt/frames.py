@@ -89,7 +89,7 @@ class FrontendFrames(FrameSource):
         return self._dim
 
     def compute(self, audio: np.ndarray) -> np.ndarray:
-        from vpeval.data.audio import resample
+        from vpeval.audio import resample
 
         if self.frontend.sample_rate != SAMPLE_RATE:
             audio = resample(audio, SAMPLE_RATE, self.frontend.sample_rate)

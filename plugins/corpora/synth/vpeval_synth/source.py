@@ -169,7 +169,7 @@ class SynthCorpus(CorpusSource):
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
-            from vpeval.run.executor import children_ignore_interrupts, ignore_interrupts, stop_pool
+            from vpeval.executor import children_ignore_interrupts, ignore_interrupts, stop_pool
 
             # Ctrl-C is the parent's to report: workers ignore it, and the parent ends them at once.
             pool = ProcessPoolExecutor(self.params.workers, mp_context=multiprocessing.get_context("spawn"),

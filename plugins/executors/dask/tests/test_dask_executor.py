@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from vpeval.api import PluginContext
+from vpeval.atomic import atomic_file
 from vpeval.config import load_experiment_text
 from vpeval.errors import PluginError
-from vpeval.run.cache import atomic_file
 from vpeval.run.runner import Runner
 from vpeval_dask.executor import DaskExecutor
 

@@ -208,7 +208,7 @@ class DaskExecutor(Executor):
 
     def _map_here(self, func: Callable[[Any], Any], items: list[Any], description: str, why: Exception) -> Iterator[Any]:
         """A function that cannot be pickled runs in this process's forked workers, noted once per stage."""
-        from vpeval.run.executor import LocalExecutor
+        from vpeval.executor import LocalExecutor
 
         workers = self.context.workers
         stage = description or "a map stage"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from vpeval.data.audio import read_audio
+from vpeval.audio import read_audio
 from vpeval.testing.contracts import ASRContract
 from vpeval.testing.realdata import real_data_root
 

@@ -2,7 +2,7 @@
 import pytest
 
 from vpeval.api import PluginContext
-from vpeval.data.audio import read_audio
+from vpeval.audio import read_audio
 from vpeval.errors import MissingModelError
 from vpeval_speech.normalize import normalize_text
 from vpeval_speech.whisper_asr import WhisperASR

@@ -2,7 +2,7 @@
 
 Stages hand the executor a function and items; the function must write its own output (a file per
 item) and return something small. This module is a leaf (vpeval.api's `PluginContext.map` uses it);
-the `local` executor plugin that wraps it lives in vpeval.run.local_executor, and a cluster executor
+the `local` executor plugin that wraps it lives in vpeval.builtin.local_executor, and a cluster executor
 (the `dask` plugin) implements the same `map`.
 
 Workers die with their parent: a killed run (kill -9, SIGTERM) must not leave processes that keep

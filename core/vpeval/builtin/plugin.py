@@ -10,7 +10,7 @@ from vpeval.hookspecs import hookimpl
 
 @hookimpl
 def register_corpora(register):
-    from vpeval.data.sources import KaldiCorpus, ManifestCorpus
+    from vpeval.builtin.sources import KaldiCorpus, ManifestCorpus
 
     register(ManifestCorpus)
     register(KaldiCorpus)
@@ -18,6 +18,6 @@ def register_corpora(register):
 
 @hookimpl
 def register_executors(register):
-    from vpeval.run.local_executor import LocalProcesses
+    from vpeval.builtin.local_executor import LocalProcesses
 
     register(LocalProcesses)

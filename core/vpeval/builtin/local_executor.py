@@ -1,4 +1,4 @@
-"""The built-in `local` executor plugin: this machine's processes (vpeval.run.executor.LocalExecutor)."""
+"""The built-in `local` executor plugin: this machine's processes (vpeval.executor.LocalExecutor)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from vpeval.api import Executor, Params
-from vpeval.run.executor import LocalExecutor
+from vpeval.executor import LocalExecutor
 
 
 class LocalProcesses(Executor):

@@ -4,7 +4,8 @@ A research experiment names which results make up the paper's tables (rows and c
 coordinates), which curves to draw (a swept quantity read from labels) and which findings to check
 (comparisons between groups of results), so that report.md prints them and says whether each finding
 holds. Nothing here enters a cache key: changing the section and rerunning only rewrites the report.
-A light module (pydantic only), loaded with the experiment.
+A light module (pydantic only), loaded with the experiment: it sits beside config.py, below the report
+package that reads it.
 """
 
 from __future__ import annotations
