@@ -11,8 +11,8 @@ from vpeval.api import PluginContext
 from vpeval.content_cache import cached_map, identity_digest, source_digest
 from vpeval.types import Utterance
 
-from vpeval_asv.features import Features
 from vpeval_asv.models import ModelConfig, build_embedding_model
+from vpeval_torch.fbank import FbankFeatures
 
 
 class Embedder:
@@ -24,7 +24,7 @@ class Embedder:
 
     def __init__(self, config: ModelConfig, model: torch.nn.Module | None = None, max_seconds: float | None = None):
         self.config = config
-        self.features = Features(config.n_mels, config.sample_rate)
+        self.features = FbankFeatures(config.n_mels, config.sample_rate)
         self.model = model if model is not None else build_embedding_model(config)
         self.max_samples = None if max_seconds is None else int(max_seconds * config.sample_rate)
         self.cache: dict[tuple[str, int | None], np.ndarray] = {}
@@ -85,11 +85,12 @@ class Embedder:
     def identity(self) -> str:
         """What an embedding depends on besides the audio: weights, configuration, code, torch release."""
         if getattr(self, "_identity", None) is None:
-            from vpeval_asv import features, models, padding
+            from vpeval_asv import models, padding
+            from vpeval_torch import fbank
 
             state = [t.detach().cpu().numpy() for t in self.model.state_dict().values()]
             self._identity = "asv-" + identity_digest(
-                torch.__version__, source_digest(features, models, padding, _this_module()), self.config,
+                torch.__version__, source_digest(fbank, models, padding, _this_module()), self.config,
                 self.max_samples, *state,
             )
         return self._identity

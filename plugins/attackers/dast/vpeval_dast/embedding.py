@@ -11,8 +11,9 @@ import torch
 
 from vpeval.types import Utterance
 
-from vpeval_dast.model import DastNetwork, FbankFeatures, SpecAugment
+from vpeval_dast.model import DastNetwork, SpecAugment
 from vpeval_dast.ssl import FrozenSsl
+from vpeval_torch.fbank import FbankFeatures
 
 SAMPLE_RATE = 16000
 

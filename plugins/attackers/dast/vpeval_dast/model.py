@@ -6,16 +6,16 @@ concatenation, mid-level product) the SSL side is linearly interpolated to the F
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 
-KERNELS = (5, 3, 3, 3, 1)  # SpeechBrain's ECAPA-TDNN
-DILATIONS = (1, 2, 3, 4, 1)
+from vpeval_torch.ecapa import ecapa_tdnn, frame_map
+from vpeval_torch.json_config import JsonConfig
 
 
 @dataclass(frozen=True)
-class NetworkConfig:
+class NetworkConfig(JsonConfig):
     """What it takes to rebuild the trainable network; stored next to its weights."""
 
     fusion: str  # fbank | ssl | raw | mid
@@ -25,13 +25,6 @@ class NetworkConfig:
     channels: tuple[int, ...]
     attention_channels: int
     embedding_dim: int
-
-    def to_json(self) -> dict:
-        return {**asdict(self), "channels": list(self.channels)}
-
-    @classmethod
-    def from_json(cls, data: dict) -> NetworkConfig:
-        return cls(**{**data, "channels": tuple(int(c) for c in data["channels"])})
 
 
 class LayerWeightedSum(torch.nn.Module):
@@ -55,19 +48,11 @@ class FrameEncoder(torch.nn.Module):
 
     def __init__(self, input_size: int, channels: tuple[int, ...], attention_channels: int):
         super().__init__()
-        from speechbrain.lobes.models.ECAPA_TDNN import ECAPA_TDNN
-
-        ecapa = ECAPA_TDNN(input_size, channels=list(channels), kernel_sizes=list(KERNELS),
-                           dilations=list(DILATIONS), attention_channels=attention_channels)
+        ecapa = ecapa_tdnn(input_size, channels, attention_channels)
         self.blocks, self.mfa = ecapa.blocks, ecapa.mfa  # pooling and embedding come after fusion
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x.transpose(1, 2)
-        outputs = []
-        for block in self.blocks:
-            x = block(x)
-            outputs.append(x)
-        return self.mfa(torch.cat(outputs[1:], dim=1))
+        return frame_map(self, x)
 
 
 def match_frames(x: torch.Tensor, frames: int) -> torch.Tensor:
@@ -146,18 +131,3 @@ class SpecAugment:
                     else:
                         out[b, :, start : start + w] = 0.0
         return out
-
-
-class FbankFeatures(torch.nn.Module):
-    """SpeechBrain Fbank (25 ms windows, 10 ms hop, log-mel) minus the per-crop mean, as the ECAPA recipe."""
-
-    def __init__(self, n_mels: int, sample_rate: int = 16000):
-        super().__init__()
-        from speechbrain.lobes.features import Fbank
-
-        self.fbank = Fbank(n_mels=n_mels, sample_rate=sample_rate)
-
-    def forward(self, waves: torch.Tensor) -> torch.Tensor:
-        with torch.no_grad():
-            feats = self.fbank(waves)
-            return feats - feats.mean(dim=1, keepdim=True)

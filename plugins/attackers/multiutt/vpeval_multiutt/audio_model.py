@@ -7,17 +7,17 @@ the final linear layer, so frame-level aggregation can pool frames of several ut
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-KERNELS = (5, 3, 3, 3, 1)
-DILATIONS = (1, 2, 3, 4, 1)
+from vpeval_torch.ecapa import ecapa_tdnn, frame_map
+from vpeval_torch.json_config import JsonConfig
 
 
 @dataclass(frozen=True)
-class AudioConfig:
+class AudioConfig(JsonConfig):
     """What it takes to rebuild the audio network; stored next to its weights."""
 
     frame_dim: int
@@ -25,41 +25,17 @@ class AudioConfig:
     attention_channels: int
     embedding_dim: int
 
-    def to_json(self) -> dict:
-        return {**asdict(self), "channels": list(self.channels)}
-
-    @classmethod
-    def from_json(cls, data: dict) -> AudioConfig:
-        return cls(int(data["frame_dim"]), tuple(int(c) for c in data["channels"]), int(data["attention_channels"]),
-                   int(data["embedding_dim"]))
-
 
 class FrameEncoder(nn.Module):
     """ECAPA-TDNN over frozen frames: frames [B, T, F] -> frame map [B, C, T] -> embedding [B, D]."""
 
     def __init__(self, config: AudioConfig):
         super().__init__()
-        from speechbrain.lobes.models.ECAPA_TDNN import ECAPA_TDNN
-
-        self.ecapa = ECAPA_TDNN(
-            input_size=config.frame_dim,
-            lin_neurons=config.embedding_dim,
-            channels=list(config.channels),
-            kernel_sizes=list(KERNELS),
-            dilations=list(DILATIONS),
-            attention_channels=config.attention_channels,
-        )
+        self.ecapa = ecapa_tdnn(config.frame_dim, config.channels, config.attention_channels, config.embedding_dim)
 
     def frame_map(self, frames: torch.Tensor) -> torch.Tensor:
         """The ECAPA blocks and MFA (speechbrain's forward up to ASP), unpadded input."""
-        from speechbrain.lobes.models.ECAPA_TDNN import TDNNBlock
-
-        x = frames.transpose(1, 2)
-        outputs = []
-        for layer in self.ecapa.blocks:
-            x = layer(x) if isinstance(layer, TDNNBlock) else layer(x, lengths=None)
-            outputs.append(x)
-        return self.ecapa.mfa(torch.cat(outputs[1:], dim=1))
+        return frame_map(self.ecapa, frames)
 
     def pool(self, frame_map: torch.Tensor) -> torch.Tensor:
         """ASP over all frames of each row, then batch norm and the embedding layer: [B, C, T] -> [B, D]."""

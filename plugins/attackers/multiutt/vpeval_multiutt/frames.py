@@ -64,12 +64,10 @@ class FbankFrames(FrameSource):
         import torch
 
         if self._fbank is None:
-            from speechbrain.lobes.features import Fbank
+            from vpeval_torch.fbank import FbankFeatures
 
-            self._fbank = Fbank(n_mels=self.n_mels, sample_rate=SAMPLE_RATE)
-        with torch.no_grad():
-            feats = self._fbank(torch.from_numpy(np.ascontiguousarray(audio, dtype=np.float32))[None])[0]
-        feats = feats - feats.mean(dim=0, keepdim=True)
+            self._fbank = FbankFeatures(self.n_mels, SAMPLE_RATE)
+        feats = self._fbank(torch.from_numpy(np.ascontiguousarray(audio, dtype=np.float32))[None])[0]
         return feats.numpy().astype(np.float32)
 
 

@@ -1,16 +1,19 @@
-"""Log-mel filterbanks with sentence-level mean normalisation, as the VoicePrivacy ASV recipes use."""
+"""Log-mel filterbanks with sentence-level mean normalisation, as the VoicePrivacy ASV recipes use.
+
+Shared by the asv, dast and multiutt attackers (plugins must not import each other).
+"""
 
 from __future__ import annotations
 
 import torch
 
 
-class Features(torch.nn.Module):
-    """Waveforms [B, samples] at 16 kHz -> mean-normalised log-mel frames [B, frames, n_mels].
+class FbankFeatures(torch.nn.Module):
+    """Waveforms [B, samples] -> mean-normalised log-mel frames [B, frames, n_mels].
 
     speechbrain's Fbank (25 ms windows, 10 ms hop, log-mel with an 80 dB floor per sentence), then the
     per-sentence mean is subtracted: speechbrain's InputNormalization(norm_type="sentence",
-    std_norm=False) on unpadded inputs, which is all this module ever sees.
+    std_norm=False) on unpadded inputs, which is all the plugins ever give it.
     """
 
     def __init__(self, n_mels: int, sample_rate: int = 16000):

@@ -1,0 +1,1 @@
+"""speechbrain building blocks shared by vpeval's torch plugins: a library without entry points."""
