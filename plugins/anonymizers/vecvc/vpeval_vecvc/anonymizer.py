@@ -192,7 +192,7 @@ class _Renderer:
     def voice_envelope(self, index: int) -> np.ndarray:
         if index not in self._knn:
             frames = self.owner._voices.frames(self.owner._voices.ids[index], self.rate)
-            self._knn[index] = knn_average(self.query, frames.keys, frames.log_sp, self.owner.params.k).astype(np.float64)
+            self._knn[index] = knn_average(self.query, frames.cepstra, frames.log_sp, self.owner.params.k).astype(np.float64)
         return self._knn[index]
 
     def render(self, weights: np.ndarray) -> np.ndarray:

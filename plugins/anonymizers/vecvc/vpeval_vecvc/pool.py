@@ -1,5 +1,6 @@
 """Pool voices: a pool corpus grouped into voices (speakers, or speaker x emotion), each with its mean
-speaker vector, WORLD envelope frames (the kNN values), their content keys and log-F0 statistics.
+speaker vector, WORLD envelope frames (the kNN values), their content keys and log-F0 statistics
+(vpeval_world.pool).
 
 Speaker x emotion voices let a mixture reach vectors that an emotion edit moved: the pool speakers'
 happy or sad utterances sit elsewhere in the encoder's space than their neutral ones.
@@ -7,8 +8,8 @@ happy or sad utterances sit elsewhere in the encoder's space than their neutral 
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -17,16 +18,7 @@ from vpeval.api import PluginContext, stable_int
 from vpeval.speakers import PoolEmbeddings
 from vpeval.types import Corpus
 
-from vpeval_world.matching import envelope_cepstra, mean_normalised
-from vpeval_world.vocoder import analyse
-
-
-@dataclass
-class VoiceFrames:
-    log_sp: np.ndarray  # [N, bins] log power envelopes
-    keys: np.ndarray  # [N, C] mean-normalised mel cepstra
-    logf0_mean: float
-    logf0_std: float
+from vpeval_world.pool import PoolAnalysis, PoolFrameFiles, PoolFrames
 
 
 @dataclass(frozen=True)
@@ -58,7 +50,7 @@ class PoolVoices:
         sums = np.zeros((len(self.ids), vectors.embeddings.shape[1]))
         np.add.at(sums, rows, vectors.embeddings)
         self.means = sums / np.bincount(rows, minlength=len(self.ids))[:, None]
-        self._memory: dict[tuple[str, int], VoiceFrames] = {}
+        self.files = PoolFrameFiles(self.cache_file, self.audios, PoolAnalysis(**asdict(analysis)))  # dio F0
 
     def cache_file(self, voice: str, rate: int) -> Path:
         a = self.analysis
@@ -66,41 +58,13 @@ class PoolVoices:
                          a.n_ceps, a.max_seconds)
         return self.context.folder("voices") / f"{key:016x}.npz"
 
+    def audios(self, voice: str, rate: int) -> Iterator[np.ndarray]:
+        return (utt.load(rate) for utt in self.members[voice])
+
     def prefetch(self, rate: int) -> None:
         """Analyse every voice not on disk yet, with the run's workers, before anonymization forks."""
-        todo = [v for v in self.ids if not self.cache_file(v, rate).is_file()]
-        self.context.map(lambda v: self.store(v, rate), todo, "vector-vc: pool voices")
+        todo = self.files.missing(self.ids, rate)
+        self.context.map(lambda v: self.files.store(v, rate), todo, "vector-vc: pool voices")
 
-    def store(self, voice: str, rate: int) -> None:
-        path = self.cache_file(voice, rate)
-        temporary = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
-        np.savez(temporary, **self.analyse_voice(voice, rate))
-        temporary.replace(path)  # atomic: a parallel worker never reads half a file
-
-    def frames(self, voice: str, rate: int) -> VoiceFrames:
-        if (voice, rate) not in self._memory:
-            path = self.cache_file(voice, rate)
-            if not path.is_file():
-                self.store(voice, rate)
-            with np.load(path) as data:
-                self._memory[(voice, rate)] = VoiceFrames(data["log_sp"], data["keys"], float(data["logf0"][0]),
-                                                          float(data["logf0"][1]))
-        return self._memory[(voice, rate)]
-
-    def analyse_voice(self, voice: str, rate: int) -> dict[str, np.ndarray]:
-        a = self.analysis
-        log_sp, keys, logf0 = [], [], []
-        seconds = 0.0
-        for utt in self.members[voice]:
-            if seconds >= a.max_seconds:
-                break
-            audio = utt.load(rate)
-            seconds += len(audio) / rate
-            feats = analyse(audio, rate, frame_period=a.frame_period, aperiodicity=False)
-            log_sp.append(np.log(feats.sp + 1e-12).astype(np.float32))
-            keys.append(envelope_cepstra(feats.sp, rate, a.n_mels, a.n_ceps))
-            logf0.append(np.log(feats.f0[feats.f0 > 0]))
-        voiced = np.concatenate(logf0)
-        stats = [voiced.mean(), voiced.std()] if len(voiced) > 1 else [np.log(120.0), 0.1]
-        return {"log_sp": np.concatenate(log_sp), "keys": mean_normalised(np.concatenate(keys)).astype(np.float32),
-                "logf0": np.array(stats)}
+    def frames(self, voice: str, rate: int) -> PoolFrames:
+        return self.files.frames(voice, rate)
