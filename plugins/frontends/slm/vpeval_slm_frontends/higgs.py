@@ -4,17 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from pydantic import Field
 
 from vpeval.api import Params
-from vpeval.errors import ConfigError, MissingModelError
-from vpeval.types import FrontendOutput
-from vpeval_slm_frontends.base import TorchFrontend
-from vpeval_slm_frontends.weights import require_folder
+from vpeval_slm_frontends.codec import CodecFrontend
 
 
-class HiggsFrontend(TorchFrontend):
+class HiggsFrontend(CodecFrontend):
     """Higgs audio v2 tokenizer: 24 kHz audio to eight residual-VQ codebooks at 25 frames/s.
 
     Interface (seed 002): tokens [N, Q] with N = ceil(seconds * 25) and Q = 8 codebooks of 1024
@@ -32,6 +28,9 @@ class HiggsFrontend(TorchFrontend):
     name = "higgs"
     sample_rate = 24000
     frame_rate = 25.0
+    checkpoint = "bosonai/higgs-audio-v2-tokenizer"
+    rate_field = "sample_rate"
+    part = "tokenizer"
 
     class Params(Params):
         weights: str | None = Field(
@@ -45,35 +44,10 @@ class HiggsFrontend(TorchFrontend):
         num_codebooks: int | None = Field(None, ge=1, le=32, description="Codebooks exposed; None: all of them (8).")
         device: str = Field("cpu", description="torch device to run the tokenizer on.")
 
-    def _load(self):
+    def _classes(self) -> tuple[type, type]:
         from transformers import HiggsAudioV2TokenizerConfig, HiggsAudioV2TokenizerModel
 
-        if self.params.config is not None:
-            model = HiggsAudioV2TokenizerModel(HiggsAudioV2TokenizerConfig(**self.params.config))
-        else:
-            folder = require_folder(
-                self.name, "weights", self.params.weights, "config.json and model.safetensors of bosonai/higgs-audio-v2-tokenizer"
-            )
-            model = HiggsAudioV2TokenizerModel.from_pretrained(str(folder), local_files_only=True)
-        config = model.config
-        if config.sample_rate != self.sample_rate:
-            raise MissingModelError(
-                f"The higgs weights run at {config.sample_rate} Hz but the higgs frontend expects {self.sample_rate} Hz; "
-                "point weights at a bosonai/higgs-audio-v2-tokenizer checkpoint."
-            )
-        if self.params.num_codebooks is not None and self.params.num_codebooks > config.num_quantizers:
-            raise ConfigError(
-                f"higgs parameter num_codebooks={self.params.num_codebooks} exceeds the {config.num_quantizers} "
-                "codebooks of the loaded tokenizer; lower it."
-            )
-        self.frame_rate = float(config.frame_rate)
-        return model.to(self.params.device)
+        return HiggsAudioV2TokenizerModel, HiggsAudioV2TokenizerConfig
 
-    def encode(self, audio: np.ndarray) -> FrontendOutput:
-        import torch
-
-        model = self.model
-        with torch.inference_mode():
-            codes = model.encode(self._tensor(audio)[None, None]).audio_codes
-        tokens = codes[0].T.cpu().numpy().astype(np.int64)[:, : self.params.num_codebooks]
-        return FrontendOutput(self.frame_rate, tokens, (int(model.config.codebook_size),) * tokens.shape[1])
+    def _codes(self, model: Any, audio: Any) -> Any:
+        return model.encode(audio).audio_codes[:, : self.params.num_codebooks]  # an RVQ prefix
