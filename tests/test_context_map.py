@@ -1,4 +1,4 @@
-"""PluginContext.map: per-item work with the run's workers, results in item order; the content cache."""
+"""PluginContext.map: per-item work on the context's one executor, results in item order; the content cache."""
 
 from __future__ import annotations
 
@@ -10,20 +10,40 @@ import soundfile as sf
 
 from vpeval.api import PluginContext
 from vpeval.content_cache import cached_map, identity_digest
+from vpeval.plugins import plugin_context
 from vpeval.types import Utterance
 
 
 def test_map_keeps_item_order_and_uses_worker_processes(tmp_path):
     items = list(range(23))
-    serial = PluginContext(work_dir=tmp_path, workers=1).map(lambda x: (x * x, os.getpid()), items)
-    parallel = PluginContext(work_dir=tmp_path, workers=2).map(lambda x: (x * x, os.getpid()), items)
+    serial = plugin_context(work_dir=tmp_path, workers=1).map(lambda x: (x * x, os.getpid()), items)
+    parallel = plugin_context(work_dir=tmp_path, workers=2).map(lambda x: (x * x, os.getpid()), items)
     assert [value for value, _ in serial] == [value for value, _ in parallel] == [x * x for x in items]
     assert {pid for _, pid in serial} == {os.getpid()}
     assert os.getpid() not in {pid for _, pid in parallel}  # forked workers did the work
 
 
+def test_the_executor_alone_decides_where_map_runs(tmp_path):
+    """`workers` has one owner: the executor the context carries (the runner's, or plugin_context's)."""
+    bare = PluginContext(work_dir=tmp_path, workers=2)  # no executor: this process, whatever `workers` says
+    assert bare.map(lambda x: os.getpid(), [1, 2, 3]) == [os.getpid()] * 3
+    context = plugin_context(work_dir=tmp_path, workers=2)
+    assert context.executor is not None and context.executor.workers == 2
+    assert context.child("helper").executor is context.executor  # helpers share it: one pool size per run
+
+    class Recording:
+        calls: list[str] = []
+
+        def map(self, func, items, description=""):
+            self.calls.append(description)
+            return [func(item) for item in items]
+
+    recorded = PluginContext(work_dir=tmp_path, workers=2, executor=Recording())
+    assert recorded.map(lambda x: x + 1, [1, 2], "embed") == [2, 3] and Recording.calls == ["embed"]
+
+
 def test_map_inside_a_worker_runs_in_process(tmp_path):
-    context = PluginContext(work_dir=tmp_path, workers=2)
+    context = plugin_context(work_dir=tmp_path, workers=2)
 
     def outer(x):
         inner = context.map(lambda y: os.getpid(), [1, 2, 3])
@@ -77,7 +97,7 @@ def test_cached_map_in_parallel_matches_serial(tmp_path):
         return np.array([sf.read(u.path)[0].mean()])
 
     serial = cached_map(PluginContext(work_dir=tmp_path, workers=1), utts, "m", mean)
-    parallel_context = PluginContext(work_dir=tmp_path, workers=2, options={"cache_root": tmp_path / "c"})
+    parallel_context = plugin_context(work_dir=tmp_path, workers=2, options={"cache_root": tmp_path / "c"})
     parallel = cached_map(parallel_context, utts, "m", mean)
     assert all(np.array_equal(a, b) for a, b in zip(serial, parallel))
     assert len(list((tmp_path / "c").rglob("*.npy"))) == 9  # written by the workers, atomically

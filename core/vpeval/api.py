@@ -70,14 +70,15 @@ class PluginContext:
     seed: int = 0
     work_dir: Path = field(default_factory=lambda: Path(".vpeval-work"))
     threads: int = 1
-    workers: int = 1  # processes for per-item work (map); the experiment's `workers`
+    workers: int = 1  # the experiment's `workers` (for sizing thread pools); `map` runs on `executor`
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("vpeval.plugin"))
     # Set by the runner; plugins call the methods below instead of these.
     plugin_factory: Callable[[str, str, dict | None], Plugin] | None = None
     progress_factory: Callable[..., Iterable] | None = None
     # Run-wide switches from the experiment that some plugins honour (for example allow_pipes).
     options: dict[str, Any] = field(default_factory=dict)
-    # The experiment's executor (set by the runner): where `map` runs; None: forked workers here.
+    # Where `map` runs: the one executor of the run (set by the runner, or by plugin_context from its
+    # `workers`); None: in this process.
     executor: Executor | None = None
 
     def rng(self, *keys: object) -> np.random.Generator:
@@ -115,29 +116,26 @@ class PluginContext:
         return self.progress_factory(items, total=total, description=description)
 
     def map(self, func: Callable[[T], Any], items: Iterable[T], description: str = "") -> list[Any]:
-        """func(item) for every item on the run's executor; results in item order.
+        """func(item) for every item on the context's executor (none: in this process); results in item order.
 
-        Locally, more than one worker forks processes that inherit everything prepared so far (models,
-        caches) without pickling them. A cluster executor (dask) pickles func once per call with
-        cloudpickle and sends it once to each worker, so a closure over a plugin carries the plugin
-        (and its model) along; the contexts inside arrive without the run's plugin factory, progress
-        bar and executor (get helpers before calling map). A func that cannot be pickled runs here.
+        Locally (the `local` executor), more than one worker forks processes that inherit everything
+        prepared so far (models, caches) without pickling them. A cluster executor (dask) pickles func
+        once per call with cloudpickle and sends it once to each worker, so a closure over a plugin
+        carries the plugin (and its model) along; the contexts inside arrive without the run's plugin
+        factory, progress bar and executor (get helpers before calling map). A func that cannot be
+        pickled runs here.
         Either way only the results travel back, so keep them small (a vector, a row), and what func
         changes in this process's objects is lost with the worker: return it instead.
         Inside a worker process it runs in-process (no nested pools). `description` names the stage.
         """
         import multiprocessing
 
-        from vpeval.executor import LocalExecutor
-
         items = list(items)
         nested = multiprocessing.parent_process() is not None
         executor = None if nested else self.executor
         pairs = list(enumerate(items))
-        if executor is None:
-            results = LocalExecutor(1 if nested else self.workers).map(IndexedCall(func), pairs)
-        else:
-            results = executor.map(IndexedCall(func), pairs, description)
+        call = IndexedCall(func)
+        results = (call(pair) for pair in pairs) if executor is None else executor.map(call, pairs, description)
         out: list[Any] = [None] * len(items)
         for index, value in self.progress(results, total=len(items), description=description):
             out[index] = value

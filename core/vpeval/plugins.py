@@ -220,8 +220,13 @@ def plugin_context(seed: int = 0, work_dir: str | Path = ".vpeval-work", manager
 
     The runner makes its own contexts (with its cache folders and progress bars); anything else that
     hands a plugin a context from which it may `get` another plugin makes it here. `fields` are other
-    PluginContext fields (threads, options, ...).
+    PluginContext fields (threads, workers, options, ...). Without an `executor`, `map` runs on the `local`
+    executor sized by `workers`, as in a run (forked worker processes when there are more than one).
     """
+    if fields.get("executor") is None:
+        from vpeval.builtin.local_executor import LocalProcesses
+
+        fields["executor"] = LocalProcesses(context=PluginContext(workers=fields.get("workers", 1)))
     context = PluginContext(seed=seed, work_dir=Path(work_dir), **fields)
     registry = manager
 
