@@ -246,7 +246,11 @@ class Anonymizer(Plugin):
         """The utterances the core is about to anonymize, before the first one; raise a UserError to refuse."""
 
     def anonymize(self, audio: np.ndarray, sample_rate: int, voice: Voice) -> np.ndarray:
-        """Anonymize one mono float32 waveform; return float32 audio at the same sample rate."""
+        """Anonymize one mono float32 waveform; return float32 audio at the same sample rate.
+
+        The core hands it mono audio with samples and checks what it returns (once, in the anonymize
+        task: vpeval.run.anonymize_task.require_mono_samples), so an anonymizer need not check either.
+        """
         raise NotImplementedError(f"anonymizer {self.name} does not work on waveforms")
 
     def anonymize_embeddings(self, embeddings: np.ndarray, voices: Sequence[Voice]) -> np.ndarray:

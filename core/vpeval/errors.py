@@ -38,6 +38,11 @@ class BadAudioError(UserError):
             f"folder {entry.folder} or rerun with `--force {entry.stage}`, and vpeval computes it again.")
         super().__init__(f"Audio file {self.path} cannot be used: {reason}.{remedy}")
 
+    def __reduce__(self):
+        # Raised in a forked worker, it travels back pickled: rebuilt from its args (the one message) it
+        # failed to unpickle and the pool reported a crashed worker instead of this sentence.
+        return type(self), (self.path, self.reason)
+
 
 class CorruptCacheError(UserError):
     """A file in vpeval's cache is damaged: the sentence says which entry to delete or which stage to force."""

@@ -11,7 +11,6 @@ import soundfile as sf
 from pydantic import ValidationError
 
 from vpeval.api import Transcript
-from vpeval.errors import BadAudioError
 from vpeval.plugins import plugin_context
 from vpeval.testing.dummies import seeded_voice
 from vpeval.testing.scorers import mfcc_eers
@@ -122,7 +121,6 @@ def test_pseudo_voices_follow_keys_gender_and_ranges():
 def test_silence_and_no_words_give_silence(anonymizer):
     quiet = anonymizer.anonymize(np.zeros(8000, np.float32), 16000, voice("q"))
     assert quiet.shape == (8000,) and not quiet.any()
-    assert anonymizer.anonymize(np.zeros(0, np.float32), 16000, voice("e")).shape == (0,)
     pseudo = anonymizer.pseudo_voice(voice("x"))
     assert not anonymizer.speak_transcript(Transcript("  ...  "), pseudo, np.full(1600, 0.5, np.float32), 16000).any()
 
@@ -143,15 +141,13 @@ def test_speech_span_from_loud_frames_and_word_times():
     assert speech_span(np.zeros(32000, np.float32), 16000, Transcript("a")) == pytest.approx((0.0, 2.0))
 
 
-def test_bad_params_and_audio(anonymizer):
+def test_bad_params(anonymizer):
     with pytest.raises(ValidationError, match="rate_wpm"):
         AsrTts.Params(rate_wpm=(180.0, 150.0))
     with pytest.raises(ValidationError):
         AsrTts.Params(rate_wpm=(10.0, 150.0))
     with pytest.raises(ValidationError):
         AsrTts.Params(rate_wpm=(150.0, float("nan")))
-    with pytest.raises(BadAudioError):
-        anonymizer.anonymize(np.zeros((2, 100), np.float32), 16000, voice("x"))
 
 
 def test_pseudo_voice_draw_is_reproducible():

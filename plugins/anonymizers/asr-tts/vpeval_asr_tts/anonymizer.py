@@ -27,7 +27,6 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from vpeval.api import Anonymizer, Params, PluginRef, Transcript, Voice
-from vpeval.errors import BadAudioError
 
 from vpeval_asr_tts.voice import PseudoVoice
 
@@ -93,10 +92,6 @@ class AsrTts(Anonymizer):
 
         pseudo = self.pseudo_voice(voice)
         audio = np.asarray(audio, dtype=np.float32)
-        if audio.ndim != 1:
-            raise BadAudioError(voice.key, f"asr-tts needs mono audio, got shape {audio.shape}")
-        if len(audio) == 0:
-            return audio.copy()
         self.prepare()
         transcript = self._asr.transcribe(resample(audio, sample_rate, self._asr.sample_rate))
         return self.speak_transcript(transcript, pseudo, audio, sample_rate)

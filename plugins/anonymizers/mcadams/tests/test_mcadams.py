@@ -76,9 +76,9 @@ def test_length_rate_finite_and_changed(corpus, rate):
     assert np.isclose(np.abs(out).max(), np.abs(audio).max(), rtol=1e-4)
 
 
-def test_short_and_empty_audio():
+def test_short_audio():
     anon = McAdams()
-    for n in (0, 1, 50, 321):
+    for n in (1, 50, 321):  # the core never hands an anonymizer stereo or empty audio (tests/test_anonymize_input.py)
         out = anon.anonymize(np.full(n, 0.1, np.float32), 16000, voice("x"))
         assert out.shape == (n,) and np.isfinite(out).all()
 
@@ -96,10 +96,8 @@ def test_voice_keys_and_levels(corpus):
     assert np.array_equal(fixed.anonymize(audio, rate, voice("k1")), fixed.anonymize(audio, rate, voice("k2")))
 
 
-def test_bad_params_and_audio():
+def test_bad_params():
     from pydantic import ValidationError
-
-    from vpeval.errors import BadAudioError
 
     with pytest.raises(ValidationError, match="alpha_range"):  # the config layer adds file and line
         McAdams.Params(alpha_range=(0.9, 0.2))
@@ -110,8 +108,6 @@ def test_bad_params_and_audio():
     assert McAdams.Params.model_validate(fixed.model_dump(mode="json")) == fixed
     with pytest.raises(ValidationError, match="output_level"):
         McAdams.Params(output_level="loud")
-    with pytest.raises(BadAudioError):
-        McAdams().anonymize(np.zeros((2, 100), np.float32), 16000, voice("x"))
 
 
 def test_mcadams_raises_eer_of_mfcc_scorer(corpus):

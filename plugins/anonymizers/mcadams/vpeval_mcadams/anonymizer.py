@@ -9,7 +9,6 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from vpeval.api import Anonymizer, Params, Voice
-from vpeval.errors import BadAudioError
 
 from vpeval_mcadams.transform import mcadams
 
@@ -87,10 +86,6 @@ class McAdams(Anonymizer):
     def anonymize(self, audio: np.ndarray, sample_rate: int, voice: Voice) -> np.ndarray:
         alpha = self.alpha_for(voice)
         audio = np.asarray(audio, dtype=np.float32)
-        if audio.ndim != 1:
-            raise BadAudioError(voice.key, f"mcadams needs mono audio, got shape {audio.shape}")
-        if len(audio) == 0:
-            return audio.copy()
         out = mcadams(
             audio,
             sample_rate,

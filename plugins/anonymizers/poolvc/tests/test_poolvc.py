@@ -79,8 +79,8 @@ def test_keys_and_levels_choose_speakers(anonymizer):
     assert len(per_speaker) == 1
 
 
-def test_short_and_empty_audio(anonymizer):
-    for n in (0, 10, 800):
+def test_short_audio(anonymizer):
+    for n in (10, 800):  # the core never hands an anonymizer stereo or empty audio (tests/test_anonymize_input.py)
         out = anonymizer.anonymize(np.full(n, 0.05, np.float32), 16000, voice("x"))
         assert out.shape == (n,) and np.isfinite(out).all()
 

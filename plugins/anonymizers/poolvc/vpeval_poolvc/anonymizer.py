@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from vpeval.api import Anonymizer, Params, PluginRef, Voice
-from vpeval.errors import BadAudioError, DataError
+from vpeval.errors import DataError
 from vpeval.speakers import POOL_SEED, CorpusSpec, EncoderSpec, embed_corpus, embedding_anonymizer_in_space
 
 from vpeval_poolvc.choice import farthest_count, farthest_random_choice, nearest_speaker, random_choice
@@ -140,11 +140,7 @@ class PoolVC(Anonymizer):
     def anonymize(self, audio: np.ndarray, sample_rate: int, voice: Voice) -> np.ndarray:
         self.prepare()
         audio = np.asarray(audio, dtype=np.float32)
-        if audio.ndim != 1:
-            raise BadAudioError(voice.key, f"poolvc needs mono audio, got shape {audio.shape}")
         speaker = self.choose_speaker(audio, sample_rate, voice)
-        if len(audio) == 0:
-            return audio.copy()
         return self.convert(audio, sample_rate, speaker)
 
     def convert(self, audio: np.ndarray, rate: int, speaker: str) -> np.ndarray:

@@ -25,7 +25,7 @@ import numpy as np
 from pydantic import Field
 
 from vpeval.api import Anonymizer, Params, PluginRef, Voice
-from vpeval.errors import BadAudioError, ConfigError, DataError
+from vpeval.errors import ConfigError, DataError
 from vpeval.speakers import POOL_SEED, CorpusSpec, EncoderSpec, embed_corpus, embedding_anonymizer_in_space
 
 from vpeval_world.matching import envelope_cepstra, knn_average, mean_normalised
@@ -119,10 +119,6 @@ class VectorVC(Anonymizer):
     def anonymize(self, audio: np.ndarray, sample_rate: int, voice: Voice) -> np.ndarray:
         self.prepare()
         audio = np.asarray(audio, dtype=np.float32)
-        if audio.ndim != 1:
-            raise BadAudioError(voice.key, f"vector-vc needs mono audio, got shape {audio.shape}")
-        if len(audio) == 0:
-            return audio.copy()
         requested = self.requested_vector(audio, sample_rate, voice)
         out, record = self.speak(audio, sample_rate, requested)
         self.log(voice.key, record)

@@ -19,7 +19,6 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from vpeval.api import Anonymizer, Params, Voice
-from vpeval.errors import BadAudioError
 
 from vpeval_vtln.transform import vtln
 from vpeval_vtln.warping import bilinear, piecewise_linear, piecewise_linear_inverse
@@ -125,10 +124,6 @@ class VTLN(Anonymizer):
     def anonymize(self, audio: np.ndarray, sample_rate: int, voice: Voice) -> np.ndarray:
         warp = self.pseudo_voice(voice)
         audio = np.asarray(audio, dtype=np.float32)
-        if audio.ndim != 1:
-            raise BadAudioError(voice.key, f"vtln needs mono audio, got shape {audio.shape}")
-        if len(audio) == 0:
-            return audio.copy()
         p = self.params
         out = vtln(audio, sample_rate, warp.forward, warp.source_frequencies, p.target, p.win_ms, p.hop_ms, p.lifter_ms)
         if p.normalize:

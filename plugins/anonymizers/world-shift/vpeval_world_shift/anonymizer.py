@@ -21,7 +21,6 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from vpeval.api import Anonymizer, Params, Voice
-from vpeval.errors import BadAudioError
 
 from vpeval_world.vocoder import WorldFeatures, analyse, synthesize, warp_frequency_axis
 
@@ -107,10 +106,6 @@ class WorldShift(Anonymizer):
     def anonymize(self, audio: np.ndarray, sample_rate: int, voice: Voice) -> np.ndarray:
         shift = self.pseudo_voice(voice)
         audio = np.asarray(audio, dtype=np.float32)
-        if audio.ndim != 1:
-            raise BadAudioError(voice.key, f"world-shift needs mono audio, got shape {audio.shape}")
-        if len(audio) == 0:
-            return audio.copy()
         return self.convert(audio, sample_rate, shift)
 
     def convert(self, audio: np.ndarray, rate: int, shift: ShiftVoice) -> np.ndarray:
