@@ -50,13 +50,13 @@ def timed(fn, runs: int) -> list[float]:
 
 def report(label: str, times: list[float], seconds: float) -> float:
     med = statistics.median(times)
-    print(f"{label:34s} median {med * 1000:8.1f} ms  min {min(times) * 1000:8.1f} ms  "
-          f"{seconds / med:7.1f} x real time")
+    print(f"{label:34s} median {med * 1000:8.1f} ms  min {min(times) * 1000:8.1f} ms  {seconds / med:7.1f} x real time")
     return med
 
 
-def vpc2024_style(audio: np.ndarray, rate: int, alpha: float = 0.8, win_ms: float = 20.0, shift_ms: float = 10.0,
-                  order: int = 20) -> np.ndarray:
+def vpc2024_style(
+    audio: np.ndarray, rate: int, alpha: float = 0.8, win_ms: float = 20.0, shift_ms: float = 10.0, order: int = 20
+) -> np.ndarray:
     """The steps of VoicePrivacy 2024's `anonym_v2` (B2), restated here for timing only: librosa.lpc on all
     frames at once, then per frame scipy.signal.tf2zpk (np.roots), the angle warp, np.poly and two
     scipy lfilter calls; overlap-add. (Its code is GPL-3.0 and not a dependency; same library calls.)"""
@@ -98,10 +98,11 @@ def bench_mcadams(audio: np.ndarray, rate: int, runs: int) -> None:
         theirs += timed_once(vpc_fn)
     fast = report("mcadams (vectorised)", ours, seconds)
     v2 = report("VPC 2024 anonym_v2 steps", theirs, seconds)
-    slow = report("mcadams (per-frame reference)", timed(lambda: mcadams_reference(audio, rate, 0.8), runs),
-                  seconds)
-    print(f"{'mcadams speed-up over anonym_v2':34s} {v2 / fast:.1f} x (per run: "
-          f"{', '.join(f'{t / o:.1f}' for o, t in zip(ours, theirs))})")
+    slow = report("mcadams (per-frame reference)", timed(lambda: mcadams_reference(audio, rate, 0.8), runs), seconds)
+    print(
+        f"{'mcadams speed-up over anonym_v2':34s} {v2 / fast:.1f} x (per run: "
+        f"{', '.join(f'{t / o:.1f}' for o, t in zip(ours, theirs))})"
+    )
     print(f"{'mcadams speed-up over reference':34s} {slow / fast:.1f} x")
 
 

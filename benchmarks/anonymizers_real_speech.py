@@ -69,13 +69,16 @@ def main():
     systems = {
         # The settings these rows were first measured with: output at the input's peak.
         "mcadams alpha 0.8": McAdams(McAdams.Params(alpha=0.8, output_level="input-peak"), context.child("mc")),
-        "mcadams alpha [0.5, 0.9]": McAdams(McAdams.Params(alpha_range=(0.5, 0.9), output_level="input-peak"),
-                                            context.child("mc2")),
+        "mcadams alpha [0.5, 0.9]": McAdams(
+            McAdams.Params(alpha_range=(0.5, 0.9), output_level="input-peak"), context.child("mc2")
+        ),
         "poolvc random": PoolVC(PoolVC.Params(pool=pool, selection="random"), context.child("pvc")),
-        "poolvc farthest-random (ge2e)": PoolVC(PoolVC.Params(pool=pool, encoder={"use": "ge2e"}),
-                                                context.child("pvc2")),
+        "poolvc farthest-random (ge2e)": PoolVC(
+            PoolVC.Params(pool=pool, encoder={"use": "ge2e"}), context.child("pvc2")
+        ),
         "poolvc selection -> nearest (ge2e)": PoolVC(
-            PoolVC.Params(pool=pool, encoder={"use": "ge2e"}, selection="selection"), context.child("pvc3")),
+            PoolVC.Params(pool=pool, encoder={"use": "ge2e"}, selection="selection"), context.child("pvc3")
+        ),
     }
     original = np.stack([encoder.embed(a) for a in audios])
     ref_text = [asr.transcribe(a).text for a in audios]
@@ -84,13 +87,18 @@ def main():
     print(f"{'original':32s} {100 * pair_eer(original, original, speakers):8.1f}")
     for name, anon in systems.items():
         anon.prepare()
-        outs = [anon.anonymize(a, 16000, Voice(r["path"], "utterance", context.rng("voice", r["path"])))
-                for a, r in zip(audios, rows)]
+        outs = [
+            anon.anonymize(a, 16000, Voice(r["path"], "utterance", context.rng("voice", r["path"])))
+            for a, r in zip(audios, rows)
+        ]
         emb = np.stack([encoder.embed(o) for o in outs])
         errors = [wer(ref, asr.transcribe(o).text) for ref, o in zip(ref_text, outs)]
         w = sum(e for e, _ in errors) / max(1, sum(n for _, n in errors))
-        print(f"{name:32s} {'':8s} {100 * pair_eer(original, emb, speakers):8.1f} "
-              f"{100 * pair_eer(emb, emb, speakers):8.1f} {100 * w:12.1f}", flush=True)
+        print(
+            f"{name:32s} {'':8s} {100 * pair_eer(original, emb, speakers):8.1f} "
+            f"{100 * pair_eer(emb, emb, speakers):8.1f} {100 * w:12.1f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

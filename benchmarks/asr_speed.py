@@ -21,6 +21,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+
 from vpeval.testing.realdata import real_data_root
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -126,9 +127,11 @@ def report_speed(files: int, runs: int) -> None:
 
 def report_wer(count: int) -> None:
     value, details = fsdd_wer(count)
-    print(f"WER on {details['utterances']} FSDD digits (8 kHz -> 16 kHz): {value:.1f} % "
-          f"(S {details['substitutions']}, D {details['deletions']}, I {details['insertions']}, "
-          f"{details['reference_words']} words)")
+    print(
+        f"WER on {details['utterances']} FSDD digits (8 kHz -> 16 kHz): {value:.1f} % "
+        f"(S {details['substitutions']}, D {details['deletions']}, I {details['insertions']}, "
+        f"{details['reference_words']} words)"
+    )
     print(f"  ASR: {details['asr']}")
     for line in details["examples"]:
         print(f"  {line}")

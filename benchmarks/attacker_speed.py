@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from repeats import summary  # benchmarks/repeats.py (scripts run as python benchmarks/<name>.py)
 
 from vpeval.api import PluginContext
 from vpeval.testing.dummies import make_corpus
 from vpeval.types import TrainingData, TrainingStage
-from repeats import summary  # benchmarks/repeats.py (scripts run as python benchmarks/<name>.py)
 
 TINY = {"channels": [32, 32, 32, 32, 96], "embedding_dim": 32}
 

@@ -25,11 +25,11 @@ import time
 from pathlib import Path
 
 import torch
+from repeats import summary  # benchmarks/repeats.py (scripts run as python benchmarks/<name>.py)
 
 from vpeval.plugins import plugin_context
 from vpeval.testing.dummies import make_corpus
 from vpeval.types import TrainingData, TrainingStage
-from repeats import summary  # benchmarks/repeats.py (scripts run as python benchmarks/<name>.py)
 
 NETWORK = {"channels": [64, 64, 64, 64, 192], "attention_channels": 32, "embedding_dim": 64, "crop_seconds": 2.0}
 STAGE = {"batch_size": 32, "grad_accumulation": 1}
@@ -47,8 +47,13 @@ def run_stage(params: dict, data: TrainingData, seed: int, work: Path) -> dict:
     attacker.train(data)
     total = time.perf_counter() - started
     epochs = [s for r in attacker.stage_records for s in r.seconds]
-    return {"total": total, "first_epoch": epochs[0], "later_epochs": statistics.median(epochs[1:]) if len(epochs) > 1 else None,
-            "outside_epochs": total - sum(epochs), "attacker": attacker}
+    return {
+        "total": total,
+        "first_epoch": epochs[0],
+        "later_epochs": statistics.median(epochs[1:]) if len(epochs) > 1 else None,
+        "outside_epochs": total - sum(epochs),
+        "attacker": attacker,
+    }
 
 
 def fmt(s: dict) -> str:
@@ -68,30 +73,90 @@ def main() -> None:
     torch.set_num_threads(1)
     logging.basicConfig(level=logging.WARNING)
     tmp = Path(tempfile.mkdtemp())
-    corpus = make_corpus(tmp / "audio", speakers=args.speakers, utterances=args.utterances, seconds=args.seconds, seed=0)
+    corpus = make_corpus(
+        tmp / "audio", speakers=args.speakers, utterances=args.utterances, seconds=args.seconds, seed=0
+    )
     audio_seconds = sum(u.duration for u in corpus.utterances)
     original = TrainingData([TrainingStage("original", corpus)])
     target = TrainingData([TrainingStage("target", corpus, "target")], scenario="anonymized")
     e = args.epochs
     runs = {
-        "I fbank": ({**NETWORK, "fusion": "fbank", "stages": ["I"], "stage1": {**STAGE, "epochs": e, "dropout": 0.0}}, original),
-        "I ssl (crop)": ({**NETWORK, "fusion": "ssl", "stages": ["I"], "stage1": {**STAGE, "epochs": e, "dropout": 0.0}}, original),
-        "I ssl (utterance)": ({**NETWORK, "fusion": "ssl", "ssl_context": "utterance", "stages": ["I"],
-                               "stage1": {**STAGE, "epochs": e, "dropout": 0.0}}, original),
-        "I mid (crop)": ({**NETWORK, "fusion": "mid", "stages": ["I"], "stage1": {**STAGE, "epochs": e, "dropout": 0.0}}, original),
-        "I mid (utterance)": ({**NETWORK, "fusion": "mid", "ssl_context": "utterance", "stages": ["I"],
-                               "stage1": {**STAGE, "epochs": e, "dropout": 0.0}}, original),
+        "I fbank": (
+            {**NETWORK, "fusion": "fbank", "stages": ["I"], "stage1": {**STAGE, "epochs": e, "dropout": 0.0}},
+            original,
+        ),
+        "I ssl (crop)": (
+            {**NETWORK, "fusion": "ssl", "stages": ["I"], "stage1": {**STAGE, "epochs": e, "dropout": 0.0}},
+            original,
+        ),
+        "I ssl (utterance)": (
+            {
+                **NETWORK,
+                "fusion": "ssl",
+                "ssl_context": "utterance",
+                "stages": ["I"],
+                "stage1": {**STAGE, "epochs": e, "dropout": 0.0},
+            },
+            original,
+        ),
+        "I mid (crop)": (
+            {**NETWORK, "fusion": "mid", "stages": ["I"], "stage1": {**STAGE, "epochs": e, "dropout": 0.0}},
+            original,
+        ),
+        "I mid (utterance)": (
+            {
+                **NETWORK,
+                "fusion": "mid",
+                "ssl_context": "utterance",
+                "stages": ["I"],
+                "stage1": {**STAGE, "epochs": e, "dropout": 0.0},
+            },
+            original,
+        ),
         "II mid (utterance), world-shift + vtln": (
-            {**NETWORK, "fusion": "mid", "ssl_context": "utterance", "stages": ["II"],
-             "stage2_anonymizers": [{"use": "world-shift"}, {"use": "vtln"}], "stage2": {**STAGE, "epochs": e}}, original),
-        "III mid (utterance), 100 %": ({**NETWORK, "fusion": "mid", "ssl_context": "utterance", "stages": ["III"],
-                                        "stage3": {**STAGE, "epochs": e}}, target),
-        "III mid (utterance), 10 %": ({**NETWORK, "fusion": "mid", "ssl_context": "utterance", "stages": ["III"],
-                                       "stage3_fraction": 0.1, "stage3": {**STAGE, "epochs": e}}, target),
+            {
+                **NETWORK,
+                "fusion": "mid",
+                "ssl_context": "utterance",
+                "stages": ["II"],
+                "stage2_anonymizers": [{"use": "world-shift"}, {"use": "vtln"}],
+                "stage2": {**STAGE, "epochs": e},
+            },
+            original,
+        ),
+        "III mid (utterance), 100 %": (
+            {
+                **NETWORK,
+                "fusion": "mid",
+                "ssl_context": "utterance",
+                "stages": ["III"],
+                "stage3": {**STAGE, "epochs": e},
+            },
+            target,
+        ),
+        "III mid (utterance), 10 %": (
+            {
+                **NETWORK,
+                "fusion": "mid",
+                "ssl_context": "utterance",
+                "stages": ["III"],
+                "stage3_fraction": 0.1,
+                "stage3": {**STAGE, "epochs": e},
+            },
+            target,
+        ),
     }
-    results: dict = {"audio_seconds": audio_seconds, "utterances": len(corpus), "epochs": e, "stages": {}, "extraction": {}}
-    print(f"{len(corpus)} utterances, {audio_seconds:.0f} s of audio, {e} epochs per stage, {args.repeats} repeats; "
-          "seconds, median (min-max)")
+    results: dict = {
+        "audio_seconds": audio_seconds,
+        "utterances": len(corpus),
+        "epochs": e,
+        "stages": {},
+        "extraction": {},
+    }
+    print(
+        f"{len(corpus)} utterances, {audio_seconds:.0f} s of audio, {e} epochs per stage, {args.repeats} repeats; "
+        "seconds, median (min-max)"
+    )
     print("| run | whole stage | first epoch | later epochs (median) | outside the epochs |")
     print("|---|---|---|---|---|")
     trained = {}
@@ -102,8 +167,11 @@ def main() -> None:
         row = {k: summary([m[k] for m in measured]) for k in ("total", "first_epoch", "later_epochs", "outside_epochs")}
         results["stages"][name] = row
         trained[name] = measured[-1]["attacker"]
-        print(f"| {name} | {fmt(row['total'])} | {fmt(row['first_epoch'])} | {fmt(row['later_epochs'])} | "
-              f"{fmt(row['outside_epochs'])} |", flush=True)
+        print(
+            f"| {name} | {fmt(row['total'])} | {fmt(row['first_epoch'])} | {fmt(row['later_epochs'])} | "
+            f"{fmt(row['outside_epochs'])} |",
+            flush=True,
+        )
     for name in ("I fbank", "I ssl (utterance)", "I mid (utterance)"):
         if name not in trained:
             continue

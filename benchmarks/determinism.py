@@ -144,7 +144,7 @@ def probe_mcadams(threads: int) -> str:
     return digest(mcadams(speech(), 16000, 0.8))
 
 
-PROBES = {name[len("probe_"):].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("probe_")}
+PROBES = {name[len("probe_") :].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("probe_")}
 
 
 def run_probes(names: list[str]) -> dict[str, str]:
@@ -172,11 +172,17 @@ def main() -> None:
         return
     table = {}
     for label, env in SWITCHES.items():
-        result = subprocess.run([sys.executable, __file__, "--child", "--probes", ",".join(names)],
-                                env={**os.environ, **env}, capture_output=True, text=True, check=True)
+        result = subprocess.run(
+            [sys.executable, __file__, "--child", "--probes", ",".join(names)],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         table[label] = json.loads(result.stdout.strip().splitlines()[-1])
-    again = subprocess.run([sys.executable, __file__, "--child", "--probes", ",".join(names)],
-                           capture_output=True, text=True, check=True)
+    again = subprocess.run(
+        [sys.executable, __file__, "--child", "--probes", ",".join(names)], capture_output=True, text=True, check=True
+    )
     table["default, again"] = json.loads(again.stdout.strip().splitlines()[-1])
     base = table["default"]
     print(f"{'switch':18s} " + " ".join(f"{n:>14s}" for n in names))

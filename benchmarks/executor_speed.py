@@ -61,8 +61,15 @@ def cpu_of(executor) -> float:
 
 def mcadams_chain() -> ResolvedAnonymizer:
     cls = get_plugin_manager().get("anonymizer", "mcadams")
-    step = ResolvedPlugin(kind="anonymizer", use="mcadams", params=cls.Params().model_dump(mode="json"),
-                          distribution=cls.distribution, version=cls.version, label="mcadams", code=code_fingerprint(cls))
+    step = ResolvedPlugin(
+        kind="anonymizer",
+        use="mcadams",
+        params=cls.Params().model_dump(mode="json"),
+        distribution=cls.distribution,
+        version=cls.version,
+        label="mcadams",
+        code=code_fingerprint(cls),
+    )
     return ResolvedAnonymizer(label="mcadams", level="utterance", steps=[step])
 
 
@@ -125,31 +132,54 @@ def map_stage_rows(items, runs: int, empty_tasks: int, cache_root: Path) -> list
         empty = statistics.median(time_context_map(context, nothing, list(range(empty_tasks)), 1)) / empty_tasks
         rows.append((f"local, workers {workers}", None, None, warm, len(items) / warm, statistics.median(cpu), empty))
     for workers in (1, 2):
-        dask = DaskExecutor(DaskExecutor.Params(workers=workers, batch=16), PluginContext(options={"cache_root": cache_root}))
+        dask = DaskExecutor(
+            DaskExecutor.Params(workers=workers, batch=16), PluginContext(options={"cache_root": cache_root})
+        )
         dask.client.wait_for_workers(workers)
         context = PluginContext(executor=dask)
         cold = time_context_map(context, embed, items, 1)[0]
         cpu = []
         warm = statistics.median(time_context_map(context, embed, items, runs, cpu))
         fresh = time_context_map(context, lambda u, _other=workers: embed(u), items, 1)[0]
-        one_per_task = DaskExecutor(DaskExecutor.Params(address=dask.client.scheduler.address, batch=1),
-                                    PluginContext(options={"cache_root": cache_root}))
-        empty = time_context_map(PluginContext(executor=one_per_task), nothing, list(range(empty_tasks)), 1)[0] / empty_tasks
+        one_per_task = DaskExecutor(
+            DaskExecutor.Params(address=dask.client.scheduler.address, batch=1),
+            PluginContext(options={"cache_root": cache_root}),
+        )
+        empty = (
+            time_context_map(PluginContext(executor=one_per_task), nothing, list(range(empty_tasks)), 1)[0]
+            / empty_tasks
+        )
         one_per_task.close()
         dask.close()
-        rows.append((f"dask LocalCluster, {workers} worker(s)", megabytes, (cold, fresh), warm, len(items) / warm,
-                     statistics.median(cpu), empty))
+        rows.append(
+            (
+                f"dask LocalCluster, {workers} worker(s)",
+                megabytes,
+                (cold, fresh),
+                warm,
+                len(items) / warm,
+                statistics.median(cpu),
+                empty,
+            )
+        )
     return rows
 
 
 def print_map_rows(rows: list[tuple]) -> None:
-    print(f"\nmap stage (ge2e embed)\n{'executor':32s} {'func MB':>8s} {'cold s':>8s} {'new func s':>10s} {'warm s':>8s} {'utt/s':>7s} "
-          f"{'vs local 1':>10s} {'CPU s':>7s} {'ms/empty task':>13s}")
+    print(
+        f"\nmap stage (ge2e embed)\n{'executor':32s} {'func MB':>8s} {'cold s':>8s} {'new func s':>10s} {'warm s':>8s} {'utt/s':>7s} "
+        f"{'vs local 1':>10s} {'CPU s':>7s} {'ms/empty task':>13s}"
+    )
     base = rows[0][3]
     for label, megabytes, cold, warm, rate, cpu_s, empty in rows:
-        mb, cold_s, fresh_s = ((f"{megabytes:8.1f}", f"{cold[0]:8.2f}", f"{cold[1]:10.2f}") if cold is not None
-                               else (f"{'':8s}", f"{'':8s}", f"{'':10s}"))
-        print(f"{label:32s} {mb} {cold_s} {fresh_s} {warm:8.2f} {rate:7.1f} {base / warm:10.2f} {cpu_s:7.2f} {empty * 1000:13.2f}")
+        mb, cold_s, fresh_s = (
+            (f"{megabytes:8.1f}", f"{cold[0]:8.2f}", f"{cold[1]:10.2f}")
+            if cold is not None
+            else (f"{'':8s}", f"{'':8s}", f"{'':10s}")
+        )
+        print(
+            f"{label:32s} {mb} {cold_s} {fresh_s} {warm:8.2f} {rate:7.1f} {base / warm:10.2f} {cpu_s:7.2f} {empty * 1000:13.2f}"
+        )
 
 
 def main() -> None:
@@ -166,7 +196,9 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        corpus = make_corpus(root / "corpus", args.speakers, args.utterances, seconds=args.seconds, seed=1, name="bench")
+        corpus = make_corpus(
+            root / "corpus", args.speakers, args.utterances, seconds=args.seconds, seed=1, name="bench"
+        )
         items = corpus.utterances
         audio_s = len(items) * args.seconds
         print(f"{len(items)} utterances, {audio_s:.0f} s of speech, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}")
@@ -182,33 +214,55 @@ def main() -> None:
             task._steps()  # prepared in this process before the fork, as the runner does
             local = LocalProcesses(context=PluginContext(workers=workers))
             times, cpu = time_map(local, task, items, args.runs)
-            rows.append((f"local, workers {workers}", None, statistics.median(times), statistics.median(cpu),
-                         overhead(local, args.empty_tasks)))
+            rows.append(
+                (
+                    f"local, workers {workers}",
+                    None,
+                    statistics.median(times),
+                    statistics.median(cpu),
+                    overhead(local, args.empty_tasks),
+                )
+            )
             task.forget()
 
         for workers in (1, 2):
-            dask = DaskExecutor(DaskExecutor.Params(workers=workers), PluginContext(options={"cache_root": root / "cache"}))
+            dask = DaskExecutor(
+                DaskExecutor.Params(workers=workers), PluginContext(options={"cache_root": root / "cache"})
+            )
             started = time.perf_counter()
             dask.client.wait_for_workers(workers)
             startup = time.perf_counter() - started
             task = AnonymizeTask(anon, 0, 1, root / "cache", root / f"out-dask{workers}")
             cold = time_map(dask, task, items, 1)[0][0]
             times, cpu = time_map(dask, task, items, args.runs)
-            one_per_task = DaskExecutor(DaskExecutor.Params(address=dask.client.scheduler.address, batch=1),
-                                        PluginContext(options={"cache_root": root / "cache"}))
+            one_per_task = DaskExecutor(
+                DaskExecutor.Params(address=dask.client.scheduler.address, batch=1),
+                PluginContext(options={"cache_root": root / "cache"}),
+            )
             per_task = overhead(one_per_task, args.empty_tasks)
             one_per_task.close()
-            rows.append((f"dask LocalCluster, {workers} worker(s)", (startup, cold), statistics.median(times),
-                         statistics.median(cpu), per_task))
+            rows.append(
+                (
+                    f"dask LocalCluster, {workers} worker(s)",
+                    (startup, cold),
+                    statistics.median(times),
+                    statistics.median(cpu),
+                    per_task,
+                )
+            )
             dask.close()
 
         base = rows[0][2]
-        print(f"\nanonymization (mcadams defaults)\n{'executor':32s} {'start s':>8s} {'cold s':>8s} {'warm s':>8s} {'x real time':>11s} {'vs local 1':>10s} "
-              f"{'CPU s':>7s} {'ms/empty task':>13s}")
+        print(
+            f"\nanonymization (mcadams defaults)\n{'executor':32s} {'start s':>8s} {'cold s':>8s} {'warm s':>8s} {'x real time':>11s} {'vs local 1':>10s} "
+            f"{'CPU s':>7s} {'ms/empty task':>13s}"
+        )
         for label, cold, warm, cpu_s, per_task in rows:
             start_s, cold_s = (f"{cold[0]:8.2f}", f"{cold[1]:8.2f}") if cold else (f"{'':8s}", f"{'':8s}")
-            print(f"{label:32s} {start_s} {cold_s} {warm:8.2f} {audio_s / warm:11.1f} {base / warm:10.2f} {cpu_s:7.2f} "
-                  f"{per_task * 1000:13.2f}")
+            print(
+                f"{label:32s} {start_s} {cold_s} {warm:8.2f} {audio_s / warm:11.1f} {base / warm:10.2f} {cpu_s:7.2f} "
+                f"{per_task * 1000:13.2f}"
+            )
 
 
 if __name__ == "__main__":

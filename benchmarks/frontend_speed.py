@@ -31,7 +31,9 @@ def frontends(corpus):
     context = PluginContext(seed=0, threads=1)
     made = {
         "kimi-like (whisper-base)": KimiLikeFrontend(KimiLikeFrontend.Params(codebook_size=64), context),
-        "kimi-like (30 s window)": KimiLikeFrontend(KimiLikeFrontend.Params(codebook_size=64, pad_to_window=True), context),
+        "kimi-like (30 s window)": KimiLikeFrontend(
+            KimiLikeFrontend.Params(codebook_size=64, pad_to_window=True), context
+        ),
         "fbank-rvq (8 x 256)": FbankRvqFrontend(FbankRvqFrontend.Params(), context),
         "mimi (tiny random)": MimiFrontend(MimiFrontend.Params(config=MIMI), context),
         # MimiConfig() defaults are kyutai/mimi's architecture: the real model's cost, random weights.
@@ -53,7 +55,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         corpus = make_corpus(folder, speakers=8, utterances=8, seconds=2.0, seed=1)
         made = frontends(corpus)
-        print(f"{'frontend':28s} {'x real time':>12s} {'min':>8s} {'max':>8s}   ({args.runs} runs, {args.seconds:g} s audio)")
+        print(
+            f"{'frontend':28s} {'x real time':>12s} {'min':>8s} {'max':>8s}   ({args.runs} runs, {args.seconds:g} s audio)"
+        )
         for label, frontend in made.items():
             audio = synthesize(speaker_voice(3), args.seconds, frontend.sample_rate, np.random.default_rng(0))
             frontend.encode(audio)  # warm-up: model load, first-call allocations

@@ -16,8 +16,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-
 from anonymizers_real_speech import VCTK, pair_eer, wer
+
 from vpeval.api import Voice
 from vpeval.audio import read_audio
 from vpeval.plugins import plugin_context
@@ -34,8 +34,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--utterances", type=int, default=10)
     parser.add_argument("--wer", action="store_true", help="also Whisper tiny.en WER vs the original's transcript")
-    parser.add_argument("--gain-db", type=float, default=0.0,
-                        help="scale the input speech first (the VCTK files here peak at 0.99; -20 dB is a quiet recording)")
+    parser.add_argument(
+        "--gain-db",
+        type=float,
+        default=0.0,
+        help="scale the input speech first (the VCTK files here peak at 0.99; -20 dB is a quiet recording)",
+    )
     args = parser.parse_args()
     rows = list(csv.DictReader(open(VCTK / "metadata.csv")))
     by_spk: dict[str, list] = {}
@@ -53,16 +57,22 @@ def main():
     original = np.stack([encoder.embed(a) for a in audios])
     ref_text = [asr.transcribe(a).text for a in audios] if asr else None
     peaks = np.array([np.abs(a).max() for a in audios])
-    print(f"{len(rows)} VCTK utterances, {len(by_spk)} speakers, input peaks {peaks.min():.2f}-{peaks.max():.2f} "
-          f"(median {np.median(peaks):.2f}, gain {args.gain_db:+.0f} dB); GE2E cosine EER over all pairs, utterance level")
+    print(
+        f"{len(rows)} VCTK utterances, {len(by_spk)} speakers, input peaks {peaks.min():.2f}-{peaks.max():.2f} "
+        f"(median {np.median(peaks):.2f}, gain {args.gain_db:+.0f} dB); GE2E cosine EER over all pairs, utterance level"
+    )
     print(f"| mcadams setting | EER O-O | EER O-A | EER A-A |{' WER |' if asr else ''}")
     print(f"| original | {100 * pair_eer(original, original, speakers):.1f} | | |{' |' if asr else ''}")
     for name, params in SETTINGS.items():
         anon = McAdams(McAdams.Params(**params), context.child("mcadams"))
-        outs = [anon.anonymize(a, 16000, Voice(r["path"], "utterance", context.rng("voice", r["path"])))
-                for a, r in zip(audios, rows)]
+        outs = [
+            anon.anonymize(a, 16000, Voice(r["path"], "utterance", context.rng("voice", r["path"])))
+            for a, r in zip(audios, rows)
+        ]
         emb = np.stack([encoder.embed(o) for o in outs])
-        cells = f"| {name} | | {100 * pair_eer(original, emb, speakers):.1f} | {100 * pair_eer(emb, emb, speakers):.1f} |"
+        cells = (
+            f"| {name} | | {100 * pair_eer(original, emb, speakers):.1f} | {100 * pair_eer(emb, emb, speakers):.1f} |"
+        )
         if asr:
             errors = [wer(ref, asr.transcribe(o).text) for ref, o in zip(ref_text, outs)]
             cells += f" {100 * sum(e for e, _ in errors) / max(1, sum(n for _, n in errors)):.1f} |"

@@ -22,17 +22,29 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from repeats import summary  # benchmarks/repeats.py (scripts run as python benchmarks/<name>.py)
 
 from vpeval.api import PluginContext
 from vpeval.testing.dummies import make_corpus
 from vpeval.types import Corpus, TrainingData, TrainingStage
-from repeats import summary  # benchmarks/repeats.py (scripts run as python benchmarks/<name>.py)
 
 # experiments/seed000.yaml's sizes, with 2 epochs per stage so that a repeat takes seconds.
 SIZES = {
-    "channels": [64, 64, 64, 64, 192], "attention_channels": 32, "crop_seconds": 2.0, "speakers_per_batch": 10,
-    "lr": 0.002, "text_finetune": False, "text_batch_speakers": 10, "fusion_lr": 0.001, "transcripts": "corpus",
-    "epochs": 2, "text_epochs": 2, "fusion_epochs": 2, "hybrid_epochs": 2, "cross_frames": "fbank", "ssl_whisper_dim": 128,
+    "channels": [64, 64, 64, 64, 192],
+    "attention_channels": 32,
+    "crop_seconds": 2.0,
+    "speakers_per_batch": 10,
+    "lr": 0.002,
+    "text_finetune": False,
+    "text_batch_speakers": 10,
+    "fusion_lr": 0.001,
+    "transcripts": "corpus",
+    "epochs": 2,
+    "text_epochs": 2,
+    "fusion_epochs": 2,
+    "hybrid_epochs": 2,
+    "cross_frames": "fbank",
+    "ssl_whisper_dim": 128,
 }
 VARIANTS = {
     "mean": {"system": "mean"},
@@ -49,8 +61,10 @@ VARIANTS = {
     "rjca-global-text": {"system": "rjca-global-text"},
     "ssl-whisper": {"system": "ssl-whisper"},
 }
-WORDS = ("apple river stone cloud paper garden window yellow orange table seven music doctor silver basket "
-         "planet forest candle bridge letter pocket summer winter button").split()
+WORDS = (
+    "apple river stone cloud paper garden window yellow orange table seven music doctor silver basket "
+    "planet forest candle bridge letter pocket summer winter button"
+).split()
 
 
 def with_habits(corpus: Corpus) -> Corpus:
@@ -60,7 +74,10 @@ def with_habits(corpus: Corpus) -> Corpus:
         rng = np.random.default_rng([3, index])
         liked = rng.choice(len(WORDS), 4, replace=False)
         for u in utts:
-            words = [WORDS[liked[rng.integers(4)]] if rng.random() < 0.6 else WORDS[rng.integers(len(WORDS))] for _ in range(8)]
+            words = [
+                WORDS[liked[rng.integers(4)]] if rng.random() < 0.6 else WORDS[rng.integers(len(WORDS))]
+                for _ in range(8)
+            ]
             out.append(u.replace(transcript=" ".join(words)))
     return Corpus(corpus.name, out, dict(corpus.speaker_gender), fingerprint=corpus.fingerprint + "-habits")
 
@@ -109,29 +126,41 @@ def main() -> None:
     ns = [5, 15]
     results: dict = {"train_utterances": len(train), "heldout_utterances": len(heldout), "sizes": SIZES, "systems": {}}
     for name in args.systems.split(","):
-        runs = [measure({**SIZES, **VARIANTS[name]}, train, heldout, ns, r, root / f"{name}-{r}") for r in range(args.repeats)]
+        runs = [
+            measure({**SIZES, **VARIANTS[name]}, train, heldout, ns, r, root / f"{name}-{r}")
+            for r in range(args.repeats)
+        ]
         results["systems"][name] = {
             "train_cpu_s": summary([r["train_cpu_s"] for r in runs]),
             "score_cpu_ms_per_side": {n: summary([r["score_cpu_ms_per_side"][n] for r in runs]) for n in ns},
         }
         row = results["systems"][name]
-        print(f"{name}: train {row['train_cpu_s']['median']:.1f} CPU s, score ms/side "
-              + ", ".join(f"N={n} {row['score_cpu_ms_per_side'][n]['median']:.0f}" for n in ns), flush=True)
+        print(
+            f"{name}: train {row['train_cpu_s']['median']:.1f} CPU s, score ms/side "
+            + ", ".join(f"N={n} {row['score_cpu_ms_per_side'][n]['median']:.0f}" for n in ns),
+            flush=True,
+        )
 
     base = results["systems"].get("mean")
-    print(f"\n{len(train)} training utterances (10 speakers x 15, 2.5 s), 2 epochs per stage, seed000 sizes, 1 thread; "
-          f"scoring: sides of {len(heldout)} held-out utterances")
+    print(
+        f"\n{len(train)} training utterances (10 speakers x 15, 2.5 s), 2 epochs per stage, seed000 sizes, 1 thread; "
+        f"scoring: sides of {len(heldout)} held-out utterances"
+    )
     head = f"| system | train CPU s | x mean | score ms/side N={ns[0]} | x mean | score ms/side N={ns[1]} | x mean |"
     print(head)
     print("|---|---|---|---|---|---|---|")
     for name, s in results["systems"].items():
         t = s["train_cpu_s"]
-        cells = [f"{t['median']:.1f} ({t['min']:.1f}-{t['max']:.1f})",
-                 f"{t['median'] / base['train_cpu_s']['median']:.2f}" if base else "-"]
+        cells = [
+            f"{t['median']:.1f} ({t['min']:.1f}-{t['max']:.1f})",
+            f"{t['median'] / base['train_cpu_s']['median']:.2f}" if base else "-",
+        ]
         for n in ns:
             v = s["score_cpu_ms_per_side"][n]
-            cells += [f"{v['median']:.0f} ({v['min']:.0f}-{v['max']:.0f})",
-                      f"{v['median'] / base['score_cpu_ms_per_side'][n]['median']:.2f}" if base else "-"]
+            cells += [
+                f"{v['median']:.0f} ({v['min']:.0f}-{v['max']:.0f})",
+                f"{v['median'] / base['score_cpu_ms_per_side'][n]['median']:.2f}" if base else "-",
+            ]
         print(f"| {name} | " + " | ".join(cells) + " |")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

@@ -49,7 +49,10 @@ def pooled(outputs, train_rows: np.ndarray) -> dict[str, np.ndarray]:
     reps: dict[str, list[np.ndarray]] = {"tokens": [], "features": [], "features-ln": []}
     for out in outputs:
         if out.tokens is not None:
-            hist = [np.bincount(out.tokens[:, q], minlength=size) / len(out.tokens) for q, size in enumerate(out.codebook_sizes)]
+            hist = [
+                np.bincount(out.tokens[:, q], minlength=size) / len(out.tokens)
+                for q, size in enumerate(out.codebook_sizes)
+            ]
             reps["tokens"].append(np.concatenate(hist))
         f = out.features.astype(np.float64)
         reps["features"].append(np.concatenate([f.mean(0), f.std(0)]))
@@ -57,7 +60,9 @@ def pooled(outputs, train_rows: np.ndarray) -> dict[str, np.ndarray]:
         reps["features-ln"].append(np.concatenate([ln.mean(0), ln.std(0)]))
     train_frames = np.concatenate([outputs[i].features for i in np.flatnonzero(train_rows)]).astype(np.float64)
     mu, sd = train_frames.mean(0), train_frames.std(0) + 1e-6
-    reps["features-cs"] = [np.concatenate([((o.features - mu) / sd).mean(0), ((o.features - mu) / sd).std(0)]) for o in outputs]
+    reps["features-cs"] = [
+        np.concatenate([((o.features - mu) / sd).mean(0), ((o.features - mu) / sd).std(0)]) for o in outputs
+    ]
     return {name: np.stack(rows) for name, rows in reps.items() if rows}
 
 
@@ -90,22 +95,37 @@ def probe(name: str, reps: dict[str, np.ndarray], z: np.ndarray, train: np.ndarr
 
     test = ~train
     constant = np.repeat(z[train].mean(0, keepdims=True), test.sum(), axis=0)
-    rows = [{"frontend": name, "representation": "constant (training mean of z)",
-             "cossim": cos_sim(constant, z[test]), "inversion_eer": 50.0}]
+    rows = [
+        {
+            "frontend": name,
+            "representation": "constant (training mean of z)",
+            "cossim": cos_sim(constant, z[test]),
+            "inversion_eer": 50.0,
+        }
+    ]
     for rep, x in reps.items():
         scaler = StandardScaler().fit(x[train])
         model = RidgeCV(alphas=np.logspace(-2, 4, 13)).fit(scaler.transform(x[train]), z[train])
         zhat = model.predict(scaler.transform(x[test]))
-        rows.append({"frontend": name, "representation": rep, "dims": int(x.shape[1]), "alpha": float(model.alpha_),
-                     "cossim": cos_sim(zhat, z[test]),
-                     "inversion_eer": inversion_eer(zhat, z[test], speakers[test]),
-                     "same_space_eer": same_space_eer(x, train, speakers)})
+        rows.append(
+            {
+                "frontend": name,
+                "representation": rep,
+                "dims": int(x.shape[1]),
+                "alpha": float(model.alpha_),
+                "cossim": cos_sim(zhat, z[test]),
+                "inversion_eer": inversion_eer(zhat, z[test], speakers[test]),
+                "same_space_eer": same_space_eer(x, train, speakers),
+            }
+        )
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ecapa", required=True, help="folder of a trained ECAPA (embedding_model.pt), the target space")
+    parser.add_argument(
+        "--ecapa", required=True, help="folder of a trained ECAPA (embedding_model.pt), the target space"
+    )
     parser.add_argument("--speakers", type=int, default=60)
     parser.add_argument("--utterances", type=int, default=8)
     parser.add_argument("--train-speakers", type=int, default=40)
@@ -117,8 +137,17 @@ def main() -> None:
 
     work = Path(args.work or tempfile.mkdtemp(prefix="spinv-probe-"))
     context = plugin_context(seed=0, work_dir=work, threads=1)
-    corpus = context.get("corpus", "synth", {"preset": "large", "speakers": args.speakers, "utterances": args.utterances,
-                                             "min_seconds": 4.0, "max_seconds": 12.0}).load()
+    corpus = context.get(
+        "corpus",
+        "synth",
+        {
+            "preset": "large",
+            "speakers": args.speakers,
+            "utterances": args.utterances,
+            "min_seconds": 4.0,
+            "max_seconds": 12.0,
+        },
+    ).load()
     utterances = corpus.utterances
     speakers = np.array([u.speaker for u in utterances])
     train_speakers = set(corpus.speakers[: args.train_speakers])
@@ -136,8 +165,10 @@ def main() -> None:
         rows += probe(name, pooled(outputs, train), z, train, speakers)
     for row in rows:
         same = f"  same-space LDA EER {row['same_space_eer']:5.1f} %" if "same_space_eer" in row else ""
-        print(f"{row['frontend']:10s} {row['representation']:30s} CosSim {row['cossim']:.3f}  inversion EER "
-              f"{row['inversion_eer']:5.1f} %{same}")
+        print(
+            f"{row['frontend']:10s} {row['representation']:30s} CosSim {row['cossim']:.3f}  inversion EER "
+            f"{row['inversion_eer']:5.1f} %{same}"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1))
 

@@ -64,10 +64,15 @@ def measure(size: str, views_from: str, train, test, frontend, epochs: int, fold
         encode_ms.append(1000 * (encoded - started))
         model_ms.append(1000 * (time.perf_counter() - encoded))
     return {
-        "frontend": frontend.name, "size": size, "views_from": views_from, "utterances": len(train),
-        "seconds_per_epoch": statistics.median(epoch_seconds), "epoch_runs": epoch_seconds,
+        "frontend": frontend.name,
+        "size": size,
+        "views_from": views_from,
+        "utterances": len(train),
+        "seconds_per_epoch": statistics.median(epoch_seconds),
+        "epoch_runs": epoch_seconds,
         "ms_per_training_utterance": 1000 * statistics.median(epoch_seconds) / len(train),
-        "attack_encode_ms": statistics.median(encode_ms), "attack_model_ms": statistics.median(model_ms),
+        "attack_encode_ms": statistics.median(encode_ms),
+        "attack_model_ms": statistics.median(model_ms),
         "parameters": sum(p.numel() for p in attacker.model.parameters()),
     }
 
@@ -97,21 +102,30 @@ def main() -> None:
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        corpus = make_corpus(Path(tmp) / "c", speakers=args.speakers + 2, utterances=args.utterances, seconds=4.0, seed=1)
+        corpus = make_corpus(
+            Path(tmp) / "c", speakers=args.speakers + 2, utterances=args.utterances, seconds=4.0, seed=1
+        )
         train = corpus.with_speakers(corpus.speakers[: args.speakers])
         test = corpus.with_speakers(corpus.speakers[args.speakers :])
         for name in args.frontends.split(","):
             frontend = make_frontend(name, Path(tmp) / f"fe-{name}")
             frontend.fit(train)
-            rows += [measure(size, views, train, test, frontend, args.epochs, Path(tmp) / f"{name}-{size}-{views}")
-                     for size in args.sizes.split(",") for views in ("waveform", "frames")]
-    print("| frontend | size | views | parameters | s / Stage A epoch (utterances) | ms per training utterance "
-          "| attack: frontend ms / 4 s utterance | attack: slice + G ms |")
+            rows += [
+                measure(size, views, train, test, frontend, args.epochs, Path(tmp) / f"{name}-{size}-{views}")
+                for size in args.sizes.split(",")
+                for views in ("waveform", "frames")
+            ]
+    print(
+        "| frontend | size | views | parameters | s / Stage A epoch (utterances) | ms per training utterance "
+        "| attack: frontend ms / 4 s utterance | attack: slice + G ms |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['frontend']} | {r['size']} | {r['views_from']} | {r['parameters'] / 1e6:.2f} M "
-              f"| {r['seconds_per_epoch']:.1f} ({r['utterances']}) | {r['ms_per_training_utterance']:.0f} "
-              f"| {r['attack_encode_ms']:.0f} | {r['attack_model_ms']:.1f} |")
+        print(
+            f"| {r['frontend']} | {r['size']} | {r['views_from']} | {r['parameters'] / 1e6:.2f} M "
+            f"| {r['seconds_per_epoch']:.1f} ({r['utterances']}) | {r['ms_per_training_utterance']:.0f} "
+            f"| {r['attack_encode_ms']:.0f} | {r['attack_model_ms']:.1f} |"
+        )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 

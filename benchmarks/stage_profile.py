@@ -114,12 +114,19 @@ def ecapa(audios, seconds) -> None:
 def uar(audios, seconds) -> None:
     import parselmouth
     from parselmouth.praat import call
+
     from vpeval_prosody import FIRST_PASS, TIME_STEP, pitch_floor_ceiling
 
     t = Steps()
     for x in audios:
         sound = parselmouth.Sound(x, sampling_frequency=float(RATE))
-        t("pitch, first pass", sound.to_pitch, time_step=TIME_STEP, pitch_floor=FIRST_PASS[0], pitch_ceiling=FIRST_PASS[1])
+        t(
+            "pitch, first pass",
+            sound.to_pitch,
+            time_step=TIME_STEP,
+            pitch_floor=FIRST_PASS[0],
+            pitch_ceiling=FIRST_PASS[1],
+        )
         floor, ceiling = pitch_floor_ceiling(sound)  # repeats the first pass: not counted
         t("pitch, second pass", sound.to_pitch, time_step=TIME_STEP, pitch_floor=floor, pitch_ceiling=ceiling)
         t("intensity", sound.to_intensity, minimum_pitch=floor, time_step=TIME_STEP)
@@ -133,9 +140,20 @@ def wer(audios, seconds) -> None:
 
     model, t = load_model(str(packaged_model_path()), "cpu", "int8", 1, 1), Steps()
     for x in audios:
-        t("whisper tiny.en, beam 5", lambda: list(model.transcribe(
-            x.astype(np.float32), language="en", beam_size=5, word_timestamps=True, temperature=[0.0],
-            no_repeat_ngram_size=3, condition_on_previous_text=False)[0]))
+        t(
+            "whisper tiny.en, beam 5",
+            lambda: list(
+                model.transcribe(
+                    x.astype(np.float32),
+                    language="en",
+                    beam_size=5,
+                    word_timestamps=True,
+                    temperature=[0.0],
+                    no_repeat_ngram_size=3,
+                    condition_on_previous_text=False,
+                )[0]
+            ),
+        )
     t.report("WER transcription", seconds)
 
 

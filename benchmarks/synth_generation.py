@@ -77,9 +77,11 @@ def main() -> None:
             times.append(seconds)
             print(f"run {run}: demo preset generated in {seconds:.1f} s")
         card = corpus.info["card"]
-        print(f"demo: {card['speakers']} speakers, {card['utterances']} utterances, {card['hours']} h; "
-              f"generation median {statistics.median(times):.1f} s "
-              f"({card['hours'] * 3600 / statistics.median(times):.0f}x faster than real time)")
+        print(
+            f"demo: {card['speakers']} speakers, {card['utterances']} utterances, {card['hours']} h; "
+            f"generation median {statistics.median(times):.1f} s "
+            f"({card['hours'] * 3600 / statistics.median(times):.0f}x faster than real time)"
+        )
 
         from vpeval_synth.card import cue_table
         from vpeval_synth.cues import measure_cues
@@ -91,8 +93,10 @@ def main() -> None:
         print(f"(cue measurement {time.perf_counter() - start:.0f} s)")
 
         wer = whisper_wer(corpus, args.wer_utterances)
-        print(f"Whisper tiny.en WER on {wer['utterances']} demo utterances: {100 * wer['wer']:.1f} % "
-              f"(real-time factor {wer['real_time_factor']:.2f})")
+        print(
+            f"Whisper tiny.en WER on {wer['utterances']} demo utterances: {100 * wer['wer']:.1f} % "
+            f"(real-time factor {wer['real_time_factor']:.2f})"
+        )
         for example in wer["examples"]:
             print(f"  ref: {example['reference']}\n  hyp: {example['hypothesis']}")
 

@@ -93,8 +93,11 @@ def main() -> None:
         half = len(utterances) // 2
         sets["vctk_enrolls"] += utterances[:half]
         sets["vctk_trials"] += utterances[half:]
-    trials = [f"{speaker} {uid} {'target' if spk == speaker else 'nontarget'}"
-              for speaker in sorted(by_speaker) for uid, spk, _ in sets["vctk_trials"]]
+    trials = [
+        f"{speaker} {uid} {'target' if spk == speaker else 'nontarget'}"
+        for speaker in sorted(by_speaker)
+        for uid, spk, _ in sets["vctk_trials"]
+    ]
     for name, utterances in sets.items():
         write_set(out / "data" / name, utterances)
         for system in SYSTEMS:

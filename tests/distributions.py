@@ -35,8 +35,9 @@ def read_distribution(pyproject: Path) -> Distribution:
     project = data["project"]
     folder = pyproject.parent
     # Folders of Python modules next to pyproject.toml (namespace packages too), tests and examples aside.
-    packages = {p.name for p in folder.iterdir()
-                if p.is_dir() and p.name not in ("tests", "examples") and any(p.glob("*.py"))}
+    packages = {
+        p.name for p in folder.iterdir() if p.is_dir() and p.name not in ("tests", "examples") and any(p.glob("*.py"))
+    }
     requirements = [Requirement(r) for r in project.get("dependencies", [])]
     for extra in project.get("optional-dependencies", {}).values():
         requirements += [Requirement(r) for r in extra]
@@ -52,7 +53,9 @@ def read_distribution(pyproject: Path) -> Distribution:
 
 def plugin_distributions(root: Path = ROOT) -> list[Distribution]:
     """Every distribution under plugins/ and lib/ (plugins and the libraries they share), in path order."""
-    return [read_distribution(p) for folder in ("lib", "plugins") for p in sorted((root / folder).rglob("pyproject.toml"))]
+    return [
+        read_distribution(p) for folder in ("lib", "plugins") for p in sorted((root / folder).rglob("pyproject.toml"))
+    ]
 
 
 def core_distribution(root: Path = ROOT) -> Distribution:

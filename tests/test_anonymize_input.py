@@ -80,8 +80,10 @@ def manager(fake_plugins):
 def anonymize(manager, tmp_path, chain: list[str], utterance_class=Utterance) -> None:
     """Run the anonymize task of the chain `chain` on one utterance, u1.wav, into tmp_path / "partial"."""
     steps = ", ".join(f"{{use: {name}}}" for name in chain)
-    text = (f"name: t\ndata:\n  corpus: fake-corpus\nanonymizers:\n  - {{chain: [{steps}]}}\n"
-            "attackers: [fake-spectrum]\nmetrics: [fake-eer]\n")
+    text = (
+        f"name: t\ndata:\n  corpus: fake-corpus\nanonymizers:\n  - {{chain: [{steps}]}}\n"
+        "attackers: [fake-spectrum]\nmetrics: [fake-eer]\n"
+    )
     anon = load_experiment_text(text, "exp.yaml", manager=manager).anonymizers[0]
     path = tmp_path / "u1.wav"
     sf.write(path, 0.1 * np.sin(np.arange(8000) / 5.0), 16000)
@@ -105,9 +107,11 @@ def test_a_good_chain_hands_every_step_mono_audio_with_samples(manager, tmp_path
 def test_a_step_that_returns_stereo_or_nothing_is_one_sentence_the_next_never_sees(manager, tmp_path, broken, got):
     with pytest.raises(PluginError) as error:
         anonymize(manager, tmp_path, [broken, "recorder"])
-    assert str(error.value) == (f"anonymizer {broken} returned {got} for utterance u1, where an anonymizer returns "
-                                "mono audio with samples; this is a bug in vpeval-input-checks 1.0: report it to its "
-                                "authors.")
+    assert str(error.value) == (
+        f"anonymizer {broken} returned {got} for utterance u1, where an anonymizer returns "
+        "mono audio with samples; this is a bug in vpeval-input-checks 1.0: report it to its "
+        "authors."
+    )
     assert SEEN == []
 
 
@@ -121,8 +125,10 @@ def test_audio_that_loads_as_stereo_never_reaches_an_anonymizer(manager, tmp_pat
     with pytest.raises(BadAudioError) as error:
         anonymize(manager, tmp_path, ["recorder"], StereoUtterance)
     path = str(tmp_path / "u1.wav")
-    assert str(error.value) == (f"Audio file {path} cannot be used: it reads as audio of shape (8000, 2), and an "
-                                "anonymizer takes mono audio with samples.")
+    assert str(error.value) == (
+        f"Audio file {path} cannot be used: it reads as audio of shape (8000, 2), and an "
+        "anonymizer takes mono audio with samples."
+    )
     assert SEEN == []
 
 

@@ -91,15 +91,21 @@ def test_every_documented_experiment_builds_its_plugins(name, text, tmp_path):
     build_everything(load_experiment_text(text, name), tmp_path)
 
 
-@pytest.mark.parametrize("path", [p for p in EXPERIMENT_FILES if p.name in ("anonymizers-vs-ge2e.yaml", "emotion-speech.yaml")],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    [p for p in EXPERIMENT_FILES if p.name in ("anonymizers-vs-ge2e.yaml", "emotion-speech.yaml")],
+    ids=lambda p: p.name,
+)
 def test_fixed_alpha_mcadams_experiments_build(path, tmp_path):
     """The two shipped experiments with a fixed McAdams alpha: a pydantic traceback at the first stage before."""
     exp = load_experiment(path)
     mcadams = [s for a in exp.anonymizers for s in a.steps if s.use == "mcadams" and s.params["alpha"] is not None]
     assert mcadams
     for step in mcadams:
-        assert build_resolved(get_plugin_manager(), step, PluginContext(work_dir=tmp_path)).params.alpha == step.params["alpha"]
+        assert (
+            build_resolved(get_plugin_manager(), step, PluginContext(work_dir=tmp_path)).params.alpha
+            == step.params["alpha"]
+        )
 
 
 def test_resolved_yaml_reads_back_to_the_same_plugins(tmp_path):
@@ -209,5 +215,8 @@ def test_a_plugin_asks_for_helpers_with_python_values_and_gets_strict_checks(tmp
     context = plugin_context(work_dir=tmp_path)
     corpus = context.get("corpus", "synth", {"preset": "tiny", "speakers": np.int64(4), "level_db": (-30.0, -20.0)})
     assert corpus.params.speakers == 4 and corpus.params.level_db == (-30.0, -20.0)
-    with pytest.raises(ConfigError, match=r"the corpus synth was asked for with parameters it refuses \(speakers: Input should be a valid integer"):
+    with pytest.raises(
+        ConfigError,
+        match=r"the corpus synth was asked for with parameters it refuses \(speakers: Input should be a valid integer",
+    ):
         context.get("corpus", "synth", {"speakers": "4"})

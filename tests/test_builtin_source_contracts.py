@@ -44,8 +44,11 @@ class TestKaldiCorpus(CorpusContract):
         trials = write_data_dir(corpus.subset([u.id for u in tests]), root / "trials")
         lines = [f"{s} {u.id} {'target' if u.speaker == s else 'nontarget'}" for s in evaluation for u in tests]
         (trials / "trials").write_text("\n".join(lines) + "\n")
-        return {"root": str(root), "attacker_train": "train",
-                "evaluation": [{"enrolls": "enrolls", "trials": ["trials"]}]}
+        return {
+            "root": str(root),
+            "attacker_train": "train",
+            "evaluation": [{"enrolls": "enrolls", "trials": ["trials"]}],
+        }
 
     def test_the_layout_brings_its_own_plan(self, tmp_path):
         from vpeval.settings import PlanSettings

@@ -39,7 +39,9 @@ def test_a_damaged_cached_checkpoint_says_delete_the_entry_or_force_the_stage(tm
     with pytest.raises(CorruptCacheError) as caught:
         load_weights_only(damaged)
     message = str(caught.value)
-    assert message.startswith(f"{damaged} is a file of vpeval's cache (the train stage), not one of yours, and it is damaged")
+    assert message.startswith(
+        f"{damaged} is a file of vpeval's cache (the train stage), not one of yours, and it is damaged"
+    )
     assert f"delete the cache entry folder {folder} or rerun with `--force train`" in message
     assert "from a source you trust" not in message
     assert isinstance(caught.value, UserError)  # one sentence and exit code 2 on the command line
@@ -60,6 +62,12 @@ def test_bad_audio_in_the_cache_names_the_entry_and_the_stage(tmp_path):
     wav = entry(tmp_path / "cache", "anonymize", partial=True) / "spk1-u1.wav"
     message = str(BadAudioError(str(wav), "its data is corrupt or cut short (unexpected end)"))
     assert message.startswith(f"Audio file {wav} cannot be used: its data is corrupt or cut short (unexpected end).")
-    assert f"It is a file of vpeval's cache (the anonymize stage), not one of yours: delete the cache entry folder {wav.parent}" in message
+    assert (
+        f"It is a file of vpeval's cache (the anonymize stage), not one of yours: delete the cache entry folder {wav.parent}"
+        in message
+    )
     assert "`--force anonymize`" in message
-    assert str(BadAudioError("/data/mine.wav", "it is silent")) == "Audio file /data/mine.wav cannot be used: it is silent."
+    assert (
+        str(BadAudioError("/data/mine.wav", "it is silent"))
+        == "Audio file /data/mine.wav cannot be used: it is silent."
+    )

@@ -376,7 +376,9 @@ def test_an_empty_vpeval_cache_means_the_default(monkeypatch):
 def test_a_cache_path_that_is_a_file_is_refused_in_one_sentence(tmp_path):
     file = tmp_path / "cache.txt"
     file.write_text("x")
-    with pytest.raises(UserError, match=r"The cache folder .*cache.txt is a file; give --cache or VPEVAL_CACHE a folder"):
+    with pytest.raises(
+        UserError, match=r"The cache folder .*cache.txt is a file; give --cache or VPEVAL_CACHE a folder"
+    ):
         StageCache(file)
     with pytest.raises(UserError, match=r"lies inside .*cache.txt, which is a file"):
         StageCache(file / "sub")

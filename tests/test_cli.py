@@ -96,9 +96,15 @@ def test_new_plugin_packages_install_and_run_in_an_experiment(tmp_path):
     )
     env = {**os.environ, "PYTHONPATH": str(target)}
     vpeval = [sys.executable, "-m", "vpeval.cli"]
-    listed = json.loads(subprocess.run(vpeval + ["plugins", "--json"], env=env, capture_output=True, text=True, check=True).stdout)
+    listed = json.loads(
+        subprocess.run(vpeval + ["plugins", "--json"], env=env, capture_output=True, text=True, check=True).stdout
+    )
     found = {(p["kind"], p["name"], p["distribution"]) for p in listed["plugins"]}
-    assert {("anonymizer", "myanon", "vpeval-myanon"), ("attacker", "myatt", "vpeval-myatt"), ("metric", "mymet", "vpeval-mymet")} <= found
+    assert {
+        ("anonymizer", "myanon", "vpeval-myanon"),
+        ("attacker", "myatt", "vpeval-myatt"),
+        ("metric", "mymet", "vpeval-mymet"),
+    } <= found
 
     corpus = make_corpus(tmp_path / "audio", speakers=8, utterances=4, seconds=0.5)
     with open(tmp_path / "manifest.csv", "w", newline="") as handle:
@@ -109,22 +115,39 @@ def test_new_plugin_packages_install_and_run_in_an_experiment(tmp_path):
     (tmp_path / "exp.yaml").write_text(f"""\
 name: scaffolded
 data:
-  corpus: {{use: manifest, params: {{path: {tmp_path / 'manifest.csv'}}}}}
+  corpus: {{use: manifest, params: {{path: {tmp_path / "manifest.csv"}}}}}
   target_trials_per_speaker: 2
   nontarget_trials_per_speaker: 2
 anonymizers: [myanon]
 attackers: [myatt]
 metrics: [mymet]
 """)
-    run = subprocess.run(vpeval + ["--experiment", str(tmp_path / "exp.yaml"), "--cache", str(tmp_path / "cache"), "-q",
-                                   "--output", str(tmp_path / "run")],
-                         env=env, capture_output=True, text=True)
+    run = subprocess.run(
+        vpeval
+        + [
+            "--experiment",
+            str(tmp_path / "exp.yaml"),
+            "--cache",
+            str(tmp_path / "cache"),
+            "-q",
+            "--output",
+            str(tmp_path / "run"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
     rows = json.loads((tmp_path / "run" / "results.json").read_text())["rows"]
     assert {(r["anonymizer"], r["protocol"]) for r in rows} >= {("myanon", "O-O"), ("myanon", "O-A"), ("myanon", "A-A")}
 
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", str(tmp_path / "src")],
-                           env=env, capture_output=True, text=True, cwd=tmp_path)
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", str(tmp_path / "src")],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert tests.returncode == 0, tests.stdout + tests.stderr
 
 
@@ -136,7 +159,9 @@ def test_metrics_on_a_score_file(tmp_path):
     for i in range(400):
         target = i % 4 == 0
         gender = "f" if (i // 4) % 2 else "m"
-        lines.append(f"spk{i % 20} utt{i} {rng.normal() + 2.0 * target:.4f} {'target' if target else 'nontarget'} {gender}")
+        lines.append(
+            f"spk{i % 20} utt{i} {rng.normal() + 2.0 * target:.4f} {'target' if target else 'nontarget'} {gender}"
+        )
     path = tmp_path / "scores.txt"
     path.write_text("\n".join(lines) + "\n")
     result = invoke("metrics", "--scores", str(path), "--metric", "eer-step", "--metric", "min-cllr", "--json")

@@ -143,8 +143,10 @@ BAD_DATA_SETTINGS = [
 
 @pytest.mark.parametrize(("field", "value"), BAD_DATA_SETTINGS)
 def test_every_data_setting_out_of_range_is_one_sentence_at_validate(fake_plugins, field, value):
-    text = GOOD.replace("  corpus: {use: fake-corpus, params: {speakers: 8}}\n",
-                        f"  corpus: {{use: fake-corpus, params: {{speakers: 8}}}}\n  {field}: {value}\n")
+    text = GOOD.replace(
+        "  corpus: {use: fake-corpus, params: {speakers: 8}}\n",
+        f"  corpus: {{use: fake-corpus, params: {{speakers: 8}}}}\n  {field}: {value}\n",
+    )
     msg = _error(text)
     assert msg.startswith(f"exp.yaml, line 5 (data.{field}): ") and "\n" not in msg, msg
 
@@ -158,15 +160,18 @@ def test_the_plan_refuses_what_validate_refuses(field, value):
         PlanSettings.model_validate({field: yaml.safe_load(value)})
 
 
-@pytest.mark.parametrize(("line", "field"), [
-    ("enroll_utterances: []", "enroll_utterances"),
-    ("enroll_utterances: [1, 3, 1]", "enroll_utterances"),
-    ("enroll_utterances: [0]", "enroll_utterances[0]"),
-    ("protocols: []", "protocols"),
-    ("protocols: [O-O, O-O]", "protocols"),
-    ("seed: -7", "seed"),
-    ("seed: true", "seed"),
-])
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ("enroll_utterances: []", "enroll_utterances"),
+        ("enroll_utterances: [1, 3, 1]", "enroll_utterances"),
+        ("enroll_utterances: [0]", "enroll_utterances[0]"),
+        ("protocols: []", "protocols"),
+        ("protocols: [O-O, O-O]", "protocols"),
+        ("seed: -7", "seed"),
+        ("seed: true", "seed"),
+    ],
+)
 def test_top_level_plan_settings_out_of_range(fake_plugins, line, field):
     msg = _error(GOOD.replace("seed: 3\n", "") + line + "\n")
     assert msg.startswith(f"exp.yaml, line 10 ({field}): ") and "\n" not in msg, msg
@@ -184,8 +189,11 @@ def test_plugin_params_refuse_nan_and_infinity(fake_plugins):
 
 
 def test_the_plan_settings_come_from_the_loaded_experiment(fake_plugins):
-    exp = load_experiment_text(GOOD.replace("params: {speakers: 8}}", "params: {speakers: 8}}\n  attacker_train_speakers: 3")
-                               + "enroll_utterances: [1, 2]\n", "exp.yaml")
+    exp = load_experiment_text(
+        GOOD.replace("params: {speakers: 8}}", "params: {speakers: 8}}\n  attacker_train_speakers: 3")
+        + "enroll_utterances: [1, 2]\n",
+        "exp.yaml",
+    )
     assert exp.plan_settings == PlanSettings(seed=3, attacker_train_speakers=3, enroll_utterances=[1, 2])
     assert isinstance(exp.plan_settings.attacker_train_speakers, int)
     assert load_experiment_text(GOOD, "exp.yaml").plan_settings.attacker_train_speakers == 0.5
@@ -194,7 +202,10 @@ def test_the_plan_settings_come_from_the_loaded_experiment(fake_plugins):
 def test_no_attacker_training_speakers_only_for_pretrained_attackers(fake_plugins):
     text = GOOD.replace("params: {speakers: 8}}", "params: {speakers: 8}}\n  attacker_train_speakers: 0")
     msg = _error(text)
-    assert msg.startswith("exp.yaml, line 5 (data.attacker_train_speakers): attacker fake-spectrum trains") and "\n" not in msg
+    assert (
+        msg.startswith("exp.yaml, line 5 (data.attacker_train_speakers): attacker fake-spectrum trains")
+        and "\n" not in msg
+    )
 
 
 # -- plugins named inside plugin params (vpeval.api.PluginRef) -------------------------------------
@@ -218,8 +229,12 @@ class Chooser(Anonymizer):
 
     class Params(Params):
         pool: CorpusRef = CorpusRef()
-        selection: Annotated[str, PluginRef("anonymizer", params="selection_params",
-                                            keywords=("random", "farthest-random"), works_on="embedding")] = "random"
+        selection: Annotated[
+            str,
+            PluginRef(
+                "anonymizer", params="selection_params", keywords=("random", "farthest-random"), works_on="embedding"
+            ),
+        ] = "random"
         selection_params: dict[str, Any] = {}
         helper: Annotated[dict[str, Any] | None, PluginRef("corpus")] = None
         fixed: Annotated[dict[str, Any], PluginRef("corpus", name="fake-corpus")] = {}
@@ -281,15 +296,20 @@ def _ref_error(manager, params: str) -> str:
 
 
 def test_nested_plugin_references_that_are_right_resolve(ref_manager):
-    text = REF.replace("PARAMS", "{pool: {use: fake-corpus, params: {speakers: 4}}, selection: ref-embedding, "
-                       "selection_params: {pool: {params: {utterances: 3}}}, helper: {use: fake-corpus}, fixed: {speakers: 5}}")
+    text = REF.replace(
+        "PARAMS",
+        "{pool: {use: fake-corpus, params: {speakers: 4}}, selection: ref-embedding, "
+        "selection_params: {pool: {params: {utterances: 3}}}, helper: {use: fake-corpus}, fixed: {speakers: 5}}",
+    )
     exp = load_experiment_text(text, "exp.yaml", manager=ref_manager)
     assert exp.anonymizers[0].steps[0].params["selection"] == "ref-embedding"
 
 
 def test_a_typo_in_a_keyword_choice_suggests_the_keyword_not_a_missing_encoder(ref_manager):
     msg = _ref_error(ref_manager, "{selection: farthest-randon}")
-    assert msg.startswith("exp.yaml, line 10 (anonymizers[0].params.selection): anonymizer ref-chooser field 'selection'")
+    assert msg.startswith(
+        "exp.yaml, line 10 (anonymizers[0].params.selection): anonymizer ref-chooser field 'selection'"
+    )
     assert "did you mean 'farthest-random'?" in msg and "encoder" not in msg and "\n" not in msg
 
 
@@ -302,7 +322,10 @@ def test_an_unknown_nested_name_gets_the_nearest_installed_name(ref_manager):
 def test_nested_params_are_validated_with_the_nested_line(ref_manager):
     params = "\n      ".join(["pool:", "  use: fake-corpus", "  params:", "    speakers: many"])
     msg = _ref_error(ref_manager, params)
-    assert msg.startswith("exp.yaml, line 13 (anonymizers[0].params.pool.params.speakers): ") and "corpus fake-corpus" in msg
+    assert (
+        msg.startswith("exp.yaml, line 13 (anonymizers[0].params.pool.params.speakers): ")
+        and "corpus fake-corpus" in msg
+    )
 
 
 def test_a_referenced_plugin_must_work_on_what_the_field_needs(ref_manager):
@@ -312,7 +335,9 @@ def test_a_referenced_plugin_must_work_on_what_the_field_needs(ref_manager):
 
 def test_references_are_checked_recursively(ref_manager):
     msg = _ref_error(ref_manager, "{selection: ref-embedding, selection_params: {pool: {use: fake-corpuss}}}")
-    assert msg.startswith("exp.yaml, line 10 (anonymizers[0].params.selection_params.pool.use): anonymizer ref-embedding")
+    assert msg.startswith(
+        "exp.yaml, line 10 (anonymizers[0].params.selection_params.pool.use): anonymizer ref-embedding"
+    )
 
 
 def test_mapping_and_fixed_name_references(ref_manager):
@@ -358,15 +383,18 @@ def test_a_plugins_code_fingerprint_covers_the_vpeval_libraries_it_requires(monk
 def test_the_code_of_plugins_named_in_params_joins_the_cache_identity(monkeypatch):
     import vpeval.codehash as codehash
 
-    text = ("name: x\ndata:\n  corpus: {use: synth, params: {preset: tiny}}\n"
-            "anonymizers: [mcadams, {use: poolvc, params: {encoder: {use: ge2e}}}]\n"
-            "attackers: [ge2e]\nprotocols: [O-O, O-A]\n")
+    text = (
+        "name: x\ndata:\n  corpus: {use: synth, params: {preset: tiny}}\n"
+        "anonymizers: [mcadams, {use: poolvc, params: {encoder: {use: ge2e}}}]\n"
+        "attackers: [ge2e]\nprotocols: [O-O, O-A]\n"
+    )
     mcadams, poolvc = (a.steps[0] for a in load_experiment_text(text, "exp.yaml").anonymizers)
     assert mcadams.helpers == "" and "helpers" not in mcadams.identity()  # names no plugin: key as before
     assert poolvc.helpers and poolvc.identity()["helpers"] == poolvc.helpers  # its encoder and pool corpus
     real = codehash.code_fingerprint
-    monkeypatch.setattr(codehash, "code_fingerprint",
-                        lambda cls: "edited" if cls.__module__.startswith("vpeval_ge2e") else real(cls))
+    monkeypatch.setattr(
+        codehash, "code_fingerprint", lambda cls: "edited" if cls.__module__.startswith("vpeval_ge2e") else real(cls)
+    )
     again = load_experiment_text(text, "exp.yaml").anonymizers
     assert again[1].steps[0].helpers != poolvc.helpers  # the ge2e encoder's code changed: poolvc's key changes
     assert again[0].steps[0].identity() == mcadams.identity()
@@ -387,6 +415,9 @@ metrics:
     encoder_params:
       train_corpus: {use: synth, params: aaaa}
 """
-    with pytest.raises(ConfigError, match=r"line 11 \(metrics\[0\]\.params\.encoder_params\.train_corpus\.params\): the params of "
-                                          r"corpus synth are a mapping"):
+    with pytest.raises(
+        ConfigError,
+        match=r"line 11 \(metrics\[0\]\.params\.encoder_params\.train_corpus\.params\): the params of "
+        r"corpus synth are a mapping",
+    ):
         load_experiment_text(text, "exp.yaml")

@@ -49,8 +49,9 @@ class Picky(Attacker):
     @classmethod
     def check_experiment(cls, params, anonymizers):
         # anonymizers: label -> the plugin names of its chain
-        return [f"picky must not see {label}; remove it." for label, uses in anonymizers.items()
-                if "fake-shift" in uses]
+        return [
+            f"picky must not see {label}; remove it." for label, uses in anonymizers.items() if "fake-shift" in uses
+        ]
 
 
 class Tokens(Frontend):
@@ -64,9 +65,13 @@ def manager(fake_plugins):
     from vpeval.plugins import PluginManager
 
     module = types.ModuleType("check_plugins")
-    hooks = {"register_anonymizers": [EmbeddingOnly], "register_attackers": [TokenReader, Pretrained, Picky],
-             "register_frontends": [Tokens]}
+    hooks = {
+        "register_anonymizers": [EmbeddingOnly],
+        "register_attackers": [TokenReader, Pretrained, Picky],
+        "register_frontends": [Tokens],
+    }
     for hook, classes in hooks.items():
+
         def impl(register, classes=classes):
             for cls in classes:
                 register(cls)
@@ -111,8 +116,14 @@ def test_every_check_has_its_test_and_resolve_runs_them_all():
     names = [check.__name__ for check in CHECKS]
     assert len(set(names)) == len(names)
     assert [n for n in names if f"test_{n}" not in globals()] == []
-    public = [name for name, value in vars(checks).items() if isinstance(value, types.FunctionType)
-              and value.__module__ == checks.__name__ and not name.startswith("_") and name != "check_all"]
+    public = [
+        name
+        for name, value in vars(checks).items()
+        if isinstance(value, types.FunctionType)
+        and value.__module__ == checks.__name__
+        and not name.startswith("_")
+        and name != "check_all"
+    ]
     assert sorted(public) == sorted(names), "a check function that is not in CHECKS never runs"
 
 
@@ -121,20 +132,23 @@ def test_waveform_steps(manager):
     for entry in ("{use: embed-only}", "{chain: [{use: fake-shift}, {use: embed-only}]}"):
         assert checks.waveform_steps(pieces(manager, edited((SHIFT, entry)))) == [
             "exp.yaml, line 5 (anonymizers[0]): anonymizer embed-only works on speaker embeddings only; use it "
-            "inside a waveform anonymizer that takes one (for example as its pseudo-speaker selection)."]
+            "inside a waveform anonymizer that takes one (for example as its pseudo-speaker selection)."
+        ]
 
 
 def test_frontend_named(manager):
     assert checks.frontend_named(pieces(manager, edited((SPECTRUM, "{use: token-reader, frontend: tokens}")))) == []
     assert checks.frontend_named(pieces(manager, edited((SPECTRUM, "{use: token-reader}")))) == [
         "exp.yaml, line 7 (attackers[0]): attacker token-reader reads a speech-token frontend; "
-        "add `frontend: {use: NAME}`."]
+        "add `frontend: {use: NAME}`."
+    ]
 
 
 def test_frontend_used(manager):
     assert checks.frontend_used(pieces(manager, edited((SPECTRUM, "{use: token-reader, frontend: tokens}")))) == []
     assert checks.frontend_used(pieces(manager, edited((SPECTRUM, "{use: fake-spectrum, frontend: tokens}")))) == [
-        "exp.yaml, line 7 (attackers[0].frontend): attacker fake-spectrum does not use a frontend; remove `frontend`."]
+        "exp.yaml, line 7 (attackers[0].frontend): attacker fake-spectrum does not use a frontend; remove `frontend`."
+    ]
 
 
 def test_pretrained_on_original(manager):
@@ -144,7 +158,8 @@ def test_pretrained_on_original(manager):
     pretrained_semi = semi.replace("fake-spectrum", "pretrained")
     assert checks.pretrained_on_original(pieces(manager, edited((SPECTRUM, pretrained_semi)))) == [
         "exp.yaml, line 7 (attackers[0].train_on): attacker pretrained is pretrained and does not train; "
-        "use train_on: original."]
+        "use train_on: original."
+    ]
 
 
 def test_training_speakers(manager):
@@ -153,12 +168,14 @@ def test_training_speakers(manager):
     assert checks.training_speakers(pieces(manager, edited(none, (SPECTRUM, "{use: pretrained}")))) == []
     assert checks.training_speakers(pieces(manager, edited(none))) == [
         "exp.yaml, line 4 (data.attacker_train_speakers): attacker fake-spectrum trains, but attacker_train_speakers "
-        "is 0; give a share such as 0.5 or a number of speakers."]
+        "is 0; give a share such as 0.5 or a number of speakers."
+    ]
 
 
 def test_init_from_targets(manager):
-    two = edited((SPECTRUM, "{use: fake-spectrum, label: base}\n"
-                            "  - {use: fake-spectrum, label: tuned, init_from: NAME}"))
+    two = edited(
+        (SPECTRUM, "{use: fake-spectrum, label: base}\n  - {use: fake-spectrum, label: tuned, init_from: NAME}")
+    )
 
     def sentences(name: str, text: str = two) -> list[str]:
         return checks.init_from_targets(pieces(manager, text.replace("NAME", name)))
@@ -168,7 +185,8 @@ def test_init_from_targets(manager):
     assert sentences("bsae") == [f"{where}: no other attacker is labelled 'bsae'; did you mean 'base'?"]
     assert sentences("tuned") == [f"{where}: no other attacker is labelled 'tuned'; name another attacker's label."]
     assert sentences("base", two.replace("fake-spectrum, label: base", "fake-inverter, label: base")) == [
-        f"{where}: 'base' must be a fake-spectrum attacker trained from scratch to start tuned from it."]
+        f"{where}: 'base' must be a fake-spectrum attacker trained from scratch to start tuned from it."
+    ]
 
 
 def test_attackers_own_rules(manager):
@@ -177,16 +195,19 @@ def test_attackers_own_rules(manager):
     assert checks.attackers_own_rules(pieces(manager)) == []  # fake-spectrum refuses nothing
     picky = edited((SPECTRUM, "{use: picky}"), (SHIFT, "{use: fake-shift, label: x}"))
     assert checks.attackers_own_rules(pieces(manager, picky)) == [
-        "exp.yaml, line 7 (attackers[0].params): picky must not see x; remove it."]
+        "exp.yaml, line 7 (attackers[0].params): picky must not see x; remove it."
+    ]
 
 
 def test_embeddings_recovered(manager):
     cosine = (METRICS, "[fake-eer, fake-cosine]")
     assert checks.embeddings_recovered(pieces(manager, edited(cosine, (SPECTRUM, "{use: fake-inverter}")))) == []
     found = checks.embeddings_recovered(pieces(manager, edited(cosine)))
-    assert found == ["exp.yaml, line 8 (metrics[1]): metric fake-cosine reads the speaker embeddings that an attacker "
-                     "recovers from speech (an inversion attacker such as spinv), and no attacker of this experiment "
-                     "does; add one or remove the metric."]
+    assert found == [
+        "exp.yaml, line 8 (metrics[1]): metric fake-cosine reads the speaker embeddings that an attacker "
+        "recovers from speech (an inversion attacker such as spinv), and no attacker of this experiment "
+        "does; add one or remove the metric."
+    ]
     assert "seed 002" not in found[0]  # the user's terms, not a paper's
 
 
@@ -197,9 +218,11 @@ def test_metrics_listed_once(manager):
     assert sentences("[fake-eer, fake-cosine]") == []
     assert sentences("[fake-eer, {use: fake-eer, label: x}]") == [
         "exp.yaml, line 8 (metrics[1]): metric fake-eer computes what metrics[0] (fake-eer) computes, under another "
-        "label; list it once."]
+        "label; list it once."
+    ]
     assert sentences("[fake-eer, fake-eer]") == [
-        "exp.yaml, line 8 (metrics[1]): metric fake-eer repeats metrics[0] (fake-eer); list each metric once."]
+        "exp.yaml, line 8 (metrics[1]): metric fake-eer repeats metrics[0] (fake-eer); list each metric once."
+    ]
 
 
 def test_report_selections(manager):
@@ -211,17 +234,21 @@ def test_report_selections(manager):
     assert sentences("fake-eer", "fake-shift") == []
     assert sentences("fake-eer", "fake-shfit") == [
         "exp.yaml, line 11 (report.tables[0].where.anonymizer): this experiment has no anonymizer 'fake-shfit'; "
-        "did you mean 'fake-shift'?"]
+        "did you mean 'fake-shift'?"
+    ]
     assert sentences("eer", "fake-shift") == [
-        "exp.yaml, line 11 (report.tables[0].metric): this experiment has no metric 'eer'; use one of: fake-eer."]
+        "exp.yaml, line 11 (report.tables[0].metric): this experiment has no metric 'eer'; use one of: fake-eer."
+    ]
 
 
 def test_labels_distinct(manager):
     assert checks.labels_distinct(pieces(manager, edited((SHIFT, SHIFT + "\n  - {use: fake-shift, label: b}")))) == []
     assert checks.labels_distinct(pieces(manager, edited((SHIFT, SHIFT + "\n  - " + SHIFT)))) == [
-        "exp.yaml: two anonymizers are both labelled 'fake-shift'; give one a `label:`."]
+        "exp.yaml: two anonymizers are both labelled 'fake-shift'; give one a `label:`."
+    ]
     assert checks.labels_distinct(pieces(manager, edited((SPECTRUM, SPECTRUM + "\n  - " + SPECTRUM)))) == [
-        "exp.yaml: two attackers are both labelled 'fake-spectrum'; give one a `label:`."]
+        "exp.yaml: two attackers are both labelled 'fake-spectrum'; give one a `label:`."
+    ]
 
 
 def test_labels_not_reserved(manager):
@@ -230,8 +257,10 @@ def test_labels_not_reserved(manager):
 
     assert sentences("originals") == []
     for reserved in ("original", "none"):
-        assert sentences(reserved) == [f"exp.yaml: an anonymizer is labelled '{reserved}', which results use for "
-                                       "unanonymized speech; give it another `label:`."]
+        assert sentences(reserved) == [
+            f"exp.yaml: an anonymizer is labelled '{reserved}', which results use for "
+            "unanonymized speech; give it another `label:`."
+        ]
 
 
 def test_resolve_reports_every_rule_after_the_plugins_that_did_not_resolve(manager):
@@ -250,4 +279,5 @@ def test_a_check_sees_entries_at_their_place_in_the_file(manager):
     resolved, errors = resolve_pieces(parse_yaml(text, "exp.yaml"), manager)
     assert len(errors) == 1 and resolved.attackers[0] is None
     assert checks.frontend_used(resolved) == [
-        "exp.yaml, line 8 (attackers[1].frontend): attacker fake-spectrum does not use a frontend; remove `frontend`."]
+        "exp.yaml, line 8 (attackers[1].frontend): attacker fake-spectrum does not use a frontend; remove `frontend`."
+    ]

@@ -61,7 +61,9 @@ def imports_of(name: str, source: str | None = None) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             found |= {f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names}
         elif isinstance(node, ast.Call) and ast.unparse(node.func).endswith("import_module") and node.args:
             if isinstance(node.args[0], ast.Constant):
@@ -105,7 +107,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         path.append(m)
         for n in sorted(graph.get(m, ())):
             if state.get(n) == 1:
-                return path[path.index(n):] + [n]
+                return path[path.index(n) :] + [n]
             if n not in state and (cycle := visit(n)):
                 return cycle
         path.pop()

@@ -17,7 +17,6 @@ from click.testing import CliRunner
 from vpeval import boundary
 from vpeval.cli import main
 
-
 EXPERIMENT = """\
 name: boundary
 seed: 0
@@ -76,10 +75,15 @@ def refuse_writes_under(monkeypatch, folder: Path) -> None:
             if (target == root or target.startswith(root + os.sep)) and writes(args, kwargs):
                 raise PermissionError(errno.EACCES, "Permission denied", os.fsdecode(path))
             return real(path, *args, **kwargs)
+
         return call
 
     monkeypatch.setattr(os, "mkdir", guard(os.mkdir, lambda a, k: True))
-    monkeypatch.setattr(os, "open", guard(os.open, lambda a, k: bool((a[0] if a else k.get("flags", 0)) & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))))
+    monkeypatch.setattr(
+        os,
+        "open",
+        guard(os.open, lambda a, k: bool((a[0] if a else k.get("flags", 0)) & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))),
+    )
 
 
 # -- the machine's errors: one sentence with the path and the remedy, exit code 2 ----------------------
@@ -90,10 +94,15 @@ def test_read_only_cache_folder_names_it_and_the_option(tmp_path, fake_plugins, 
     locked.mkdir()
     refuse_writes_under(monkeypatch, locked)
     try:
-        line = one_sentence(vpeval("-e", experiment(tmp_path), "--cache", locked / "cache", "--output", tmp_path / "run", "-q"), 2)
+        line = one_sentence(
+            vpeval("-e", experiment(tmp_path), "--cache", locked / "cache", "--output", tmp_path / "run", "-q"), 2
+        )
     finally:
         locked.chmod(0o755)
-    assert line.startswith(f"Error: permission denied on {locked / 'cache'}") and f"(in the cache {locked / 'cache'})" in line
+    assert (
+        line.startswith(f"Error: permission denied on {locked / 'cache'}")
+        and f"(in the cache {locked / 'cache'})" in line
+    )
     assert f"make {locked} readable and writable for your user, or pass --cache with another folder." in line
 
 
@@ -101,7 +110,9 @@ def test_cache_path_that_is_a_file(tmp_path, fake_plugins):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     for cache in (blocker, blocker / "cache"):
-        line = one_sentence(vpeval("-e", experiment(tmp_path), "--output", tmp_path / "run", "-q", env={"VPEVAL_CACHE": str(cache)}), 2)
+        line = one_sentence(
+            vpeval("-e", experiment(tmp_path), "--output", tmp_path / "run", "-q", env={"VPEVAL_CACHE": str(cache)}), 2
+        )
         assert str(blocker) in line and "file" in line
     assert blocker.read_text() == "not a folder"
 
@@ -109,13 +120,20 @@ def test_cache_path_that_is_a_file(tmp_path, fake_plugins):
 def test_run_folder_under_a_file_names_the_file_in_the_way(tmp_path, fake_plugins):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    line = one_sentence(vpeval("-e", experiment(tmp_path), "--cache", tmp_path / "cache", "--output", blocker / "run", "-q"), 2)
-    assert line == f"Error: {blocker} is a file where a folder belongs; move that file away or pass --output with another folder."
+    line = one_sentence(
+        vpeval("-e", experiment(tmp_path), "--cache", tmp_path / "cache", "--output", blocker / "run", "-q"), 2
+    )
+    assert (
+        line
+        == f"Error: {blocker} is a file where a folder belongs; move that file away or pass --output with another folder."
+    )
 
 
 def test_too_long_output_name(tmp_path, fake_plugins):
     long_name = tmp_path / ("x" * 300)
-    line = one_sentence(vpeval("-e", experiment(tmp_path), "--cache", tmp_path / "cache", "--output", long_name, "-q"), 2)
+    line = one_sentence(
+        vpeval("-e", experiment(tmp_path), "--cache", tmp_path / "cache", "--output", long_name, "-q"), 2
+    )
     assert "too long for the file system" in line and "shorten the name" in line
     # the folders stay whole (however deep the temporary folder is), the long name is cut to its ends
     assert f"{tmp_path}/{'x' * 24}...{'x' * 12} (300 characters)" in line
@@ -157,7 +175,8 @@ def test_environment_sentences_for_other_errors():
     boundary.note_place("/data/cache", "the cache", "--cache")
     message = boundary.environment_message
     assert message(OSError(errno.EROFS, "Read-only file system", "/data/cache/x")) == (
-        "/data/cache/x (in the cache /data/cache) is on a read-only file system; pass --cache with another folder on a writable disk.")
+        "/data/cache/x (in the cache /data/cache) is on a read-only file system; pass --cache with another folder on a writable disk."
+    )
     assert "ulimit -n" in message(OSError(errno.EMFILE, "Too many open files", "/data/cache/y"))
     assert message(OSError(errno.ENOENT, "No such file or directory", "/nope")).startswith("/nope does not exist")
     assert "check that path" in message(OSError(errno.EXDEV, "Invalid cross-device link", "/a"))
@@ -170,9 +189,14 @@ def test_environment_sentences_for_other_errors():
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_plugins_bug_goes_to_run_log_and_names_the_plugin(tmp_path, crash_plugin, workers):
     run = tmp_path / "run"
-    line = one_sentence(vpeval("-e", experiment(tmp_path, "fake-crash", workers), "--cache", tmp_path / "cache", "--output", run, "-q"), 1)
+    line = one_sentence(
+        vpeval("-e", experiment(tmp_path, "fake-crash", workers), "--cache", tmp_path / "cache", "--output", run, "-q"),
+        1,
+    )
     log = run / "run.log"
-    assert line.startswith("Error: a bug in plugin vpeval-fake-crash 0.3, not in your input (ZeroDivisionError: division by zero)")
+    assert line.startswith(
+        "Error: a bug in plugin vpeval-fake-crash 0.3, not in your input (ZeroDivisionError: division by zero)"
+    )
     assert f"the full traceback is in {log.resolve()}" in line
     assert "report it to the maintainers of vpeval-fake-crash" in line and "`vpeval --version`" in line
     text = log.read_text()

@@ -60,10 +60,13 @@ def test_local_executor_workers_default_to_the_experiments_workers(fake_plugins)
     assert LocalProcesses(LocalProcesses.Params(workers=2), PluginContext(workers=3)).workers == 2
 
 
-@pytest.mark.parametrize(("line", "where", "words"), [
-    ("executor: {use: dusk}", "executor.use", "did you mean 'dask'"),
-    ("executor: {use: local, params: {workers: 0}}", "executor.params.workers", "greater than or equal to 1"),
-])
+@pytest.mark.parametrize(
+    ("line", "where", "words"),
+    [
+        ("executor: {use: dusk}", "executor.use", "did you mean 'dask'"),
+        ("executor: {use: local, params: {workers: 0}}", "executor.params.workers", "greater than or equal to 1"),
+    ],
+)
 def test_a_wrong_executor_is_refused_at_validation_naming_the_field(fake_plugins, line, where, words):
     with pytest.raises(ConfigError) as error:
         load_experiment_text(EXPERIMENT + line + "\n", "exp.yaml")

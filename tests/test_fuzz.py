@@ -59,9 +59,42 @@ metrics: [eer, cllr, min-cllr, zebra]
 SHIPPED = sorted((ROOT / "experiments").glob("*.yaml"))
 
 ODD_VALUES = [
-    None, True, False, 0, -1, -7, 1, 2, 10**12, -(10**12), 10**30, 0.0, -0.0, 1e-300, 1e308, -1e308,
-    math.nan, math.inf, -math.inf, "", " ", "x", "ecapa", "O-X", "../../x", "/", "a" * 300, "ünï\u202ecode",
-    [], [1], [None], ["O-O"], {}, {"use": "eer"}, {"use": "nonexistent-plugin"}, {"a": {"b": {"c": 1}}},
+    None,
+    True,
+    False,
+    0,
+    -1,
+    -7,
+    1,
+    2,
+    10**12,
+    -(10**12),
+    10**30,
+    0.0,
+    -0.0,
+    1e-300,
+    1e308,
+    -1e308,
+    math.nan,
+    math.inf,
+    -math.inf,
+    "",
+    " ",
+    "x",
+    "ecapa",
+    "O-X",
+    "../../x",
+    "/",
+    "a" * 300,
+    "ünï\u202ecode",
+    [],
+    [1],
+    [None],
+    ["O-O"],
+    {},
+    {"use": "eer"},
+    {"use": "nonexistent-plugin"},
+    {"a": {"b": {"c": 1}}},
 ]
 PLUGIN_NAMES = ["eer", "ecapa", "synth", "mcadams", "nonexistent", "fbank-rvq", "ge2e", "whisper", "Eer", "e e r", ""]
 
@@ -96,10 +129,24 @@ def _delete(doc, path):
 
 
 def _number_mutation(value, rng):
-    return rng.choice([
-        value * 10**12, -value, 0, -1, value + 0.5, math.nan, math.inf, -math.inf, 10**100, value * 1e-12,
-        str(value), [value], 2**63, -(2**63),
-    ])
+    return rng.choice(
+        [
+            value * 10**12,
+            -value,
+            0,
+            -1,
+            value + 0.5,
+            math.nan,
+            math.inf,
+            -math.inf,
+            10**100,
+            value * 1e-12,
+            str(value),
+            [value],
+            2**63,
+            -(2**63),
+        ]
+    )
 
 
 def mutate_document(doc, rng: random.Random):
@@ -152,20 +199,44 @@ def mutate_text(text: str, rng: random.Random) -> bytes:
         lines = text.splitlines(keepends=True)
         i = rng.randrange(len(lines))
         choice = rng.randrange(3)
-        lines[i:i + 1] = [lines[i]] * 2 if choice == 0 else [] if choice == 1 else ["   " + lines[i]]
+        lines[i : i + 1] = [lines[i]] * 2 if choice == 0 else [] if choice == 1 else ["   " + lines[i]]
         return "".join(lines).encode()
     if op == 4:  # an alias bomb next to the experiment
         levels, width = rng.randint(2, 9), rng.randint(2, 12)
-        bomb = ["x0: &x0 [lol]"] + [f"x{i}: &x{i} [" + ", ".join([f"*x{i - 1}"] * width) + "]" for i in range(1, levels + 1)]
+        bomb = ["x0: &x0 [lol]"] + [
+            f"x{i}: &x{i} [" + ", ".join([f"*x{i - 1}"] * width) + "]" for i in range(1, levels + 1)
+        ]
         return (text + "\n".join(bomb) + "\n").encode()
     if op == 5:  # self-references and merges of the wrong kind
-        return (text + rng.choice(["loop: &l [*l]\n", "m: {<<: *nothing}\n", "m: &s 3\nn: {<<: *s}\n",
-                                   "m: &s [1]\nn: {<<: [*s]}\n", "m: {<<: {a: 1}, <<: {b: 2}}\n"])).encode()
+        return (
+            text
+            + rng.choice(
+                [
+                    "loop: &l [*l]\n",
+                    "m: {<<: *nothing}\n",
+                    "m: &s 3\nn: {<<: *s}\n",
+                    "m: &s [1]\nn: {<<: [*s]}\n",
+                    "m: {<<: {a: 1}, <<: {b: 2}}\n",
+                ]
+            )
+        ).encode()
     if op == 6:  # tags
-        return (text + rng.choice(["x: !!python/object/apply:os.system [true]\n", "x: !!binary aGk=\n",
-                                   "x: !custom 3\n", "x: !!set {a, b}\n", "x: 2024-13-45\n"])).encode()
+        return (
+            text
+            + rng.choice(
+                [
+                    "x: !!python/object/apply:os.system [true]\n",
+                    "x: !!binary aGk=\n",
+                    "x: !custom 3\n",
+                    "x: !!set {a, b}\n",
+                    "x: 2024-13-45\n",
+                ]
+            )
+        ).encode()
     if op == 7:  # several documents, a top-level list, an empty file
-        return rng.choice([text + "---\nname: two\n", "- " + text.replace("\n", "\n  "), "", "# only a comment\n"]).encode()
+        return rng.choice(
+            [text + "---\nname: two\n", "- " + text.replace("\n", "\n  "), "", "# only a comment\n"]
+        ).encode()
     return text.replace(":", rng.choice([" :", "::", ":\t"]), 1).encode()
 
 
@@ -200,8 +271,15 @@ def score_base(rng: random.Random) -> list[list[str]]:
         for t in range(8):
             target = rng.random() < 0.4
             score = rng.gauss(2.0 if target else -1.0, 1.0)
-            rows.append([f"spk{e}", f"utt{e}_{t}" if target else f"utt{(e + 1) % 6}_{t}",
-                         f"{score:.4f}", "target" if target else "nontarget", "f" if e % 2 else "m"])
+            rows.append(
+                [
+                    f"spk{e}",
+                    f"utt{e}_{t}" if target else f"utt{(e + 1) % 6}_{t}",
+                    f"{score:.4f}",
+                    "target" if target else "nontarget",
+                    "f" if e % 2 else "m",
+                ]
+            )
     return rows
 
 
@@ -214,8 +292,25 @@ def mutate_scores(rows: list[list[str]], rng: random.Random) -> bytes:
         else:
             rows = [r[:4] for r in rows]
     elif op == 1:  # odd score values
-        rows[i][2] = rng.choice(["nan", "inf", "-inf", "1e308", "-1e308", "1_000", "0x10", "", "１２", "1e-400",
-                                 "abc", "+.5", "5.", "1e5000", "--1"])
+        rows[i][2] = rng.choice(
+            [
+                "nan",
+                "inf",
+                "-inf",
+                "1e308",
+                "-1e308",
+                "1_000",
+                "0x10",
+                "",
+                "１２",
+                "1e-400",
+                "abc",
+                "+.5",
+                "5.",
+                "1e5000",
+                "--1",
+            ]
+        )
     elif op == 2:  # odd labels or genders
         rows[i][3 if rng.random() < 0.5 else 4] = rng.choice(["TARGET", "tgt", "1", "", "nontarget ", "x"])
     elif op == 3:  # duplicate, contradicting or dropped trials
@@ -234,7 +329,7 @@ def mutate_scores(rows: list[list[str]], rng: random.Random) -> bytes:
     text = "\n".join(" ".join(r) for r in rows) + "\n"
     if op == 6:
         at = rng.randrange(len(text) + 1)
-        return (text[:at].encode() + bytes(rng.randrange(256) for _ in range(rng.randint(1, 6))) + text[at:].encode())
+        return text[:at].encode() + bytes(rng.randrange(256) for _ in range(rng.randint(1, 6))) + text[at:].encode()
     if op == 7:
         return text.replace("\n", "\r\n").encode() if rng.random() < 0.5 else text.replace(" ", "\t").encode()
     if op == 8:

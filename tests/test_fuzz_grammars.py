@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-import yaml
 from click.testing import CliRunner
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -34,8 +33,13 @@ from hypothesis import strategies as st
 from vpeval.cli import main
 from vpeval.errors import UserError
 
-FUZZ = settings(derandomize=True, database=None, deadline=None, print_blob=False,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=False,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 SECONDS = 20  # per case; valid inputs here take well under a second
 
 
@@ -82,8 +86,22 @@ def refused_reading(exc: UserError, path: Path) -> None:
 
 # -- score files: `enroll test score target|nontarget [f|m]` ----------------------------------------
 
-SCORE_DEFECTS = ["nan", "inf", "underscore", "word", "huge", "short line", "long line", "label", "gender",
-                 "duplicate pair", "nul", "latin-1", "one class", "empty"]
+SCORE_DEFECTS = [
+    "nan",
+    "inf",
+    "underscore",
+    "word",
+    "huge",
+    "short line",
+    "long line",
+    "label",
+    "gender",
+    "duplicate pair",
+    "nul",
+    "latin-1",
+    "one class",
+    "empty",
+]
 SCORE_VARIANTS = ["plain", "bom", "crlf", "tabs", "blank lines", "padded"]
 
 
@@ -94,10 +112,13 @@ def score_files(draw, defect):
     values = draw(st.lists(st.floats(-60, 60, allow_nan=False, allow_subnormal=False), min_size=n, max_size=n))
     # both classes in each gender (rows alternate f, m): a metric per gender needs both
     labels = ["target", "target", "nontarget", "nontarget"] + draw(
-        st.lists(st.sampled_from(["target", "nontarget"]), min_size=n - 4, max_size=n - 4))
+        st.lists(st.sampled_from(["target", "nontarget"]), min_size=n - 4, max_size=n - 4)
+    )
     style = draw(st.sampled_from(["{:.6f}", "{:.4e}", "{!r}", "{:g}"]))
-    rows = [[f"spk{i % 4}", f"utt{i}", style.format(v), lab] + ([("f", "m")[i % 2]] if gendered else [])
-            for i, (v, lab) in enumerate(zip(values, labels))]
+    rows = [
+        [f"spk{i % 4}", f"utt{i}", style.format(v), lab] + ([("f", "m")[i % 2]] if gendered else [])
+        for i, (v, lab) in enumerate(zip(values, labels))
+    ]
     parsed = [float(r[2]) for r in rows]  # what the file says, after formatting
     targets = [r[3] == "target" for r in rows]
     groups = [parsed[0::2], parsed[1::2]] if gendered else [parsed]
@@ -174,11 +195,26 @@ def test_score_files_give_the_reference_eer_or_one_sentence(defect, data, tmp_pa
 # -- manifests (CSV and JSONL) ----------------------------------------------------------------------
 
 SPEAKER_GENDER = {"anna": "f", "bert": "m", "cleo": "f", "dirk": "m"}
-TRANSCRIPT = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp", "Co", "Cn"), blacklist_characters="\ufeff"),
-                     max_size=40).map(str.strip)
-MANIFEST_DEFECTS = ["duplicate column", "duplicate id", "two genders", "bad gender", "latin-1", "nul", "open quote",
-                    "empty speaker", "extra field", "json duplicate key", "json list speaker", "json not object",
-                    "json broken", "speaker with space", "no path column"]
+TRANSCRIPT = st.text(
+    st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp", "Co", "Cn"), blacklist_characters="\ufeff"), max_size=40
+).map(str.strip)
+MANIFEST_DEFECTS = [
+    "duplicate column",
+    "duplicate id",
+    "two genders",
+    "bad gender",
+    "latin-1",
+    "nul",
+    "open quote",
+    "empty speaker",
+    "extra field",
+    "json duplicate key",
+    "json list speaker",
+    "json not object",
+    "json broken",
+    "speaker with space",
+    "no path column",
+]
 MANIFEST_VARIANTS = ["plain", "bom", "crlf", "shuffled columns", "upper-case header", "unknown column"]
 
 
@@ -224,7 +260,9 @@ def manifest_in(draw, fmt, defect):
         rows.append({**rows[i], "path": f"u{n}.wav", "id": rows[i].get("id", f"{rows[i]['speaker']}-u{i}")})
         rows[i]["id"] = rows[-1]["id"]
     elif defect == "two genders":
-        rows.append({**rows[i], "path": f"u{n}.wav", "gender": "m" if SPEAKER_GENDER[rows[i]["speaker"]] == "f" else "f"})
+        rows.append(
+            {**rows[i], "path": f"u{n}.wav", "gender": "m" if SPEAKER_GENDER[rows[i]["speaker"]] == "f" else "f"}
+        )
         rows[-1].pop("id", None)
         rows[i]["gender"] = SPEAKER_GENDER[rows[i]["speaker"]]
     elif defect == "bad gender":
@@ -330,8 +368,17 @@ def test_manifests_read_as_written_or_refused_in_one_sentence(defect, data):
 
 # -- Kaldi data folders -------------------------------------------------------------------------
 
-KALDI_DEFECTS = ["spk2utt contradicts", "two genders", "repeated utterance", "two speakers", "ark offset", "latin-1", "nul",
-                 "bad gender", "missing speaker"]
+KALDI_DEFECTS = [
+    "spk2utt contradicts",
+    "two genders",
+    "repeated utterance",
+    "two speakers",
+    "ark offset",
+    "latin-1",
+    "nul",
+    "bad gender",
+    "missing speaker",
+]
 KALDI_VARIANTS = ["plain", "bom", "crlf", "spk2utt only", "tabs", "unsorted"]
 
 
@@ -371,9 +418,13 @@ def kaldi_folders(draw, defect):
         files["utt2spk"] = [*files.get("utt2spk", [f"{u} {utts[u][0]}" for u in ids]), f"{first} {other}"]
         files.pop("spk2utt")
     elif defect == "ark offset":
-        files["wav.scp"] = [f"{first} feats.ark:1234" if line.startswith(f"{first} ") else line for line in files["wav.scp"]]
+        files["wav.scp"] = [
+            f"{first} feats.ark:1234" if line.startswith(f"{first} ") else line for line in files["wav.scp"]
+        ]
     elif defect == "bad gender":
-        files["spk2gender"] = [f"{utts[first][0]} q" if line.startswith(f"{utts[first][0]} ") else line for line in files["spk2gender"]]
+        files["spk2gender"] = [
+            f"{utts[first][0]} q" if line.startswith(f"{utts[first][0]} ") else line for line in files["spk2gender"]
+        ]
     elif defect == "missing speaker":
         key = "utt2spk" if "utt2spk" in files else "spk2utt"
         if key == "utt2spk":
@@ -432,14 +483,25 @@ def test_kaldi_folders_read_as_written_or_refused_in_one_sentence(defect, data):
 # -- experiment files ---------------------------------------------------------------------------
 
 EXPERIMENT_DEFECTS = {
-    "seed as text": ("seed", "'3'"), "seed as float": ("seed", "3.0"), "seed as bool": ("seed", "true"),
-    "huge seed": ("seed", str(10**40)), "negative seed": ("seed", "-1"),
-    "name with newline": ("name", '"two\\nlines"'), "name with escape": ("name", '"red\\x1b[31m"'),
-    "name with bar": ("name", "a|b"), "alpha as text": ("alpha", "'0.8'"), "epochs as float": ("epochs", "2.0"),
-    "epochs as text": ("epochs", "'2'"), "epochs as bool": ("epochs", "true"), "huge epochs": ("epochs", str(10**12)),
-    "metric twice": ("metrics", "[eer, eer]"), "unknown protocol": ("protocols", "[O-O, O-X]"),
-    "unknown key": ("extra", "colour: blue"), "unknown plugin": ("attacker", "ecapaa"),
-    "label with newline": ("label", '"x\\ny"'), "workers huge": ("workers", "100000"),
+    "seed as text": ("seed", "'3'"),
+    "seed as float": ("seed", "3.0"),
+    "seed as bool": ("seed", "true"),
+    "huge seed": ("seed", str(10**40)),
+    "negative seed": ("seed", "-1"),
+    "name with newline": ("name", '"two\\nlines"'),
+    "name with escape": ("name", '"red\\x1b[31m"'),
+    "name with bar": ("name", "a|b"),
+    "alpha as text": ("alpha", "'0.8'"),
+    "epochs as float": ("epochs", "2.0"),
+    "epochs as text": ("epochs", "'2'"),
+    "epochs as bool": ("epochs", "true"),
+    "huge epochs": ("epochs", str(10**12)),
+    "metric twice": ("metrics", "[eer, eer]"),
+    "unknown protocol": ("protocols", "[O-O, O-X]"),
+    "unknown key": ("extra", "colour: blue"),
+    "unknown plugin": ("attacker", "ecapaa"),
+    "label with newline": ("label", '"x\\ny"'),
+    "workers huge": ("workers", "100000"),
     "N as text": ("enroll", "['1']"),
 }
 EXPERIMENT = """\
@@ -463,7 +525,11 @@ metrics: {metrics}
 
 @st.composite
 def experiment_files(draw, defect):
-    metrics = draw(st.lists(st.sampled_from(["eer", "min-dcf", "cllr", "min-cllr", "linkability"]), min_size=1, max_size=4, unique=True))
+    metrics = draw(
+        st.lists(
+            st.sampled_from(["eer", "min-dcf", "cllr", "min-cllr", "linkability"]), min_size=1, max_size=4, unique=True
+        )
+    )
     fields = {
         "name": "exp-" + draw(st.from_regex(r"[a-z0-9_-]{0,20}", fullmatch=True)),
         "seed": str(draw(st.integers(0, 2**31 - 1))),
@@ -473,7 +539,9 @@ def experiment_files(draw, defect):
         "label": "sys-" + draw(st.from_regex(r"[a-z0-9 ()=.-]{0,20}[a-z0-9)]", fullmatch=True)),
         "attacker": draw(st.sampled_from(["ecapa", "xvector"])),
         "epochs": str(draw(st.integers(1, 30))),
-        "protocols": "[" + ", ".join(draw(st.lists(st.sampled_from(["O-O", "O-A", "A-A"]), min_size=1, unique=True))) + "]",
+        "protocols": "["
+        + ", ".join(draw(st.lists(st.sampled_from(["O-O", "O-A", "A-A"]), min_size=1, unique=True)))
+        + "]",
         "enroll": str(sorted(draw(st.lists(st.integers(1, 5), min_size=1, max_size=3, unique=True)))),
         "metrics": "[" + ", ".join(metrics) + "]",
         "extra": "",
@@ -547,7 +615,7 @@ def _damage(path: Path, how: str, where: float) -> None:
     if how == "truncate":
         path.write_bytes(data[:at])
     elif how == "flip a byte" and data:
-        path.write_bytes(data[:at] + bytes([data[at] ^ 0x55]) + data[at + 1:])
+        path.write_bytes(data[:at] + bytes([data[at] ^ 0x55]) + data[at + 1 :])
     elif how == "delete":
         path.unlink()
     elif how == "empty the entry":
@@ -559,7 +627,7 @@ def _damage(path: Path, how: str, where: float) -> None:
         text = data.decode("latin-1")
         digit = next((k for k, c in enumerate(text) if c.isdigit()), None)
         if digit is not None:
-            text = text[:digit] + str((int(text[digit]) + 3) % 10) + text[digit + 1:]
+            text = text[:digit] + str((int(text[digit]) + 3) % 10) + text[digit + 1 :]
         path.write_bytes(text.encode("latin-1"))
 
 

@@ -194,8 +194,9 @@ def test_hooks_are_called_through_pluggy_with_argument_subsetting():
 
 def test_classes_keep_the_distribution_of_the_module_that_registered_them():
     """Hooks run per registered module, so each class is attributed to its own distribution."""
-    first, second = (register_through("register_asr", type(n, (ASR,), {"__doc__": "x", "name": n}))
-                     for n in ("asr-one", "asr-two"))
+    first, second = (
+        register_through("register_asr", type(n, (ASR,), {"__doc__": "x", "name": n})) for n in ("asr-one", "asr-two")
+    )
     manager = PluginManager()
     for name, dist in (("asr-three", "vpeval-three"), ("asr-four", "vpeval-four")):
         module = types.ModuleType(f"attribution_{dist}")
@@ -205,7 +206,11 @@ def test_classes_keep_the_distribution_of_the_module_that_registered_them():
         manager.register_module(module, dist, "1.0")
     assert manager.registry["asr"]["asr-three"].distribution == "vpeval-three"
     assert manager.registry["asr"]["asr-four"].distribution == "vpeval-four"
-    assert first.registry["asr"]["asr-one"].distribution == second.registry["asr"]["asr-two"].distribution == "vpeval-hook-test"
+    assert (
+        first.registry["asr"]["asr-one"].distribution
+        == second.registry["asr"]["asr-two"].distribution
+        == "vpeval-hook-test"
+    )
 
 
 def test_every_hook_argument_is_documented():

@@ -16,18 +16,26 @@ import time
 from pathlib import Path
 
 import pytest
+from test_error_boundary import experiment
 
 from vpeval import boundary
-from test_error_boundary import experiment
 
 HERE = Path(__file__).parent
 
 
-def interrupt(command: list[str], ready, env: dict | None = None, timeout: float = 60) -> tuple[subprocess.CompletedProcess, float]:
+def interrupt(
+    command: list[str], ready, env: dict | None = None, timeout: float = 60
+) -> tuple[subprocess.CompletedProcess, float]:
     """Start `command` in a session of its own, wait until ready() is true, Ctrl-C its whole process group;
     (its result, seconds it took to exit after the signal)."""
-    process = subprocess.Popen(command, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True)
+    process = subprocess.Popen(
+        command,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + timeout
         while not ready() and time.monotonic() < deadline and process.poll() is None:
@@ -54,8 +62,16 @@ def no_traceback(result: subprocess.CompletedProcess) -> None:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_ctrl_c_mid_anonymization_is_one_line_and_a_rerun_resumes(tmp_path, workers):
     cache, run = tmp_path / "cache", tmp_path / "run"
-    command = [sys.executable, str(HERE / "fake_cli.py"), "-e", str(experiment(tmp_path, workers=workers)),
-               "--cache", str(cache), "--output", str(run)]
+    command = [
+        sys.executable,
+        str(HERE / "fake_cli.py"),
+        "-e",
+        str(experiment(tmp_path, workers=workers)),
+        "--cache",
+        str(cache),
+        "--output",
+        str(run),
+    ]
     env = {"FAKE_ANONYMIZE_DELAY": "1.0", "OMP_NUM_THREADS": "1"}
     result, seconds = interrupt(command, lambda: bool(partial_outputs(cache)), env)
     assert result.returncode == 130, result.stderr
@@ -64,8 +80,13 @@ def test_ctrl_c_mid_anonymization_is_one_line_and_a_rerun_resumes(tmp_path, work
     assert seconds < 5  # at once, not after every queued utterance (16 of them, 1 s each)
     assert "interrupted by the user" in (run / "run.log").read_text()
     done = len(partial_outputs(cache))
-    again = subprocess.run(command + ["-q"], env={**os.environ, **env, "FAKE_ANONYMIZE_DELAY": "0"}, capture_output=True,
-                           text=True, timeout=120)
+    again = subprocess.run(
+        command + ["-q"],
+        env={**os.environ, **env, "FAKE_ANONYMIZE_DELAY": "0"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert again.returncode == 0, again.stderr
     assert done >= 1 and (run / "results.json").is_file()
     assert "resuming" in (run / "run.log").read_text()  # what the interrupted run finished was kept
@@ -93,7 +114,9 @@ WORKERS = textwrap.dedent("""\
 def test_ctrl_c_stops_busy_and_idle_workers_at_once_and_quietly(tmp_path):
     script = tmp_path / "workers.py"
     script.write_text(WORKERS)
-    result, seconds = interrupt([sys.executable, str(script), str(tmp_path)], lambda: (tmp_path / "started-30").exists()
-                                and (tmp_path / "started-0").exists())
+    result, seconds = interrupt(
+        [sys.executable, str(script), str(tmp_path)],
+        lambda: (tmp_path / "started-30").exists() and (tmp_path / "started-0").exists(),
+    )
     assert result.returncode == 130 and result.stderr.strip() == "interrupted", result.stderr
     assert seconds < 5  # the 30 s item was stopped, not waited for

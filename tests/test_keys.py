@@ -36,7 +36,10 @@ def test_keyed_rng_draws_what_the_old_formula_drew(seed, keys):
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_voices_generator_is_the_old_one(seed):
-    assert voice_rng(seed, 1, "utt-7").uniform(size=4).tolist() == old_rng(seed, "voice", 1, "utt-7").uniform(size=4).tolist()
+    assert (
+        voice_rng(seed, 1, "utt-7").uniform(size=4).tolist()
+        == old_rng(seed, "voice", 1, "utt-7").uniform(size=4).tolist()
+    )
 
 
 def test_the_numbers_are_pinned():
@@ -44,7 +47,10 @@ def test_the_numbers_are_pinned():
     assert stable_int("speaker", 7, "x") == 1508088289451717589
     assert stable_int() == 724655455495936113
     assert keyed_rng(2**40 + 5, "split", "f").integers(0, 2**62, 3).tolist() == [
-        5244080511661375, 4252776151087105287, 2341016553667239105]
+        5244080511661375,
+        4252776151087105287,
+        2341016553667239105,
+    ]
     assert PluginContext(seed=3).rng("spk1").normal(size=2).tolist() == [0.49705320607616493, -0.2618792039640789]
 
 

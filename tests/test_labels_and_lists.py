@@ -41,12 +41,15 @@ def refused(text: str) -> str:
 # -- a metric listed twice ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("metrics, words", [
-    ("  - eer\n  - eer", "repeats metrics[0] (eer)"),
-    ("  - {use: eer, label: x}\n  - {use: min-dcf, label: x}", "both labelled 'x'"),
-    # the same params once defaults are filled in, under two labels
-    ("  - eer\n  - {use: eer, params: {variant: step}}", "computes what metrics[0] (eer) computes"),
-])
+@pytest.mark.parametrize(
+    "metrics, words",
+    [
+        ("  - eer\n  - eer", "repeats metrics[0] (eer)"),
+        ("  - {use: eer, label: x}\n  - {use: min-dcf, label: x}", "both labelled 'x'"),
+        # the same params once defaults are filled in, under two labels
+        ("  - eer\n  - {use: eer, params: {variant: step}}", "computes what metrics[0] (eer) computes"),
+    ],
+)
 def test_a_metric_listed_twice_is_refused(metrics, words):
     message = refused(experiment(metrics=metrics))
     assert "exp.yaml, line 10 (metrics[1]): metric" in message and words in message, message
@@ -68,7 +71,10 @@ report:
 
 def test_a_report_metric_with_a_typo_is_refused():
     message = refused(experiment(report=REPORT.format(metric="eeer")))
-    assert "exp.yaml, line 12 (report.tables[0].metric): this experiment has no metric 'eeer'; did you mean 'eer'?" in message, message
+    assert (
+        "exp.yaml, line 12 (report.tables[0].metric): this experiment has no metric 'eeer'; did you mean 'eer'?"
+        in message
+    ), message
 
 
 def test_a_report_metric_no_metric_of_the_experiment_reports_is_refused():
@@ -76,7 +82,9 @@ def test_a_report_metric_no_metric_of_the_experiment_reports_is_refused():
     assert "(report.tables[0].metric): this experiment has no metric 'wer'" in message, message
 
 
-@pytest.mark.parametrize("metrics, metric", [("  - eer", "eer"), ("  - zebra", "zebra-dece"), ("  - min-dcf", "min-dcf")])
+@pytest.mark.parametrize(
+    "metrics, metric", [("  - eer", "eer"), ("  - zebra", "zebra-dece"), ("  - min-dcf", "min-dcf")]
+)
 def test_report_metrics_the_experiment_reports_are_accepted(metrics, metric):
     """Result names, not only plugin names: zebra reports zebra-dece and zebra-worst-case."""
     load_experiment_text(experiment(metrics=metrics, report=REPORT.format(metric=metric)), "exp.yaml")
@@ -97,8 +105,13 @@ report:
 
 # -- names and labels that would break tables ----------------------------------------------------------
 
-BREAKING = [('"a\\nb"', "a line break"), ('"a\\e[31mred"', "U+001B"), ('"a|b"', "'|'"), ('"a\\u202eb"', "U+202E"),
-            ('"a\\tb"', "U+0009")]
+BREAKING = [
+    ('"a\\nb"', "a line break"),
+    ('"a\\e[31mred"', "U+001B"),
+    ('"a|b"', "'|'"),
+    ('"a\\u202eb"', "U+202E"),
+    ('"a\\tb"', "U+0009"),
+]
 
 
 @pytest.mark.parametrize("value, words", BREAKING, ids=[v for v, _ in BREAKING])
@@ -109,13 +122,16 @@ def test_an_experiment_name_that_breaks_tables_is_refused(value, words):
 
 
 @pytest.mark.parametrize("value, words", BREAKING, ids=[v for v, _ in BREAKING])
-@pytest.mark.parametrize("where, line, loc", [
-    ("anonymizer", 5, "anonymizers[0].label"),
-    ("chain", 5, "anonymizers[0].chain[0].label"),
-    ("attacker", 7, "attackers[0].label"),
-    ("frontend", 7, "attackers[0].frontend.label"),
-    ("metric", 9, "metrics[0].label"),
-])
+@pytest.mark.parametrize(
+    "where, line, loc",
+    [
+        ("anonymizer", 5, "anonymizers[0].label"),
+        ("chain", 5, "anonymizers[0].chain[0].label"),
+        ("attacker", 7, "attackers[0].label"),
+        ("frontend", 7, "attackers[0].frontend.label"),
+        ("metric", 9, "metrics[0].label"),
+    ],
+)
 def test_a_label_that_breaks_tables_is_refused(where, line, loc, value, words):
     fields = {
         "anonymizer": {"anonymizer": f"{{use: mcadams, label: {value}}}"},
@@ -134,8 +150,10 @@ def test_an_empty_label_is_refused():
 
 def test_labels_made_from_params_never_break_tables():
     """A parameter value with '|' or a line break makes the hash form of the default label."""
-    exp = load_experiment_text(experiment(metrics='  - {use: eer, params: {variant: step}}\n'
-                                          '  - {use: min-dcf, params: {p_target: [0.01]}}'), "exp.yaml")
+    exp = load_experiment_text(
+        experiment(metrics="  - {use: eer, params: {variant: step}}\n  - {use: min-dcf, params: {p_target: [0.01]}}"),
+        "exp.yaml",
+    )
     assert [m.label for m in exp.metrics] == ["eer(variant=step)", "min-dcf(p_target=0.01)"]
     from vpeval.config import _label, table_breaking
 
@@ -154,8 +172,22 @@ def test_latex_escapes_every_special_character_and_flattens_line_breaks():
 
 
 def test_a_latex_table_of_labels_with_specials_escapes_them():
-    rows = [{"metric": "eer", "value": 12.5, "anonymizer": "mc_adams&50%", "attacker": "x<y>|z", "scenario": "original",
-             "protocol": "O-A", "n": 1, "gender": "all", "ci_low": None, "ci_high": None, "unit": "%", "details": {}}]
+    rows = [
+        {
+            "metric": "eer",
+            "value": 12.5,
+            "anonymizer": "mc_adams&50%",
+            "attacker": "x<y>|z",
+            "scenario": "original",
+            "protocol": "O-A",
+            "n": 1,
+            "gender": "all",
+            "ci_low": None,
+            "ci_high": None,
+            "unit": "%",
+            "details": {},
+        }
+    ]
     text = render_latex(build_table(rows, "eer", ["attacker"], ["anonymizer"]))
     assert r"mc\_adams\&50\%" in text and r"x\textless{}y\textgreater{}\textbar{}z" in text, text
     body = text.split("\\midrule", 1)[1]

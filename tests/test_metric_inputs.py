@@ -74,8 +74,9 @@ metrics: METRICS
 
 def run(tmp_path, protocols="[O-O, O-A]", metrics="[level, fake-cosine, fake-separation, fake-eer]"):
     text = EXPERIMENT.replace("PROTOCOLS", protocols).replace("METRICS", metrics)
-    return Runner(load_experiment_text(text, "exp.yaml"), cache_root=tmp_path / "cache", output=tmp_path / "run",
-                  quiet=True).run()
+    return Runner(
+        load_experiment_text(text, "exp.yaml"), cache_root=tmp_path / "cache", output=tmp_path / "run", quiet=True
+    ).run()
 
 
 def test_every_kind_of_metric_input_has_one_builder():
@@ -86,14 +87,22 @@ def test_rows_come_scores_first_then_each_attacker_as_it_trained_then_speech(tmp
     """The order results.json and results.csv had before the builders moved into one table."""
     rows = run(tmp_path).rows
     blocks = [key for key, _ in itertools.groupby((r["metric_plugin"], r["attacker"]) for r in rows)]
-    assert blocks == [("fake-eer", "inverter"), ("fake-eer", "semi"),  # every score set, after the attacks
-                      ("fake-separation", "inverter"), ("fake-cosine", "inverter"),  # while inverter is in memory
-                      ("fake-separation", "semi"),  # semi recovers no embeddings: no fake-cosine rows
-                      ("level", "")]
+    assert blocks == [
+        ("fake-eer", "inverter"),
+        ("fake-eer", "semi"),  # every score set, after the attacks
+        ("fake-separation", "inverter"),
+        ("fake-cosine", "inverter"),  # while inverter is in memory
+        ("fake-separation", "semi"),  # semi recovers no embeddings: no fake-cosine rows
+        ("level", ""),
+    ]
     assert [(r["anonymizer"], r["details"]["speech"]) for r in rows if r["metric_plugin"] == "level"] == [
-        ("original", "original"), ("fake-shift", "anonymized")]  # the original speech's row once
+        ("original", "original"),
+        ("fake-shift", "anonymized"),
+    ]  # the original speech's row once
     assert {(r["anonymizer"], r["protocol"]) for r in rows if r["metric_plugin"] == "fake-cosine"} == {
-        ("none", "O"), ("fake-shift", "A")}
+        ("none", "O"),
+        ("fake-shift", "A"),
+    }
 
 
 def test_a_similarity_metric_gets_the_anonymized_speech_when_no_protocol_scores_it(tmp_path, plugins):
@@ -105,7 +114,9 @@ def test_a_similarity_metric_gets_the_anonymized_speech_when_no_protocol_scores_
 def test_a_metric_that_reads_an_unknown_input_is_refused_before_any_stage(tmp_path, plugins):
     with pytest.raises(PluginError) as error:
         run(tmp_path, metrics="[fake-eer, mystery]")
-    assert str(error.value) == ("metric mystery reads 'tea-leaves', which vpeval does not provide (a metric reads one "
-                                "of: scores, similarity, embeddings, speech); this is a bug in vpeval-metric-inputs "
-                                "1.0: report it to its authors.")
+    assert str(error.value) == (
+        "metric mystery reads 'tea-leaves', which vpeval does not provide (a metric reads one "
+        "of: scores, similarity, embeddings, speech); this is a bug in vpeval-metric-inputs "
+        "1.0: report it to its authors."
+    )
     assert not (tmp_path / "cache" / "anonymize").exists() and not (tmp_path / "cache" / "train").exists()

@@ -14,7 +14,15 @@ from functools import cache
 from importlib import metadata
 
 import pytest
-from distributions import ROOT, Distribution, canonical, core_distribution, imported_top_levels, modules, plugin_distributions
+from distributions import (
+    ROOT,
+    Distribution,
+    canonical,
+    core_distribution,
+    imported_top_levels,
+    modules,
+    plugin_distributions,
+)
 from packaging.requirements import Requirement
 from packaging.version import Version
 
@@ -118,8 +126,10 @@ def undeclared_imports(dist: Distribution) -> list[str]:
                 continue
             owners = import_name_owners().get(name, set())
             if not owners & (for_tests if in_tests else declared):
-                problems.append(f"{module.relative_to(dist.folder)}:{line} imports {name} "
-                                f"(from {', '.join(sorted(owners)) or 'nothing installed'})")
+                problems.append(
+                    f"{module.relative_to(dist.folder)}:{line} imports {name} "
+                    f"(from {', '.join(sorted(owners)) or 'nothing installed'})"
+                )
     return problems
 
 
@@ -132,15 +142,20 @@ def test_every_import_is_a_declared_dependency(dist: Distribution):
 def test_the_check_finds_an_undeclared_import(tmp_path):
     folder = tmp_path / "plugins" / "kind" / "demo"
     (folder / "vpeval_demo").mkdir(parents=True)
-    (folder / "pyproject.toml").write_text('[project]\nname = "vpeval-demo"\nversion = "0.1.0"\n'
-                                           'dependencies = ["vpeval>=0.1,<0.2", "numpy>=2.0,<3"]\n')
-    (folder / "vpeval_demo" / "__init__.py").write_text("import numpy\nimport yaml\n\ndef f():\n    import parselmouth\n")
+    (folder / "pyproject.toml").write_text(
+        '[project]\nname = "vpeval-demo"\nversion = "0.1.0"\ndependencies = ["vpeval>=0.1,<0.2", "numpy>=2.0,<3"]\n'
+    )
+    (folder / "vpeval_demo" / "__init__.py").write_text(
+        "import numpy\nimport yaml\n\ndef f():\n    import parselmouth\n"
+    )
     (dist,) = plugin_distributions(tmp_path)
     problems = [p.split(" imports ")[1] for p in undeclared_imports(dist)]
     assert problems == ["yaml (from pyyaml)", "parselmouth (from praat-parselmouth)"]
 
 
-@pytest.mark.parametrize(("version", "expected"), [("0.1.0", ">=0.1,<0.2"), ("0.3.2", ">=0.3,<0.4"), ("1.4.0", ">=1.4,<2")])
+@pytest.mark.parametrize(
+    ("version", "expected"), [("0.1.0", ">=0.1,<0.2"), ("0.3.2", ">=0.3,<0.4"), ("1.4.0", ">=1.4,<2")]
+)
 def test_compatible_range(version, expected):
     assert compatible_range(version) == expected
 
@@ -152,5 +167,9 @@ def test_scaffold_requires_a_range_of_vpeval_that_holds_this_version(tmp_path):
     assert "==" not in str(requirement.specifier)
     assert requirement.specifier.contains(vpeval.__version__)
     next_release = Version(vpeval.__version__)
-    breaking = f"{next_release.major}.{next_release.minor + 1}.0" if next_release.major == 0 else f"{next_release.major + 1}.0.0"
+    breaking = (
+        f"{next_release.major}.{next_release.minor + 1}.0"
+        if next_release.major == 0
+        else f"{next_release.major + 1}.0.0"
+    )
     assert not requirement.specifier.contains(breaking)

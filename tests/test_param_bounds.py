@@ -31,8 +31,12 @@ VALID = {
     "metric": "{use: eer}",
 }
 # slot -> (line, dotted location) of the plugin in SKELETON
-PLACE = {"corpus": (3, "data.corpus"), "anonymizer": (5, "anonymizers[0]"), "attacker": (7, "attackers[0]"),
-         "metric": (9, "metrics[0]")}
+PLACE = {
+    "corpus": (3, "data.corpus"),
+    "anonymizer": (5, "anonymizers[0]"),
+    "attacker": (7, "attackers[0]"),
+    "metric": (9, "metrics[0]"),
+}
 
 
 def experiment(slot: str, text: str) -> str:
@@ -75,20 +79,36 @@ CASES = [
     ("anonymizer", "{use: ohnn, params: {pool_vectors: p.npz, scale: 1.0e+40}}", "scale", "less than or equal to 100"),
     ("anonymizer", "{use: ohnn, params: {pool_vectors: p.npz, rotations: 1000000}}", "rotations", "less than or equal"),
     ("anonymizer", "{use: ohnn, params: {pool_vectors: p.npz, lr: .inf}}", "lr", "finite"),
-    ("anonymizer", "{use: selection, params: {pool_vectors: p.npz, farthest: 5, select: 10}}", "select",
-     "must not exceed farthest"),
-    ("anonymizer", "{use: selection, params: {pool_vectors: p.npz, farthest: 1000000000000}}", "farthest",
-     "less than or equal"),
+    (
+        "anonymizer",
+        "{use: selection, params: {pool_vectors: p.npz, farthest: 5, select: 10}}",
+        "select",
+        "must not exceed farthest",
+    ),
+    (
+        "anonymizer",
+        "{use: selection, params: {pool_vectors: p.npz, farthest: 1000000000000}}",
+        "farthest",
+        "less than or equal",
+    ),
     # anonymizer poolvc
     ("anonymizer", "{use: poolvc, params: {frame_period: 0.0001}}", "frame_period", "greater than or equal to 1"),
     ("anonymizer", "{use: poolvc, params: {n_mels: 20, n_ceps: 40}}", "n_ceps", "must not exceed n_mels"),
     ("anonymizer", "{use: poolvc, params: {k: 1000000000000}}", "k", "less than or equal"),
     ("anonymizer", "{use: poolvc, params: {max_pool_seconds: .inf}}", "max_pool_seconds", "finite"),
     # attackers ecapa, xvector, ge2e, token-probe
-    ("attacker", "{use: token-probe, frontend: fbank-rvq, params: {pca_dim: 1000000000}}", "pca_dim",
-     "less than or equal"),
-    ("attacker", "{use: ecapa, params: {channels: [512, 512, 512, 512, 1000000000000]}}", "channels[4]",
-     "less than or equal to 8192"),
+    (
+        "attacker",
+        "{use: token-probe, frontend: fbank-rvq, params: {pca_dim: 1000000000}}",
+        "pca_dim",
+        "less than or equal",
+    ),
+    (
+        "attacker",
+        "{use: ecapa, params: {channels: [512, 512, 512, 512, 1000000000000]}}",
+        "channels[4]",
+        "less than or equal to 8192",
+    ),
     ("attacker", "{use: ecapa, params: {channels: [0, 512, 512, 512, 1536]}}", "channels[0]", "greater than or equal"),
     ("attacker", "{use: ecapa, params: {n_mels: 100000}}", "n_mels", "less than or equal to 128"),
     ("attacker", "{use: ecapa, params: {embedding_dim: 1000000000}}", "embedding_dim", "less than or equal"),
@@ -100,8 +120,12 @@ CASES = [
     ("attacker", "{use: ecapa, params: {margin: 4}}", "margin", "less than 1.5"),
     ("attacker", "{use: ecapa, params: {crop_seconds: 0.001}}", "crop_seconds", "greater than or equal to 0.2"),
     ("attacker", "{use: ecapa, params: {crop_seconds: .inf}}", "crop_seconds", "finite"),
-    ("attacker", "{use: xvector, params: {channels: [512, 512, 512, 512, 1000000000000]}}", "channels[4]",
-     "less than or equal"),
+    (
+        "attacker",
+        "{use: xvector, params: {channels: [512, 512, 512, 512, 1000000000000]}}",
+        "channels[4]",
+        "less than or equal",
+    ),
     ("attacker", "{use: xvector, params: {embed_max_seconds: 0.0001}}", "embed_max_seconds", "greater than or equal"),
     ("attacker", "{use: ge2e, params: {partial_rate: .inf}}", "partial_rate", "finite"),
     # metrics
@@ -118,26 +142,63 @@ CASES = [
     ("metric", "{use: uar, params: {bootstrap: 1000000000000}}", "bootstrap", "less than or equal"),
     ("metric", "{use: wer, params: {bootstrap: 1000000000000}}", "bootstrap", "less than or equal"),
     ("metric", "{use: wer, params: {max_utterances: 0}}", "max_utterances", "greater than or equal to 1"),
-    ("metric", "{use: embedding-privacy, params: {systems: [{use: ohnn}], repeats: 1000000000}}", "repeats",
-     "less than or equal to 1000"),
+    (
+        "metric",
+        "{use: embedding-privacy, params: {systems: [{use: ohnn}], repeats: 1000000000}}",
+        "repeats",
+        "less than or equal to 1000",
+    ),
     # plugins named inside another plugin's parameters: their bounds hold there too
-    ("metric", "{use: wer, params: {asr_params: {beam_size: 1000000}}}", "asr_params.beam_size", "less than or equal to 64"),
+    (
+        "metric",
+        "{use: wer, params: {asr_params: {beam_size: 1000000}}}",
+        "asr_params.beam_size",
+        "less than or equal to 64",
+    ),
     ("metric", "{use: wer, params: {asr_params: {temperature: [0, .inf]}}}", "asr_params.temperature[1]", "finite"),
-    ("anonymizer", "{use: poolvc, params: {pool: {use: synth, params: {speakers: 1000000000000}}}}",
-     "pool.params.speakers", "less than or equal to 10000"),
-    ("anonymizer", "{use: poolvc, params: {encoder: {use: ecapa, params: {embed_max_seconds: 0.0001}}}}",
-     "encoder.params.embed_max_seconds", "greater than or equal to 0.2"),
+    (
+        "anonymizer",
+        "{use: poolvc, params: {pool: {use: synth, params: {speakers: 1000000000000}}}}",
+        "pool.params.speakers",
+        "less than or equal to 10000",
+    ),
+    (
+        "anonymizer",
+        "{use: poolvc, params: {encoder: {use: ecapa, params: {embed_max_seconds: 0.0001}}}}",
+        "encoder.params.embed_max_seconds",
+        "greater than or equal to 0.2",
+    ),
     # a frontend, inside the attacker that reads it
-    ("attacker", "{use: token-probe, frontend: {use: fbank-rvq, params: {frame_rate: 30}}}", "frame_rate",
-     "divide the 100 frames/s"),
-    ("attacker", "{use: token-probe, frontend: {use: fbank-rvq, params: {frame_rate: 0}}}", "frame_rate",
-     "greater than 0"),
-    ("attacker", "{use: token-probe, frontend: {use: fbank-rvq, params: {codebook_size: 1000000000000}}}",
-     "codebook_size", "less than or equal"),
-    ("attacker", "{use: token-probe, frontend: {use: kimi-like, params: {codebook_size: 1000000000000}}}",
-     "codebook_size", "less than or equal"),
-    ("attacker", "{use: token-probe, frontend: {use: mimi, params: {num_codebooks: 1000000}}}", "num_codebooks",
-     "less than or equal to 32"),
+    (
+        "attacker",
+        "{use: token-probe, frontend: {use: fbank-rvq, params: {frame_rate: 30}}}",
+        "frame_rate",
+        "divide the 100 frames/s",
+    ),
+    (
+        "attacker",
+        "{use: token-probe, frontend: {use: fbank-rvq, params: {frame_rate: 0}}}",
+        "frame_rate",
+        "greater than 0",
+    ),
+    (
+        "attacker",
+        "{use: token-probe, frontend: {use: fbank-rvq, params: {codebook_size: 1000000000000}}}",
+        "codebook_size",
+        "less than or equal",
+    ),
+    (
+        "attacker",
+        "{use: token-probe, frontend: {use: kimi-like, params: {codebook_size: 1000000000000}}}",
+        "codebook_size",
+        "less than or equal",
+    ),
+    (
+        "attacker",
+        "{use: token-probe, frontend: {use: mimi, params: {num_codebooks: 1000000}}}",
+        "num_codebooks",
+        "less than or equal to 32",
+    ),
 ]
 
 
@@ -160,12 +221,27 @@ def test_out_of_range_parameter_is_refused_at_validate(slot, text, field, words)
 ISSUE_CASES = [
     ("attacker", "{use: multiutt, params: {epochs: 1000000000000}}", "epochs", "less than or equal to 10000"),
     ("attacker", "{use: multiutt, params: {channels: [100000000]}}", "channels[0]", "less than or equal to 8192"),
-    ("attacker", "{use: multiutt, params: {channels: [0, 16, 16, 16, 48]}}", "channels[0]", "greater than or equal to 8"),
-    ("attacker", "{use: multiutt, params: {fusion_weights: [0.5, 1.0e+300]}}", "fusion_weights[1]", "less than or equal"),
+    (
+        "attacker",
+        "{use: multiutt, params: {channels: [0, 16, 16, 16, 48]}}",
+        "channels[0]",
+        "greater than or equal to 8",
+    ),
+    (
+        "attacker",
+        "{use: multiutt, params: {fusion_weights: [0.5, 1.0e+300]}}",
+        "fusion_weights[1]",
+        "less than or equal",
+    ),
     ("corpus", "{use: synth, params: {idiolect_alpha: 1.0e+308}}", "idiolect_alpha", "less than or equal to 1000"),
     ("corpus", "{use: synth, params: {seed: 4294967296}}", "seed", "less than or equal to 4294967295"),
     ("attacker", "{use: ecapa, params: {audio_cache_mb: 1000000000000}}", "audio_cache_mb", "less than or equal"),
-    ("attacker", "{use: spinv, params: {stage_a_weights: {align: 1.0e+300}}}", "stage_a_weights.align", "less than or equal"),
+    (
+        "attacker",
+        "{use: spinv, params: {stage_a_weights: {align: 1.0e+300}}}",
+        "stage_a_weights.align",
+        "less than or equal",
+    ),
     ("metric", "{use: min-dcf, params: {c_miss: 1.0e+300}}", "c_miss", "less than or equal"),
 ]
 
@@ -175,23 +251,40 @@ def test_issue_examples_are_refused_at_validate(slot, text, field, words):
     test_out_of_range_parameter_is_refused_at_validate(slot, text, field, words)
 
 
-@pytest.mark.parametrize("line, words", [
-    ("workers: 100000", "(workers): input should be less than or equal to 1024"),
-    ("threads: 100000", "(threads): input should be less than or equal to 1024"),
-    ("seed: 10000000000000000000000000000000000000000", "(seed): input should be less than or equal to 4294967295"),
-    ("seed: 4294967296", "(seed): input should be less than or equal to 4294967295"),  # would repeat seed 0's numbers
-    ("enroll_utterances: [1, 1000000]", "(enroll_utterances[1]): input should be less than or equal to 1000"),
-    ("executor: {use: local, params: {workers: 100000}}", "(executor.params.workers): input should be less than or equal to 1024"),
-    ("executor: {use: dask, params: {batch: 1000000000000}}", "(executor.params.batch): input should be less than or equal"),
-])
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        ("workers: 100000", "(workers): input should be less than or equal to 1024"),
+        ("threads: 100000", "(threads): input should be less than or equal to 1024"),
+        ("seed: 10000000000000000000000000000000000000000", "(seed): input should be less than or equal to 4294967295"),
+        (
+            "seed: 4294967296",
+            "(seed): input should be less than or equal to 4294967295",
+        ),  # would repeat seed 0's numbers
+        ("enroll_utterances: [1, 1000000]", "(enroll_utterances[1]): input should be less than or equal to 1000"),
+        (
+            "executor: {use: local, params: {workers: 100000}}",
+            "(executor.params.workers): input should be less than or equal to 1024",
+        ),
+        (
+            "executor: {use: dask, params: {batch: 1000000000000}}",
+            "(executor.params.batch): input should be less than or equal",
+        ),
+    ],
+)
 def test_core_counts_are_bounded(line, words):
     with pytest.raises(ConfigError) as info:
         load_experiment_text(line + "\n" + experiment("metric", "{use: eer}"), "exp.yaml")
     assert f"exp.yaml, line 1 {words}" in str(info.value), str(info.value)
 
 
-@pytest.mark.parametrize("setting, words", [("attacker_train_speakers: 1000000000000", "at most 10,000,000"),
-                                            ("target_trials_per_speaker: 100000000", "less than or equal to 100000")])
+@pytest.mark.parametrize(
+    "setting, words",
+    [
+        ("attacker_train_speakers: 1000000000000", "at most 10,000,000"),
+        ("target_trials_per_speaker: 100000000", "less than or equal to 100000"),
+    ],
+)
 def test_data_counts_are_bounded(setting, words):
     text = experiment("metric", "{use: eer}").replace("  corpus:", f"  {setting}\n  corpus:")
     with pytest.raises(ConfigError) as info:
@@ -203,10 +296,10 @@ def test_largest_seed_and_idiolect_alpha_work():
     """The bounds are where the values stop working, not below: the largest allowed idiolect_alpha draws
     probabilities numpy accepts (1e308 did not), and the largest seed validates."""
     import numpy as np
-    from vpeval_synth.grammar import Idiolect
 
     from vpeval.build import validate_params
     from vpeval.plugins import get_plugin_manager
+    from vpeval_synth.grammar import Idiolect
 
     synth = get_plugin_manager().get("corpus", "synth")
     params = validate_params(synth, {"idiolect_alpha": 1000.0, "seed": 2**32 - 1})
@@ -221,11 +314,11 @@ def test_largest_seed_and_idiolect_alpha_work():
 # Numbers that carry no upper bound on purpose, each with its reason. Nothing else may lack one.
 EXEMPT = {
     "Experiment.data.attacker_train_speakers": "bounded in vpeval.settings._share_or_count (a share below 1, a count "
-                                               "at most MAX_SPEAKERS), which gives one sentence for both forms",
+    "at most MAX_SPEAKERS), which gives one sentence for both forms",
     "Experiment.report.curves[].x{}{}": "a position on a figure's axis, in the user's units: no size, count or time "
-                                        "depends on it (StrictModel refuses NaN and infinity)",
+    "depends on it (StrictModel refuses NaN and infinity)",
     "Experiment.report.findings[].tolerance": "a difference of two results, in the metric's unit: nothing is "
-                                              "allocated or repeated by it (StrictModel refuses NaN and infinity)",
+    "allocated or repeated by it (StrictModel refuses NaN and infinity)",
 }
 
 
@@ -265,8 +358,11 @@ def unbounded_numbers(annotation, metadata=(), path: str = "", seen=None) -> lis
         return [p for a in args if a is not Ellipsis for p in unbounded_numbers(a, (), path + "[]", seen)]
     if isinstance(annotation, type) and issubclass(annotation, BaseModel) and annotation not in seen:
         seen.add(annotation)
-        return [p for name, info in annotation.model_fields.items()
-                for p in unbounded_numbers(info.annotation, info.metadata, f"{path}.{name}" if path else name, seen)]
+        return [
+            p
+            for name, info in annotation.model_fields.items()
+            for p in unbounded_numbers(info.annotation, info.metadata, f"{path}.{name}" if path else name, seen)
+        ]
     return []
 
 
@@ -302,7 +398,9 @@ def test_every_number_of_every_plugin_and_of_the_experiment_has_an_upper_bound()
         missing += [f"{kind} {cls.name}: {p}" for p in unbounded_numbers(cls.Params)]
         checked += 1
     assert checked >= 40, checked  # every shipped plugin is installed in the test environment
-    assert not missing, "give these an upper bound (le= or lt=), generous enough for the papers' full-scale " \
-                        "settings, or an entry in EXEMPT with the reason:\n" + "\n".join(missing)
+    assert not missing, (
+        "give these an upper bound (le= or lt=), generous enough for the papers' full-scale "
+        "settings, or an entry in EXEMPT with the reason:\n" + "\n".join(missing)
+    )
     assert all(p.startswith("Experiment.") for p in EXEMPT)
     assert set(EXEMPT) <= {f"Experiment.{p}" for p in unbounded_numbers(Experiment)}, "an exemption nothing needs"

@@ -44,18 +44,24 @@ def pyproject(name: str, package: str, plugin: bool) -> str:
 
 
 def test_the_check_finds_a_plugin_importing_a_plugin_and_allows_a_library(tmp_path):
-    for name, package, plugin in (("vpeval-a", "vpeval_a", True), ("vpeval-b", "vpeval_b", True),
-                                  ("vpeval-lib", "vpeval_lib", False)):
+    for name, package, plugin in (
+        ("vpeval-a", "vpeval_a", True),
+        ("vpeval-b", "vpeval_b", True),
+        ("vpeval-lib", "vpeval_lib", False),
+    ):
         folder = tmp_path / "plugins" / "kind" / name
         write(folder / "pyproject.toml", pyproject(name, package, plugin))
         write(folder / package / "__init__.py", "")
-    write(tmp_path / "plugins/kind/vpeval-a/vpeval_a/method.py", """\
+    write(
+        tmp_path / "plugins/kind/vpeval-a/vpeval_a/method.py",
+        """\
         import numpy
         import vpeval_lib.features
 
         def late():
             from vpeval_b.pool import Spec  # inside a function still counts
-        """)
+        """,
+    )
     write(tmp_path / "plugins/kind/vpeval-b/tests/test_b.py", "from vpeval_a import method\n")
     problems = cross_plugin_imports(plugin_distributions(tmp_path))
     assert len(problems) == 2

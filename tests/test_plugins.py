@@ -28,9 +28,14 @@ class FakeEntryPoint:
 
 
 def metric_module(metric_name: str, *more: str):
-    classes = [type(n.title(), (Metric,), {"__doc__": "A metric.", "name": n,
-                                          "compute": lambda self, inputs, n=n: [MetricResult(n, 1.0)]})
-               for n in (metric_name, *more)]
+    classes = [
+        type(
+            n.title(),
+            (Metric,),
+            {"__doc__": "A metric.", "name": n, "compute": lambda self, inputs, n=n: [MetricResult(n, 1.0)]},
+        )
+        for n in (metric_name, *more)
+    ]
 
     module = types.ModuleType(f"mod_{metric_name.replace('-', '_')}")
 
@@ -54,10 +59,13 @@ def test_broken_plugin_is_listed_and_fails_only_when_used(monkeypatch):
     def boom():
         raise ImportError("No module named 'torchx'")
 
-    manager = manager_with(monkeypatch, [
-        FakeEntryPoint("good", "vpeval-good", lambda: metric_module("good-metric")),
-        FakeEntryPoint("bad-metric", "vpeval-bad-metric", boom),
-    ])
+    manager = manager_with(
+        monkeypatch,
+        [
+            FakeEntryPoint("good", "vpeval-good", lambda: metric_module("good-metric")),
+            FakeEntryPoint("bad-metric", "vpeval-bad-metric", boom),
+        ],
+    )
     assert manager.get("metric", "good-metric").distribution == "vpeval-good"
     assert [b.distribution for b in manager.broken] == ["vpeval-bad-metric"]
     assert "torchx" in manager.broken[0].error
@@ -68,11 +76,14 @@ def test_broken_plugin_is_listed_and_fails_only_when_used(monkeypatch):
 
 
 def test_a_duplicate_name_breaks_both_registrations_and_nothing_else(monkeypatch):
-    manager = manager_with(monkeypatch, [
-        FakeEntryPoint("a", "vpeval-first", lambda: metric_module("same", "first-only")),
-        FakeEntryPoint("b", "vpeval-second", lambda: metric_module("same")),
-        FakeEntryPoint("c", "vpeval-third", lambda: metric_module("third")),
-    ])
+    manager = manager_with(
+        monkeypatch,
+        [
+            FakeEntryPoint("a", "vpeval-first", lambda: metric_module("same", "first-only")),
+            FakeEntryPoint("b", "vpeval-second", lambda: metric_module("same")),
+            FakeEntryPoint("c", "vpeval-third", lambda: metric_module("third")),
+        ],
+    )
     # Loading went on: the other classes of both distributions, and other distributions, work.
     assert manager.names("metric") == ["first-only", "third"]
     assert sorted(b.distribution for b in manager.broken) == ["vpeval-first", "vpeval-second"]
@@ -87,10 +98,13 @@ def test_a_run_naming_a_duplicated_plugin_fails_with_one_sentence(monkeypatch):
     from vpeval.config import load_experiment_text
     from vpeval.errors import ConfigError
 
-    manager = manager_with(monkeypatch, [
-        FakeEntryPoint("a", "vpeval-first", lambda: metric_module("same")),
-        FakeEntryPoint("b", "vpeval-second", lambda: metric_module("same")),
-    ])
+    manager = manager_with(
+        monkeypatch,
+        [
+            FakeEntryPoint("a", "vpeval-first", lambda: metric_module("same")),
+            FakeEntryPoint("b", "vpeval-second", lambda: metric_module("same")),
+        ],
+    )
     manager.register_module(importlib.import_module("vpeval.builtin.plugin"), "vpeval", "0")
     text = "name: t\ndata: {corpus: {use: manifest, params: {path: m.csv}}}\nprotocols: [O-O]\nmetrics: [same]\n"
     with pytest.raises(ConfigError) as info:
@@ -100,9 +114,9 @@ def test_a_run_naming_a_duplicated_plugin_fails_with_one_sentence(monkeypatch):
 
 
 def test_a_third_registration_of_a_duplicated_name_is_broken_too(monkeypatch):
-    manager = manager_with(monkeypatch, [
-        FakeEntryPoint(n, f"vpeval-{n}", lambda: metric_module("same")) for n in ("a", "b", "c")
-    ])
+    manager = manager_with(
+        monkeypatch, [FakeEntryPoint(n, f"vpeval-{n}", lambda: metric_module("same")) for n in ("a", "b", "c")]
+    )
     assert sorted(b.distribution for b in manager.broken) == ["vpeval-a", "vpeval-b", "vpeval-c"]
     with pytest.raises(PluginError, match="vpeval-a 2.0 and vpeval-b 2.0 and vpeval-c 2.0"):
         manager.get("metric", "same")
@@ -110,10 +124,13 @@ def test_a_third_registration_of_a_duplicated_name_is_broken_too(monkeypatch):
 
 def test_load_plugins_env_limits_loading(monkeypatch):
     monkeypatch.setenv("VPEVAL_LOAD_PLUGINS", "vpeval-first")
-    manager = manager_with(monkeypatch, [
-        FakeEntryPoint("a", "vpeval-first", lambda: metric_module("one")),
-        FakeEntryPoint("b", "vpeval-second", lambda: metric_module("two")),
-    ])
+    manager = manager_with(
+        monkeypatch,
+        [
+            FakeEntryPoint("a", "vpeval-first", lambda: metric_module("one")),
+            FakeEntryPoint("b", "vpeval-second", lambda: metric_module("two")),
+        ],
+    )
     assert manager.names("metric") == ["one"]
 
 
@@ -186,10 +203,13 @@ def test_vpeval_plugins_lists_both_registrations_of_a_duplicate(monkeypatch):
 
     from vpeval.cli import main
 
-    manager = manager_with(monkeypatch, [
-        FakeEntryPoint("a", "vpeval-first", lambda: metric_module("same", "kept")),
-        FakeEntryPoint("b", "vpeval-second", lambda: metric_module("same")),
-    ])
+    manager = manager_with(
+        monkeypatch,
+        [
+            FakeEntryPoint("a", "vpeval-first", lambda: metric_module("same", "kept")),
+            FakeEntryPoint("b", "vpeval-second", lambda: metric_module("same")),
+        ],
+    )
     monkeypatch.setattr("vpeval.plugins.get_plugin_manager", lambda refresh=False: manager)
     result = CliRunner().invoke(main, ["plugins", "--json"])
     assert result.exit_code == 0, result.output

@@ -16,18 +16,38 @@ from click.testing import CliRunner
 
 from vpeval.cli import main
 
-ROW = {"anonymizer": "mcadams", "attacker": "ge2e", "scenario": "original", "protocol": "O-A", "n": 1, "metric": "eer",
-       "metric_plugin": "eer", "gender": "all", "value": 31.5, "ci_low": None, "ci_high": None, "unit": "%", "details": {}}
-RESOLVED = {"data": {"corpus": {"use": "synth", "distribution": "vpeval-synth", "version": "0.1.0"}},
-            "anonymizers": [{"label": "mcadams", "chain": [{"use": "mcadams"}], "level": "utterance"}],
-            "attackers": [{"label": "ge2e", "use": "ge2e", "train_on": "original"}]}
+ROW = {
+    "anonymizer": "mcadams",
+    "attacker": "ge2e",
+    "scenario": "original",
+    "protocol": "O-A",
+    "n": 1,
+    "metric": "eer",
+    "metric_plugin": "eer",
+    "gender": "all",
+    "value": 31.5,
+    "ci_low": None,
+    "ci_high": None,
+    "unit": "%",
+    "details": {},
+}
+RESOLVED = {
+    "data": {"corpus": {"use": "synth", "distribution": "vpeval-synth", "version": "0.1.0"}},
+    "anonymizers": [{"label": "mcadams", "chain": [{"use": "mcadams"}], "level": "utterance"}],
+    "attackers": [{"label": "ge2e", "use": "ge2e", "train_on": "original"}],
+}
 
 
 def good_run(folder: Path, rows=None) -> Path:
     """A run folder as `vpeval --experiment` writes it (the parts reports read)."""
     folder.mkdir(parents=True)
-    results = {"experiment": "demo", "vpeval_version": "0.1.0", "corpus": {"evaluation_speakers": 4}, "trials": {"1": 16},
-               "rows": [ROW] if rows is None else rows}
+    results = {
+        "experiment": "demo",
+        "vpeval_version": "0.1.0",
+        "corpus": {"evaluation_speakers": 4},
+        "trials": {"1": 16},
+        "rows": [ROW] if rows is None else rows,
+    }
     (folder / "results.json").write_text(json.dumps(results))
     (folder / "resolved.yaml").write_text(yaml.safe_dump(RESOLVED))
     return folder
@@ -66,7 +86,9 @@ BROKEN_RESULTS = {
 }
 
 
-@pytest.mark.parametrize("options", [[], ["--format", "md"], ["--format", "latex", "--metric", "eer"]], ids=["combined", "paper", "latex"])
+@pytest.mark.parametrize(
+    "options", [[], ["--format", "md"], ["--format", "latex", "--metric", "eer"]], ids=["combined", "paper", "latex"]
+)
 @pytest.mark.parametrize("case", sorted(BROKEN_RESULTS))
 def test_broken_results_json_is_one_sentence_on_every_report_path(tmp_path, case, options):
     content, expected = BROKEN_RESULTS[case]
@@ -100,12 +122,16 @@ def test_unreadable_results_json(tmp_path, monkeypatch):
     assert line == f"Error: {run / 'results.json'} cannot be read (permission denied); make it readable for your user."
 
 
-@pytest.mark.parametrize("content, expected", [
-    ("data: [unclosed", "is not valid YAML (expected ',' or ']'"),
-    ("- a list\n", "holds a list, not the mapping"),
-    ("anonymizers: [{chain: []}]\n", "anonymizers[0] has no `label`"),
-    ("attackers: [{label: a, use: 5}]\n", "attackers[0].use is 5 (a number), not text"),
-], ids=["invalid", "a list", "no label", "number as plugin"])
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ("data: [unclosed", "is not valid YAML (expected ',' or ']'"),
+        ("- a list\n", "holds a list, not the mapping"),
+        ("anonymizers: [{chain: []}]\n", "anonymizers[0] has no `label`"),
+        ("attackers: [{label: a, use: 5}]\n", "attackers[0].use is 5 (a number), not text"),
+    ],
+    ids=["invalid", "a list", "no label", "number as plugin"],
+)
 def test_broken_resolved_yaml(tmp_path, content, expected):
     run = good_run(tmp_path / "run")
     (run / "resolved.yaml").write_text(content)
@@ -119,7 +145,10 @@ def test_missing_files_and_folders(tmp_path):
     (run / "resolved.yaml").unlink()
     assert "has results.json but no resolved.yaml" in refused(vpeval("report", run))
     (run / "results.json").unlink()
-    assert refused(vpeval("report", run)) == f"Error: {run} has no results.json; pass run folders written by `vpeval --experiment`."
+    assert (
+        refused(vpeval("report", run))
+        == f"Error: {run} has no results.json; pass run folders written by `vpeval --experiment`."
+    )
     assert "does not exist" in refused(vpeval("report", tmp_path / "nowhere"))
 
 
@@ -186,7 +215,9 @@ def test_report_suggests_coordinates_and_metrics(tmp_path):
     run = good_run(tmp_path / "run")
     line = refused(vpeval("report", run, "--rows", "anonymiser"))
     assert "--rows anonymiser: not a result coordinate; did you mean 'anonymizer'?" in line
-    assert "--columns bogus: not a result coordinate; the coordinates are: run, anonymizer" in refused(vpeval("report", run, "--columns", "bogus"))
+    assert "--columns bogus: not a result coordinate; the coordinates are: run, anonymizer" in refused(
+        vpeval("report", run, "--columns", "bogus")
+    )
     assert "did you mean 'eer'?" in refused(vpeval("report", run, "--metric", "eerr"))
 
 

@@ -23,29 +23,98 @@ def write_run(folder: Path, name: str, eers: dict[tuple[str, str, str], float], 
     for (anonymizer, attacker, protocol), value in eers.items():
         for n in (1, 3):
             v = value - 5.0 * (n == 3)
-            rows.append({"anonymizer": anonymizer, "attacker": attacker, "scenario": "original", "protocol": protocol, "n": n,
-                         "metric": "eer", "metric_plugin": "eer", "gender": "all", "value": v, "ci_low": v - ci, "ci_high": v + ci,
-                         "unit": "%", "details": {"variant": "step"}})
-    rows.append({"anonymizer": "original", "attacker": "", "scenario": "", "protocol": "", "n": None, "metric": "wer",
-                 "metric_plugin": "wer", "gender": "all", "value": 20.0, "ci_low": None, "ci_high": None, "unit": "%", "details": {}})
+            rows.append(
+                {
+                    "anonymizer": anonymizer,
+                    "attacker": attacker,
+                    "scenario": "original",
+                    "protocol": protocol,
+                    "n": n,
+                    "metric": "eer",
+                    "metric_plugin": "eer",
+                    "gender": "all",
+                    "value": v,
+                    "ci_low": v - ci,
+                    "ci_high": v + ci,
+                    "unit": "%",
+                    "details": {"variant": "step"},
+                }
+            )
+    rows.append(
+        {
+            "anonymizer": "original",
+            "attacker": "",
+            "scenario": "",
+            "protocol": "",
+            "n": None,
+            "metric": "wer",
+            "metric_plugin": "wer",
+            "gender": "all",
+            "value": 20.0,
+            "ci_low": None,
+            "ci_high": None,
+            "unit": "%",
+            "details": {},
+        }
+    )
     for anonymizer, value in zip(ANONYMIZERS, (60.0, 45.0)):
-        rows.append({"anonymizer": anonymizer, "attacker": "", "scenario": "", "protocol": "", "n": None, "metric": "wer",
-                     "metric_plugin": "wer", "gender": "all", "value": value, "ci_low": None, "ci_high": None, "unit": "%", "details": {}})
+        rows.append(
+            {
+                "anonymizer": anonymizer,
+                "attacker": "",
+                "scenario": "",
+                "protocol": "",
+                "n": None,
+                "metric": "wer",
+                "metric_plugin": "wer",
+                "gender": "all",
+                "value": value,
+                "ci_low": None,
+                "ci_high": None,
+                "unit": "%",
+                "details": {},
+            }
+        )
     folder.mkdir(parents=True)
-    (folder / "results.json").write_text(json.dumps({"experiment": name, "corpus": {"evaluation_speakers": 20}, "trials": {"1": 400, "3": 400},
-                                                     "rows": rows}))
-    (folder / "resolved.yaml").write_text(yaml.safe_dump({"data": {"corpus": {"use": "synth", "distribution": "vpeval-synth", "version": "0.1.0"}},
-                                                          "anonymizers": [{"label": a, "chain": [{"use": "mcadams"}]} for a in ANONYMIZERS],
-                                                          "attackers": [{"label": "ge2e", "use": "ge2e", "train_on": "original"}]}))
+    (folder / "results.json").write_text(
+        json.dumps(
+            {"experiment": name, "corpus": {"evaluation_speakers": 20}, "trials": {"1": 400, "3": 400}, "rows": rows}
+        )
+    )
+    (folder / "resolved.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "data": {"corpus": {"use": "synth", "distribution": "vpeval-synth", "version": "0.1.0"}},
+                "anonymizers": [{"label": a, "chain": [{"use": "mcadams"}]} for a in ANONYMIZERS],
+                "attackers": [{"label": "ge2e", "use": "ge2e", "train_on": "original"}],
+            }
+        )
+    )
     return folder
 
 
 @pytest.fixture
 def runs(tmp_path):
-    first = write_run(tmp_path / "a", "demo", {(ANONYMIZERS[0], "ge2e", "O-A"): 40.0, (ANONYMIZERS[1], "ge2e", "O-A"): 30.0,
-                                               (ANONYMIZERS[0], "ge2e", "A-A"): 20.0, (ANONYMIZERS[1], "ge2e", "A-A"): 25.0})
-    second = write_run(tmp_path / "b", "demo_v2", {(ANONYMIZERS[0], "ge2e", "O-A"): 35.0, (ANONYMIZERS[1], "ge2e", "O-A"): 38.0,
-                                                   (ANONYMIZERS[0], "ge2e", "A-A"): 22.0, (ANONYMIZERS[1], "ge2e", "A-A"): 21.0})
+    first = write_run(
+        tmp_path / "a",
+        "demo",
+        {
+            (ANONYMIZERS[0], "ge2e", "O-A"): 40.0,
+            (ANONYMIZERS[1], "ge2e", "O-A"): 30.0,
+            (ANONYMIZERS[0], "ge2e", "A-A"): 20.0,
+            (ANONYMIZERS[1], "ge2e", "A-A"): 25.0,
+        },
+    )
+    second = write_run(
+        tmp_path / "b",
+        "demo_v2",
+        {
+            (ANONYMIZERS[0], "ge2e", "O-A"): 35.0,
+            (ANONYMIZERS[1], "ge2e", "O-A"): 38.0,
+            (ANONYMIZERS[0], "ge2e", "A-A"): 22.0,
+            (ANONYMIZERS[1], "ge2e", "A-A"): 21.0,
+        },
+    )
     return [str(first), str(second)]
 
 
@@ -59,8 +128,14 @@ def test_markdown_runs_side_by_side_with_the_best_value_per_column_in_bold(runs)
     assert code == 0, text
     assert "| anonymizer | N | demo / O-A | demo / A-A | demo_v2 / O-A | demo_v2 / A-A |" in text
     # EER: higher is better for the anonymizer; per column the higher of the two anonymizers is bold, with its interval.
-    assert "| mc_adams 50% | 1 | **40.00** [38.00, 42.00] | 20.00 [18.00, 22.00] | 35.00 [33.00, 37.00] | **22.00** [20.00, 24.00] |" in text
-    assert "| pool#vc & co | 1 | 30.00 [28.00, 32.00] | **25.00** [23.00, 27.00] | **38.00** [36.00, 40.00] | 21.00 [19.00, 23.00] |" in text
+    assert (
+        "| mc_adams 50% | 1 | **40.00** [38.00, 42.00] | 20.00 [18.00, 22.00] | 35.00 [33.00, 37.00] | **22.00** [20.00, 24.00] |"
+        in text
+    )
+    assert (
+        "| pool#vc & co | 1 | 30.00 [28.00, 32.00] | **25.00** [23.00, 27.00] | **38.00** [36.00, 40.00] | 21.00 [19.00, 23.00] |"
+        in text
+    )
     assert "attacker ge2e" in text and "(higher is better) in bold" in text
 
 
@@ -97,11 +172,22 @@ def check_latex_structure(text: str) -> None:
     (spec,) = re.findall(r"\\begin\{tabular\}\{([lcr]+)\}", text)
     for line in latex_rows(text):
         cells = line.rstrip("\\ ").split(" & ")
-        width = sum(int(m) for m in re.findall(r"\\multicolumn\{(\d+)\}", line)) + sum("\\multicolumn" not in c for c in cells)
+        width = sum(int(m) for m in re.findall(r"\\multicolumn\{(\d+)\}", line)) + sum(
+            "\\multicolumn" not in c for c in cells
+        )
         assert width == len(spec), line
     for special in "%&#_":
-        assert re.search(rf"(?<!\\){re.escape(special)}", text.split("\\begin{table}")[1].replace(" & ", " ")) is None, special
-    for word in ("\\toprule", "\\midrule", "\\bottomrule", "\\cmidrule(lr){3-4}", "\\cmidrule(lr){5-6}", "\\end{table}"):
+        assert (
+            re.search(rf"(?<!\\){re.escape(special)}", text.split("\\begin{table}")[1].replace(" & ", " ")) is None
+        ), special
+    for word in (
+        "\\toprule",
+        "\\midrule",
+        "\\bottomrule",
+        "\\cmidrule(lr){3-4}",
+        "\\cmidrule(lr){5-6}",
+        "\\end{table}",
+    ):
         assert word in text
 
 
@@ -115,17 +201,29 @@ def test_latex_is_booktabs_with_escaped_labels_and_bold_best(runs):
 
 
 def test_latex_escape_covers_every_special():
-    assert latex_escape("a_b%c&d#e$f{g}h~i^j\\k") == "a\\_b\\%c\\&d\\#e\\$f\\{g\\}h\\textasciitilde{}i\\textasciicircum{}j\\textbackslash{}k"
+    assert (
+        latex_escape("a_b%c&d#e$f{g}h~i^j\\k")
+        == "a\\_b\\%c\\&d\\#e\\$f\\{g\\}h\\textasciitilde{}i\\textasciicircum{}j\\textbackslash{}k"
+    )
 
 
-@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed (the structure test still runs)")
+@pytest.mark.skipif(
+    shutil.which("pdflatex") is None, reason="pdflatex is not installed (the structure test still runs)"
+)
 def test_latex_compiles_as_pasted(runs, tmp_path):
     code, text = report(*runs, "--format", "latex", "--rows", "anonymizer,n", "--columns", "run,protocol")
     assert code == 0
     (tmp_path / "table.tex").write_text(text)
-    (tmp_path / "paper.tex").write_text("\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n\\input{table.tex}\n\\end{document}\n")
-    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "paper.tex"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    (tmp_path / "paper.tex").write_text(
+        "\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n\\input{table.tex}\n\\end{document}\n"
+    )
+    done = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "paper.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout[-2000:]
     assert (tmp_path / "paper.pdf").stat().st_size > 1000
 
@@ -133,8 +231,9 @@ def test_latex_compiles_as_pasted(runs, tmp_path):
 def test_a_layout_that_would_mix_values_in_a_cell_is_refused_in_one_sentence(runs):
     code, text = report(runs[0], "--rows", "anonymizer", "--columns", "protocol")
     assert code == 2
-    assert text.strip() == ("Error: --rows/--columns: cells would hold several eer values that differ in n; "
-                            "add n to --rows or --columns.")
+    assert text.strip() == (
+        "Error: --rows/--columns: cells would hold several eer values that differ in n; add n to --rows or --columns."
+    )
     code, text = report(runs[0], "--rows", "system")
     assert code == 2 and "--rows system: not a result coordinate" in text
     code, text = report(runs[0], "--metric", "uar")
@@ -143,4 +242,6 @@ def test_a_layout_that_would_mix_values_in_a_cell_is_refused_in_one_sentence(run
 
 def test_without_options_the_combined_markdown_report_is_unchanged(runs):
     code, text = report(*runs)
-    assert code == 0 and text.startswith("# Results of 2 runs") and "| run | anonymizer | attacker | trained on |" in text
+    assert (
+        code == 0 and text.startswith("# Results of 2 runs") and "| run | anonymizer | attacker | trained on |" in text
+    )

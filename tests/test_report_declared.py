@@ -64,8 +64,13 @@ def run(tmp_path_factory):
 
 
 def _mean(rows, **where):
-    values = [r["value"] for r in rows if r["metric"] == "fake-eer" and r.get("gender") == "all"
-              and all(str(r.get(k)) == str(v) for k, v in where.items())]
+    values = [
+        r["value"]
+        for r in rows
+        if r["metric"] == "fake-eer"
+        and r.get("gender") == "all"
+        and all(str(r.get(k)) == str(v) for k, v in where.items())
+    ]
     return sum(values) / len(values)
 
 
@@ -103,10 +108,13 @@ def test_report_prints_findings_tables_and_the_declared_curve(run):
 
 
 def test_a_finding_without_values_is_not_measured_and_per_groups_all_must_hold():
-    rows = [{"metric": "eer", "value": v, "gender": "avg", "anonymizer": a, "attacker": "x", "protocol": p, "n": 1}
-            for a, p, v in [("A", "O-O", 5.0), ("A", "A-A", 20.0), ("B", "O-O", 5.0), ("B", "A-A", 4.0)]]
-    spec = FindingSpec.model_validate({"claim": "c", "left": {"protocol": "A-A"}, "op": ">", "right": {"protocol": "O-O"},
-                                       "per": ["anonymizer"]})
+    rows = [
+        {"metric": "eer", "value": v, "gender": "avg", "anonymizer": a, "attacker": "x", "protocol": p, "n": 1}
+        for a, p, v in [("A", "O-O", 5.0), ("A", "A-A", 20.0), ("B", "O-O", 5.0), ("B", "A-A", 4.0)]
+    ]
+    spec = FindingSpec.model_validate(
+        {"claim": "c", "left": {"protocol": "A-A"}, "op": ">", "right": {"protocol": "O-O"}, "per": ["anonymizer"]}
+    )
     result = declared.check_finding(spec, rows)
     assert [g.holds for g in result.groups] == [True, False] and result.verdict == "DOES NOT HOLD"
     missing = FindingSpec.model_validate({"claim": "c", "left": {"n": 5}, "op": "<", "right": {"n": 1}})
@@ -116,16 +124,24 @@ def test_a_finding_without_values_is_not_measured_and_per_groups_all_must_hold()
     assert declared.check_finding(other, rows).note == "no wer values match; the run's metrics are eer"
 
 
-@pytest.mark.parametrize("section, expected", [
-    ("findings: [{claim: c, left: {attacker: wdie}, op: '<', right: {attacker: narrow}}]",
-     "line 18 (report.findings[0].left.attacker): this experiment has no attacker 'wdie'; did you mean 'wide'?"),
-    ("tables: [{title: t, where: {n: 3}}]", "this experiment has no n '3'; use one of: 1, 2."),
-    ("findings: [{claim: c, left: {n: 1}, op: '~', right: {n: 2}}]", "needs a tolerance > 0"),
-    ("tables: [{title: t, rows: [protocol], columns: [protocol]}]", "line 18 (report.tables[0]): protocol is in both rows and columns"),
-    ("tables: [{title: t, rows: [n, n]}]", "n is named twice"),
-    ("curves: [{title: t, x: {attacker: {narrow: 1}}, series: attacker}]", "attacker is both the swept x"),
-    ("tables: [{title: t, where: {speaker: x}}]", "report.tables[0].where.speaker"),
-])
+@pytest.mark.parametrize(
+    "section, expected",
+    [
+        (
+            "findings: [{claim: c, left: {attacker: wdie}, op: '<', right: {attacker: narrow}}]",
+            "line 18 (report.findings[0].left.attacker): this experiment has no attacker 'wdie'; did you mean 'wide'?",
+        ),
+        ("tables: [{title: t, where: {n: 3}}]", "this experiment has no n '3'; use one of: 1, 2."),
+        ("findings: [{claim: c, left: {n: 1}, op: '~', right: {n: 2}}]", "needs a tolerance > 0"),
+        (
+            "tables: [{title: t, rows: [protocol], columns: [protocol]}]",
+            "line 18 (report.tables[0]): protocol is in both rows and columns",
+        ),
+        ("tables: [{title: t, rows: [n, n]}]", "n is named twice"),
+        ("curves: [{title: t, x: {attacker: {narrow: 1}}, series: attacker}]", "attacker is both the swept x"),
+        ("tables: [{title: t, where: {speaker: x}}]", "report.tables[0].where.speaker"),
+    ],
+)
 def test_report_section_mistakes_are_refused_at_load_with_their_line(section, expected, fake_plugins):
     text = EXPERIMENT.split("report:")[0] + "report:\n  " + section + "\n"
     with pytest.raises(ConfigError) as err:
@@ -142,12 +158,20 @@ def test_the_report_section_is_not_part_of_any_cache_key(run, tmp_path, fake_plu
 
 def test_spec_defaults_are_the_papers_layout():
     spec = ReportSpec.model_validate({"tables": [{"title": "t"}]})
-    assert spec.tables[0].rows == ["attacker"] and spec.tables[0].columns == ["protocol"] and spec.tables[0].metric == "eer"
+    assert (
+        spec.tables[0].rows == ["attacker"]
+        and spec.tables[0].columns == ["protocol"]
+        and spec.tables[0].metric == "eer"
+    )
 
 
 def test_values_equal_up_to_summation_order_are_equal_not_larger():
-    rows = [{"metric": "eer", "value": v, "gender": "avg", "attacker": a, "protocol": "A-A", "n": n}
-            for a, n, v in [("x", 1, 6.25), ("y", 1, 0.1 + 0.2), ("y", 2, 6.25 * 2 - 0.1 - 0.2)]]  # y's mean: 6.25 up to rounding
+    rows = [
+        {"metric": "eer", "value": v, "gender": "avg", "attacker": a, "protocol": "A-A", "n": n}
+        for a, n, v in [("x", 1, 6.25), ("y", 1, 0.1 + 0.2), ("y", 2, 6.25 * 2 - 0.1 - 0.2)]
+    ]  # y's mean: 6.25 up to rounding
     for op, expected in ((">", False), ("<", False), (">=", True), ("<=", True)):
-        spec = FindingSpec.model_validate({"claim": "c", "left": {"attacker": "y"}, "op": op, "right": {"attacker": "x"}})
+        spec = FindingSpec.model_validate(
+            {"claim": "c", "left": {"attacker": "y"}, "op": op, "right": {"attacker": "x"}}
+        )
         assert declared.check_finding(spec, rows).verdict == ("HOLDS" if expected else "DOES NOT HOLD"), op

@@ -53,8 +53,17 @@ class FakeDistortion(Metric):
                 spec_a, spec_b = (np.log10(np.abs(np.fft.rfft(x[:n])) + 1e-6) for x in (a, b))
                 distances.append(float(20 * np.mean(np.abs(spec_a - spec_b))))
             mean, spread = float(np.mean(distances)), float(np.std(distances))
-            out.append(MetricResult("wer", mean, "all", ci_low=mean - spread, ci_high=mean + spread, unit="%",
-                                    details={"speech": "anonymized"}))
+            out.append(
+                MetricResult(
+                    "wer",
+                    mean,
+                    "all",
+                    ci_low=mean - spread,
+                    ci_high=mean + spread,
+                    unit="%",
+                    details={"speech": "anonymized"},
+                )
+            )
         return out
 
 
@@ -96,7 +105,11 @@ def test_every_figure_is_written_as_png_and_pdf_and_embedded(fake_run):
         assert f"](figures/{stem}.png)" in report and f"(figures/{stem}.pdf)" in report
     # Under each figure: which data, models, scenario and protocol produced it.
     det = report.split("](figures/det__gentle.png)")[1].split("###")[0]
-    assert "corpus `fake-corpus`" in det and "gentle (`fake-shift`" in det and "semi-informed: trained on anonymized speech" in det
+    assert (
+        "corpus `fake-corpus`" in det
+        and "gentle (`fake-shift`" in det
+        and "semi-informed: trained on anonymized speech" in det
+    )
     assert "protocol O-O, O-A, A-A" in det and "N = 1, 2" in det
 
 
@@ -141,7 +154,8 @@ def test_without_matplotlib_the_report_has_tables_and_one_log_line(fake_run, mon
     with caplog.at_level(logging.WARNING, logger="vpeval.report"):
         assert figures.report_figures(Path(fake_run.folder), fake_run.rows) == []
     assert [r.message for r in caplog.records if "matplotlib" in r.message] == [
-        "report: no figures, because matplotlib is not installed (pip install 'vpeval[plots]')"]
+        "report: no figures, because matplotlib is not installed (pip install 'vpeval[plots]')"
+    ]
 
 
 def test_det_points_follow_the_scores():
@@ -154,12 +168,32 @@ def test_det_points_follow_the_scores():
 
 
 def test_sweep_curves_share_the_module_and_are_reproducible(tmp_path):
-    panels = {"O-A": [figures.Curve("dast", [1, 10, 100], [40.0, 30.0, 20.0], [35.0, 25.0, 15.0], [45.0, 35.0, 25.0]),
-                      figures.Curve("spinv", [1, 10, 100], [45.0, 41.0, 38.0])],
-              "A-A": [figures.Curve("spinv", [1, 10, 100], [30.0, 22.0, 12.0])]}
-    first = figures.curve_figure(panels, tmp_path / "a", "sweep", title="EER against minutes of training speech",
-                                 xlabel="minutes", ylabel="EER (%)", xticks=[1, 10, 100], xscale="log")
-    second = figures.curve_figure(panels, tmp_path / "b", "sweep", title="EER against minutes of training speech",
-                                  xlabel="minutes", ylabel="EER (%)", xticks=[1, 10, 100], xscale="log")
+    panels = {
+        "O-A": [
+            figures.Curve("dast", [1, 10, 100], [40.0, 30.0, 20.0], [35.0, 25.0, 15.0], [45.0, 35.0, 25.0]),
+            figures.Curve("spinv", [1, 10, 100], [45.0, 41.0, 38.0]),
+        ],
+        "A-A": [figures.Curve("spinv", [1, 10, 100], [30.0, 22.0, 12.0])],
+    }
+    first = figures.curve_figure(
+        panels,
+        tmp_path / "a",
+        "sweep",
+        title="EER against minutes of training speech",
+        xlabel="minutes",
+        ylabel="EER (%)",
+        xticks=[1, 10, 100],
+        xscale="log",
+    )
+    second = figures.curve_figure(
+        panels,
+        tmp_path / "b",
+        "sweep",
+        title="EER against minutes of training speech",
+        xlabel="minutes",
+        ylabel="EER (%)",
+        xticks=[1, 10, 100],
+        xscale="log",
+    )
     for a, b in zip(first, second):
         assert a.stat().st_size > 5_000 and a.read_bytes() == b.read_bytes()

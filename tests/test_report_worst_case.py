@@ -4,9 +4,22 @@ from vpeval.report.worst_case import worst_case_tables, worst_cases
 
 
 def row(metric, anonymizer, attacker, protocol, n, value, gender="all", **extra):
-    return {"metric": metric, "metric_plugin": metric, "anonymizer": anonymizer, "attacker": attacker, "scenario": "original",
-            "protocol": protocol, "n": n, "gender": gender, "value": value, "ci_low": None, "ci_high": None, "unit": "%",
-            "details": {}, **extra}
+    return {
+        "metric": metric,
+        "metric_plugin": metric,
+        "anonymizer": anonymizer,
+        "attacker": attacker,
+        "scenario": "original",
+        "protocol": protocol,
+        "n": n,
+        "gender": gender,
+        "value": value,
+        "ci_low": None,
+        "ci_high": None,
+        "unit": "%",
+        "details": {},
+        **extra,
+    }
 
 
 ROWS = [
@@ -42,8 +55,12 @@ def test_lowest_eer_and_its_attacker_per_protocol_and_n():
 
 
 def test_the_gender_average_is_what_is_compared():
-    rows = [row("eer", "x", "a", "O-A", 1, 10.0, "all"), row("eer", "x", "a", "O-A", 1, 40.0, "avg"),
-            row("eer", "x", "a", "O-A", 1, 5.0, "f"), row("eer", "x", "b", "O-A", 1, 30.0, "all")]
+    rows = [
+        row("eer", "x", "a", "O-A", 1, 10.0, "all"),
+        row("eer", "x", "a", "O-A", 1, 40.0, "avg"),
+        row("eer", "x", "a", "O-A", 1, 5.0, "f"),
+        row("eer", "x", "b", "O-A", 1, 30.0, "all"),
+    ]
     (case,), _, _ = worst_cases(rows)
     assert (case.eer["attacker"], case.eer["value"]) == ("b", 30.0)
 
@@ -58,6 +75,8 @@ def test_tables_one_per_anonymizer_name_the_attacker():
 
 
 def test_a_second_eer_entry_is_named_not_mixed_in():
-    rows = ROWS + [dict(row("eer", "mcadams", "ge2e", "O-A", 1, 1.0), metric_plugin="eer#2", details={"variant": "rocch"})]
+    rows = ROWS + [
+        dict(row("eer", "mcadams", "ge2e", "O-A", 1, 1.0), metric_plugin="eer#2", details={"variant": "rocch"})
+    ]
     cases, _, note = worst_cases(rows)
     assert min(w.eer["value"] for w in cases) == 10.0 and note == "metric entry eer"

@@ -23,15 +23,17 @@ metrics: [fake-eer, fake-cosine]
 
 
 def test_an_embeddings_metric_gets_numbers_for_original_and_anonymized_speech(fake_plugins, tmp_path):
-    result = Runner(load_experiment_text(EXPERIMENT, "exp.yaml"), cache_root=tmp_path / "cache",
-                    output=tmp_path / "run", quiet=True).run()
+    result = Runner(
+        load_experiment_text(EXPERIMENT, "exp.yaml"), cache_root=tmp_path / "cache", output=tmp_path / "run", quiet=True
+    ).run()
     rows = {(r["attacker"], r["anonymizer"], r["protocol"]): r for r in result.rows if r["metric"] == "fake-cosine"}
     assert set(rows) == {("fake-inverter", "none", "O"), ("fake-inverter", "fake-shift", "A")}  # not fake-spectrum
     assert rows[("fake-inverter", "none", "O")]["value"] == pytest.approx(1.0)  # recovered from the same audio
     assert rows[("fake-inverter", "fake-shift", "A")]["value"] < 0.99  # recovered from anonymized audio
     assert rows[("fake-inverter", "none", "O")]["details"]["rows"] == len(result.anonymized["fake-shift"])
-    again = Runner(load_experiment_text(EXPERIMENT, "exp.yaml"), cache_root=tmp_path / "cache",
-                   output=tmp_path / "run", quiet=True).run()
+    again = Runner(
+        load_experiment_text(EXPERIMENT, "exp.yaml"), cache_root=tmp_path / "cache", output=tmp_path / "run", quiet=True
+    ).run()
     assert "metrics" not in again.executed  # cached like every metric
 
 

@@ -48,7 +48,9 @@ def computed(executed: list[dict], stage: str) -> int:
 
 def test_two_runs_of_one_experiment_in_one_folder_both_finish(tmp_path):
     executed = finish([start(tmp_path, tmp_path / "run", delay=0.1) for _ in range(2)])
-    assert computed(executed, "anonymize") == 1 and computed(executed, "train") == 1, "the second run reuses the first's work"
+    assert computed(executed, "anonymize") == 1 and computed(executed, "train") == 1, (
+        "the second run reuses the first's work"
+    )
     assert not list((tmp_path / "cache").rglob("*.partial*")), "no partial folder is left behind"
     assert (tmp_path / "run" / "results.json").is_file()
 
@@ -94,7 +96,9 @@ def test_workers_die_with_a_killed_run(tmp_path, sig):
     try:
         deadline = time.monotonic() + 120
         while not list((tmp_path / "cache" / "anonymize").rglob("*.wav")):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() is not None else "timeout"
+            assert proc.poll() is None and time.monotonic() < deadline, (
+                proc.stderr.read() if proc.poll() is not None else "timeout"
+            )
             time.sleep(0.05)
         workers = _children(proc.pid)
         assert len(workers) >= 2, "the run anonymizes in worker processes"

@@ -110,10 +110,13 @@ def test_an_utterance_cut_off_while_written_is_not_adopted_on_resume(tmp_path, f
 
 # -- issue 12 finding 3 and 14: file names are injective ------------------------------------------
 
-TWO_LABELS = SMALL.replace(
-    "anonymizers: [fake-shift]",
-    "anonymizers:\n  - {use: fake-shift, label: 'LABEL1'}\n  - {use: fake-shift, params: {low: 0.7, high: 0.8}, label: 'LABEL2'}",
-) + "protocols: [O-A]\n"
+TWO_LABELS = (
+    SMALL.replace(
+        "anonymizers: [fake-shift]",
+        "anonymizers:\n  - {use: fake-shift, label: 'LABEL1'}\n  - {use: fake-shift, params: {low: 0.7, high: 0.8}, label: 'LABEL2'}",
+    )
+    + "protocols: [O-A]\n"
+)
 
 
 @pytest.mark.parametrize("first, second", [("x/y", "x y"), ("a" * 190 + "1", "a" * 190 + "2")])
@@ -142,8 +145,10 @@ def test_utterance_ids_that_sanitise_alike_get_their_own_anonymized_file(tmp_pat
         writer.writerow(["id", "path", "speaker", "gender"])
         for u in corpus:
             writer.writerow([renamed.get(u.id, u.id), u.path, u.speaker, u.gender])
-    text = SMALL.replace("{use: fake-corpus, params: {speakers: 8, utterances: 4}}",
-                         f"{{use: manifest, params: {{path: {tmp_path / 'manifest.csv'}}}}}")
+    text = SMALL.replace(
+        "{use: fake-corpus, params: {speakers: 8, utterances: 4}}",
+        f"{{use: manifest, params: {{path: {tmp_path / 'manifest.csv'}}}}}",
+    )
     result = run(tmp_path, text)
     anonymized = next(iter(result.anonymized.values()))
     pairs = [(old, new) for old, new in renamed.items() if new in anonymized]
@@ -190,7 +195,10 @@ def test_a_folder_vpeval_created_is_reused_by_the_next_run(tmp_path, fake_plugin
     assert (tmp_path / "runs" / "here" / ".vpeval-run").is_file()
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert invoke("--experiment", str(exp), "--cache", str(tmp_path / "cache"), "-q", "--output", str(empty)).exit_code == 0
+    assert (
+        invoke("--experiment", str(exp), "--cache", str(tmp_path / "cache"), "-q", "--output", str(empty)).exit_code
+        == 0
+    )
 
 
 @pytest.mark.parametrize("output", ["../elsewhere", "runs/../../elsewhere", "/tmp/vpeval-anywhere"])
@@ -237,8 +245,10 @@ def test_allow_pipes_in_the_experiment_file_is_refused(tmp_path, fake_plugins):
     result = invoke("validate", str(write_experiment(tmp_path, text)))
     assert result.exit_code == 2 and "--allow-pipes" in result.output and "line 5 (data.allow_pipes)" in result.output
     root = kaldi_with_pipes(tmp_path)
-    text = SMALL.replace("{use: fake-corpus, params: {speakers: 8, utterances: 4}}",
-                         f"{{use: kaldi, params: {{root: {root}, allow_pipes: true}}}}")
+    text = SMALL.replace(
+        "{use: fake-corpus, params: {speakers: 8, utterances: 4}}",
+        f"{{use: kaldi, params: {{root: {root}, allow_pipes: true}}}}",
+    )
     result = invoke("validate", str(write_experiment(tmp_path, text)))
     assert result.exit_code == 2 and "--allow-pipes" in result.output
 
@@ -246,7 +256,9 @@ def test_allow_pipes_in_the_experiment_file_is_refused(tmp_path, fake_plugins):
 def test_pipes_run_only_with_allow_pipes_on_the_command_line(tmp_path, fake_plugins, monkeypatch):
     monkeypatch.chdir(tmp_path)
     root = kaldi_with_pipes(tmp_path)
-    text = SMALL.replace("{use: fake-corpus, params: {speakers: 8, utterances: 4}}", f"{{use: kaldi, params: {{root: {root}}}}}")
+    text = SMALL.replace(
+        "{use: fake-corpus, params: {speakers: 8, utterances: 4}}", f"{{use: kaldi, params: {{root: {root}}}}}"
+    )
     exp = write_experiment(tmp_path, text + "output: run\n")
     refused = invoke("--experiment", str(exp), "--cache", str(tmp_path / "cache"), "-q")
     assert refused.exit_code == 2 and "--allow-pipes" in refused.output and "Traceback" not in refused.output
@@ -293,4 +305,6 @@ def test_a_run_folder_of_a_vpeval_without_markers_is_still_vpevals(tmp_path, fak
 
 def test_an_anonymizer_cannot_take_the_label_of_original_speech(fake_plugins):
     with pytest.raises(ConfigError, match="labelled 'original'"):
-        load_experiment_text(SMALL.replace("anonymizers: [fake-shift]", "anonymizers: [{use: fake-shift, label: original}]"))
+        load_experiment_text(
+            SMALL.replace("anonymizers: [fake-shift]", "anonymizers: [{use: fake-shift, label: original}]")
+        )

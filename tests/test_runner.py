@@ -40,14 +40,26 @@ def values(result):
 def test_outputs_and_anonymization_hides_the_fake_speakers(tmp_path, fake_plugins):
     result = run(tmp_path)
     folder = tmp_path / "run"
-    for name in ("results.json", "results.csv", "report.md", "resolved.yaml", "run.log", "trials/N1.trials", "trials/N2.trials",
-                 "data/evaluation_fake-shift/wav.scp", "data/evaluation_original/utt2spk"):
+    for name in (
+        "results.json",
+        "results.csv",
+        "report.md",
+        "resolved.yaml",
+        "run.log",
+        "trials/N1.trials",
+        "trials/N2.trials",
+        "data/evaluation_fake-shift/wav.scp",
+        "data/evaluation_original/utt2spk",
+    ):
         assert (folder / name).exists(), name
     data = json.loads((folder / "results.json").read_text())
     coords = {(r["protocol"], r["n"], r["scenario"]) for r in data["rows"]}
     assert ("A-A", 2, "anonymized") in coords and ("O-O", 1, "original") in coords
     resolved = yaml.safe_load((folder / "resolved.yaml").read_text())
-    assert resolved["attackers"][1]["params"] == {"bands": 24} and resolved["attackers"][1]["distribution"] == "vpeval-fakes"
+    assert (
+        resolved["attackers"][1]["params"] == {"bands": 24}
+        and resolved["attackers"][1]["distribution"] == "vpeval-fakes"
+    )
     scores = list((folder / "scores").glob("*.scores"))
     assert scores and all(line.split()[3] in ("target", "nontarget") for line in scores[0].read_text().splitlines())
     v = values(result)
@@ -109,7 +121,9 @@ def test_interrupted_run_resumes_with_the_same_numbers(tmp_path, fake_plugins, m
     before = fake_plugins.CALLS["anonymize"]
     resumed = run(tmp_path / "resume")
     assert values(resumed) == values(reference)
-    total = sum(len(p.read_text().splitlines()) for p in (tmp_path / "ref" / "cache" / "anonymize").rglob("manifest.jsonl"))
+    total = sum(
+        len(p.read_text().splitlines()) for p in (tmp_path / "ref" / "cache" / "anonymize").rglob("manifest.jsonl")
+    )
     assert fake_plugins.CALLS["anonymize"] - before == total - 9, "the resumed run continues, it does not start over"
 
 
@@ -123,8 +137,10 @@ def test_worker_processes_give_the_same_numbers(tmp_path, fake_plugins):
     serial = run(tmp_path / "serial")
     parallel = run(tmp_path / "parallel", EXPERIMENT + "workers: 2\n")
     assert values(serial) == values(parallel)
-    for a, b in zip(sorted((tmp_path / "serial" / "cache" / "anonymize").rglob("*.wav")),
-                    sorted((tmp_path / "parallel" / "cache" / "anonymize").rglob("*.wav"))):
+    for a, b in zip(
+        sorted((tmp_path / "serial" / "cache" / "anonymize").rglob("*.wav")),
+        sorted((tmp_path / "parallel" / "cache" / "anonymize").rglob("*.wav")),
+    ):
         assert a.name == b.name and a.read_bytes() == b.read_bytes()
 
 

@@ -45,7 +45,9 @@ def test_fifo_folder_socket_and_broken_link_are_named(tmp_path):
 
 def test_a_link_is_judged_by_its_target(tmp_path):
     (tmp_path / "zero.yaml").symlink_to("/dev/zero")
-    assert "device" in _reason(tmp_path / "zero.yaml") and "the link leads to /dev/zero" in _reason(tmp_path / "zero.yaml")
+    assert "device" in _reason(tmp_path / "zero.yaml") and "the link leads to /dev/zero" in _reason(
+        tmp_path / "zero.yaml"
+    )
     (tmp_path / "real.yaml").write_text("name: x\n")
     (tmp_path / "link.yaml").symlink_to(tmp_path / "real.yaml")
     assert regular_file(tmp_path / "link.yaml", "Experiment file") == tmp_path / "link.yaml"
@@ -110,4 +112,6 @@ def test_fingerprint_and_scan_of_a_corpus_listing_a_fifo_or_device_do_not_hang(t
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG)
     assert result.returncode == 0, result.stderr
     reasons = result.stdout.splitlines()
-    assert len(reasons) == 4 and all(r.startswith("it is a named pipe") or r.startswith("it is a device") for r in reasons)
+    assert len(reasons) == 4 and all(
+        r.startswith("it is a named pipe") or r.startswith("it is a device") for r in reasons
+    )

@@ -80,14 +80,20 @@ def _separable_scores(n=400, seed=3):
 def _linkability(tmp_path, scores, name):
     path = tmp_path / name
     write_score_file(path, scores)
-    rows = [r for r in __import__("json").loads(run_metrics_on_scores(str(path), ["linkability"], True)) if r["gender"] == "all"]
+    rows = [
+        r
+        for r in __import__("json").loads(run_metrics_on_scores(str(path), ["linkability"], True))
+        if r["gender"] == "all"
+    ]
     return rows[0]["value"]
 
 
 @pytest.mark.parametrize("factor", [1e300, 1e-300, 2.0**1000])
 def test_linkability_does_not_depend_on_the_scale_of_the_scores(tmp_path, factor):
     base = _separable_scores()
-    scaled = Scores(base.scores * factor, base.targets, None, base.enroll_speakers, None, base.enroll_ids, base.test_ids)
+    scaled = Scores(
+        base.scores * factor, base.targets, None, base.enroll_speakers, None, base.enroll_ids, base.test_ids
+    )
     assert np.isfinite(scaled.scores).all()
     plain = _linkability(tmp_path, base, "plain.txt")
     assert 0.3 < plain < 1.0
@@ -99,7 +105,9 @@ def test_scores_at_the_edge_of_the_float_range_give_the_same_linkability(tmp_pat
     base = _separable_scores()
     extreme = base.scores / np.abs(base.scores).max() * 1.7e308
     edge = Scores(extreme, base.targets, None, base.enroll_speakers, None, base.enroll_ids, base.test_ids)
-    assert _linkability(tmp_path, edge, "edge.txt") == pytest.approx(_linkability(tmp_path, base, "plain.txt"), abs=1e-9)
+    assert _linkability(tmp_path, edge, "edge.txt") == pytest.approx(
+        _linkability(tmp_path, base, "plain.txt"), abs=1e-9
+    )
 
 
 @pytest.mark.parametrize("bootstrap", [-5, -1])

@@ -121,11 +121,22 @@ def scaled(doc: dict) -> dict:
 
 def vpeval_run(experiment: Path, output: Path, cache: Path, log: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-    command = [sys.executable, "-m", "vpeval", "--experiment", str(experiment), "--output", str(output),
-               "--cache", str(cache), "-q"]
+    command = [
+        sys.executable,
+        "-m",
+        "vpeval",
+        "--experiment",
+        str(experiment),
+        "--output",
+        str(output),
+        "--cache",
+        str(cache),
+        "-q",
+    ]
     with log.open("w") as sink:
-        return subprocess.run(command, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT, timeout=RUN_LIMIT_S,
-                              check=False)
+        return subprocess.run(
+            command, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT, timeout=RUN_LIMIT_S, check=False
+        )
 
 
 def real_data_missing(doc: dict) -> str | None:
@@ -148,8 +159,14 @@ def prepare_precomputed_real(doc: dict, tmp_path: Path) -> dict:
     if shutil.which("sox") is None:
         pytest.skip("precomputed-real needs the sox tool to write its anonymized speech (apt-get install sox)")
     recipe = tmp_path / "vctk-sox-recipe"
-    done = subprocess.run([sys.executable, "scripts/sox_anonymize_vctk.py", "--out", str(recipe)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=1800, check=False)
+    done = subprocess.run(
+        [sys.executable, "scripts/sox_anonymize_vctk.py", "--out", str(recipe)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(json.dumps(doc).replace("runs/vctk-sox-recipe", str(recipe)))
 

@@ -38,8 +38,12 @@ def test_mfcc_scorer_separates_speakers_and_counts_every_cross_pair():
 
     from vpeval.testing.scorers import cosine_trial_eer, mfcc_mean
 
-    vectors = {"a1": np.array([1.0, 0.0]), "a2": np.array([0.9, 0.1]), "b1": np.array([0.0, 1.0]),
-               "b2": np.array([0.1, 0.9])}
+    vectors = {
+        "a1": np.array([1.0, 0.0]),
+        "a2": np.array([0.9, 0.1]),
+        "b1": np.array([0.0, 1.0]),
+        "b2": np.array([0.1, 0.9]),
+    }
     speaker = {"a1": "a", "a2": "a", "b1": "b", "b2": "b"}
     assert cosine_trial_eer(vectors, vectors, speaker) == 0.0
     swapped = {"a1": vectors["b1"], "a2": vectors["b2"], "b1": vectors["a1"], "b2": vectors["a2"]}

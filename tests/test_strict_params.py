@@ -26,10 +26,18 @@ attackers:
 metrics:
   - {metric}
 """
-VALID = {"corpus": "{use: synth, params: {preset: tiny}}", "anonymizer": "{use: mcadams}", "attacker": "{use: ge2e}",
-         "metric": "{use: eer}"}
-PLACE = {"corpus": (3, "data.corpus"), "anonymizer": (5, "anonymizers[0]"), "attacker": (7, "attackers[0]"),
-         "metric": (9, "metrics[0]")}
+VALID = {
+    "corpus": "{use: synth, params: {preset: tiny}}",
+    "anonymizer": "{use: mcadams}",
+    "attacker": "{use: ge2e}",
+    "metric": "{use: eer}",
+}
+PLACE = {
+    "corpus": (3, "data.corpus"),
+    "anonymizer": (5, "anonymizers[0]"),
+    "attacker": (7, "attackers[0]"),
+    "metric": (9, "metrics[0]"),
+}
 
 
 def experiment(slot: str, text: str) -> str:
@@ -49,8 +57,12 @@ COERCED = [
     ("corpus", "{use: synth, params: {seed: 3.0}}", "seed", "valid integer"),
     # inside a plugin named by another plugin's parameters
     ("metric", "{use: wer, params: {asr_params: {beam_size: '5'}}}", "asr_params.beam_size", "valid integer"),
-    ("anonymizer", "{use: poolvc, params: {pool: {use: synth, params: {speakers: '40'}}}}", "pool.params.speakers",
-     "valid integer"),
+    (
+        "anonymizer",
+        "{use: poolvc, params: {pool: {use: synth, params: {speakers: '40'}}}}",
+        "pool.params.speakers",
+        "valid integer",
+    ),
 ]
 
 
@@ -69,8 +81,13 @@ def test_a_value_of_the_wrong_type_is_refused_not_coerced(slot, text, field, wor
 NOT_JSON = [
     ("corpus", "{use: manifest, params: {path: 2024-01-01}}", "path", "date or time in YAML", "'2024-01-01'"),
     ("corpus", "{use: manifest, params: {path: 2024-01-01 10:30:00}}", "path", "date or time in YAML", "in quotes"),
-    ("attacker", "{use: multiutt, params: {frame_source_params: {start: 2024-01-01}}}", "frame_source_params.start",
-     "date or time in YAML", "'2024-01-01'"),
+    (
+        "attacker",
+        "{use: multiutt, params: {frame_source_params: {start: 2024-01-01}}}",
+        "frame_source_params.start",
+        "date or time in YAML",
+        "'2024-01-01'",
+    ),
 ]
 
 
@@ -85,8 +102,10 @@ def test_a_yaml_value_json_cannot_carry_gets_one_sentence(slot, text, field, wor
     assert "\n" not in message and "Traceback" not in message
 
 
-@pytest.mark.parametrize("value, words", [(b"hello", "!!binary"), ({"a", "b"}, "!!set"), ({1: "x"}, "key 1 in quotes"),
-                                          (object(), "not a parameter value")])
+@pytest.mark.parametrize(
+    "value, words",
+    [(b"hello", "!!binary"), ({"a", "b"}, "!!set"), ({1: "x"}, "key 1 in quotes"), (object(), "not a parameter value")],
+)
 def test_values_no_parameter_takes_are_refused_with_a_sentence(value, words):
     """The YAML loader refuses !!binary and !!set tags and gives keys as text already; a plugin's own
     `PluginContext.get` call, or a caller of validate_params, gets the same one sentence."""
@@ -111,15 +130,21 @@ ACCEPTED = [
 @pytest.mark.parametrize("slot, text, check", ACCEPTED, ids=[c[1] for c in ACCEPTED])
 def test_values_of_the_right_json_type_validate(slot, text, check):
     exp = load_experiment_text(experiment(slot, text), "exp.yaml")
-    plugin = {"corpus": exp.corpus, "anonymizer": exp.anonymizers[0].steps[0], "attacker": exp.attackers[0].plugin,
-              "metric": exp.metrics[0]}[slot]
+    plugin = {
+        "corpus": exp.corpus,
+        "anonymizer": exp.anonymizers[0].steps[0],
+        "attacker": exp.attackers[0].plugin,
+        "metric": exp.metrics[0],
+    }[slot]
     assert check(plugin.params), plugin.params
 
 
 def test_nested_models_and_paths_come_from_mappings_and_text():
     manager = get_plugin_manager()
-    dast = validate_params(manager.get("attacker", "dast"),
-                           {"stage2_anonymizers": [{"use": "mcadams", "params": {"alpha": 0.8}}], "stage1": {"epochs": 3}})
+    dast = validate_params(
+        manager.get("attacker", "dast"),
+        {"stage2_anonymizers": [{"use": "mcadams", "params": {"alpha": 0.8}}], "stage1": {"epochs": 3}},
+    )
     assert dast.stage2_anonymizers[0].use == "mcadams" and dast.stage1.epochs == 3
     assert dast.stage1.batch_size == 64  # the stage's paper setting for what the mapping leaves out
     kaldi = validate_params(manager.get("corpus", "kaldi"), {"root": "data/kaldi"})

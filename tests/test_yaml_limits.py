@@ -111,13 +111,17 @@ def test_a_long_plain_list_is_no_alias_bomb(tmp_path):
     result = validate(path)
     # N is utterances per trial side: the schema bounds each N, so the first N past the bound is named.
     assert result.exit_code == 2 and "alias" not in result.output
-    assert f"{path}, line 8 (enroll_utterances[{MAX_N}]): input should be less than or equal to {MAX_N}" in result.stderr
+    assert (
+        f"{path}, line 8 (enroll_utterances[{MAX_N}]): input should be less than or equal to {MAX_N}" in result.stderr
+    )
     # one sentence per wrong value would be 98,990 lines: the first ones, then a count of the rest
     from vpeval.config import MAX_ERROR_LINES
 
     lines = result.stderr.strip().splitlines()
     assert len(lines) == MAX_ERROR_LINES + 1 and all(str(path) in line for line in lines)
-    assert lines[-1].endswith(f"... and {99990 - MAX_N - MAX_ERROR_LINES} more errors; fix the ones above and validate again.")
+    assert lines[-1].endswith(
+        f"... and {99990 - MAX_N - MAX_ERROR_LINES} more errors; fix the ones above and validate again."
+    )
     path.write_text(_experiment_with_n(", ".join(str(n) for n in range(1, MAX_N + 1))))
     assert validate(path).exit_code == 0
 
@@ -148,4 +152,6 @@ def test_an_experiment_file_over_the_size_limit_is_refused_before_reading(tmp_pa
     path = tmp_path / "big.yaml"
     path.write_bytes(b"name: x\n# " + b"x" * MAX_FILE_BYTES + b"\n")
     result = validate(path)
-    assert result.exit_code == 2 and f"Experiment file {path} cannot be used: it is 4 MB, over the 4 MB" in result.stderr
+    assert (
+        result.exit_code == 2 and f"Experiment file {path} cannot be used: it is 4 MB, over the 4 MB" in result.stderr
+    )

@@ -32,8 +32,9 @@ class Params(BaseModel):
     and NaN as numbers rather than null, so that it validates again to the same params.
     """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=True, allow_inf_nan=False,
-                              ser_json_inf_nan="constants")
+    model_config = ConfigDict(
+        extra="forbid", validate_assignment=True, frozen=True, allow_inf_nan=False, ser_json_inf_nan="constants"
+    )
 
 
 @dataclass(frozen=True)
@@ -483,6 +484,5 @@ class Executor(Plugin):
 
 
 KINDS: dict[str, type[Plugin]] = {
-    cls.kind: cls
-    for cls in (Anonymizer, Attacker, Frontend, Metric, SpeakerEncoder, ASR, CorpusSource, Executor)
+    cls.kind: cls for cls in (Anonymizer, Attacker, Frontend, Metric, SpeakerEncoder, ASR, CorpusSource, Executor)
 }

@@ -132,7 +132,9 @@ def read_audio(
     if data.shape[0] == 0:
         raise BadAudioError(path, "it holds no samples")
     if data.shape[0] < f.frames:  # a compressed file (FLAC) whose data ends before its header's count
-        raise BadAudioError(path, f"its data is cut short ({data.shape[0]} of the {f.frames} samples its header promises)")
+        raise BadAudioError(
+            path, f"its data is cut short ({data.shape[0]} of the {f.frames} samples its header promises)"
+        )
     if channel is not None:
         if not 0 <= channel < data.shape[1]:
             raise BadAudioError(path, f"it has {data.shape[1]} channel(s), so channel {channel} does not exist")
@@ -213,8 +215,9 @@ def _open_checked(path: str) -> sf.SoundFile:
         raise BadAudioError(path, "the file is empty (0 bytes)")
     if os.path.splitext(path)[1].lower() == ".raw":  # soundfile needs rate, channels and encoding for these
         raise BadAudioError(
-            path, "it is headerless raw audio (.raw), whose rate, channels and encoding no header gives; convert it to "
-            "WAV or FLAC (for example sox -t raw -r 16000 -e signed -b 16 -c 1 in.raw out.wav)"
+            path,
+            "it is headerless raw audio (.raw), whose rate, channels and encoding no header gives; convert it to "
+            "WAV or FLAC (for example sox -t raw -r 16000 -e signed -b 16 -c 1 in.raw out.wav)",
         )
     try:
         info = sf.SoundFile(path)
@@ -233,27 +236,34 @@ def _check_header(path: str, info: sf.SoundFile, size: int) -> None:
         raise BadAudioError(path, "it holds no samples")
     if info.frames == _UNKNOWN_FRAMES:
         raise BadAudioError(
-            path, "its header does not give its length (written as a stream); re-encode it to WAV or FLAC with a "
-            "tool that writes the length (for example sox in.flac out.flac)"
+            path,
+            "its header does not give its length (written as a stream); re-encode it to WAV or FLAC with a "
+            "tool that writes the length (for example sox in.flac out.flac)",
         )
     if not 0 < info.channels <= MAX_CHANNELS:
-        raise BadAudioError(path, f"its header gives {info.channels} channels, where audio has 1 to {MAX_CHANNELS}; the header is damaged")
+        raise BadAudioError(
+            path,
+            f"its header gives {info.channels} channels, where audio has 1 to {MAX_CHANNELS}; the header is damaged",
+        )
     if not MIN_RATE <= info.samplerate <= MAX_RATE:
         raise BadAudioError(
-            path, f"its header gives a sample rate of {info.samplerate} Hz, outside the {MIN_RATE} to {MAX_RATE} Hz of "
-            "recorded audio; the header is damaged, or re-encode the file with its true rate"
+            path,
+            f"its header gives a sample rate of {info.samplerate} Hz, outside the {MIN_RATE} to {MAX_RATE} Hz of "
+            "recorded audio; the header is damaged, or re-encode the file with its true rate",
         )
     seconds = info.frames / info.samplerate
     if seconds > MAX_SECONDS:
         raise BadAudioError(
-            path, f"it lasts {seconds:.0f} s, more than the {MAX_SECONDS:.0f} s an utterance may last; split the "
-            "recording into utterances"
+            path,
+            f"it lasts {seconds:.0f} s, more than the {MAX_SECONDS:.0f} s an utterance may last; split the "
+            "recording into utterances",
         )
     claimed, held = _nist_shortfall(path, info, size) if info.format == "NIST" else _largest_shortfall(info.extra_info)
     if claimed - held > max(SHORT_TOLERANCE_BYTES, SHORT_TOLERANCE * claimed):
         raise BadAudioError(
-            path, f"it is cut short: its header promises {claimed} bytes of audio data, the file holds {held} "
-            f"({seconds:.3g} s of about {seconds * claimed / max(held, 1):.3g} s); copy or export it again"
+            path,
+            f"it is cut short: its header promises {claimed} bytes of audio data, the file holds {held} "
+            f"({seconds:.3g} s of about {seconds * claimed / max(held, 1):.3g} s); copy or export it again",
         )
 
 
@@ -264,7 +274,9 @@ def _nist_shortfall(path: str, info: sf.SoundFile, size: int) -> tuple[int, int]
     fields = {name.decode(): int(value) for name, value in _NIST_FIELD.findall(head)}
     lines = head.split(b"\n", 2)
     header_bytes = int(lines[1]) if len(lines) > 2 and lines[1].strip().isdigit() else 1024
-    claimed = fields.get("sample_count", 0) * fields.get("channel_count", info.channels) * fields.get("sample_n_bytes", 0)
+    claimed = (
+        fields.get("sample_count", 0) * fields.get("channel_count", info.channels) * fields.get("sample_n_bytes", 0)
+    )
     return claimed, max(0, size - header_bytes)
 
 

@@ -80,8 +80,11 @@ class GuardedGroup(click.Group):
         except OSError as exc:
             _fail(f"Error: {environment_message(exc)}", EXIT_USER)
         except MemoryError:
-            _fail("Error: this machine ran out of memory; use fewer `workers`, a smaller corpus or batch size, "
-                  "or a machine with more memory, then rerun the same command (finished stages are cached).", EXIT_USER)
+            _fail(
+                "Error: this machine ran out of memory; use fewer `workers`, a smaller corpus or batch size, "
+                "or a machine with more memory, then rerun the same command (finished stages are cached).",
+                EXIT_USER,
+            )
         except Exception as exc:  # noqa: BLE001 - the boundary: everything else is a bug
             _fail(report_bug(exc), EXIT_BUG)
 
@@ -116,19 +119,31 @@ def environment_message(exc: OSError) -> str:
     code = exc.errno
     if code in (errno.EACCES, errno.EPERM):
         target = _existing(path)
-        fix = f"make {_shown(target) if target != path else 'it'} readable and writable for your user" if target else "check its permissions"
+        fix = (
+            f"make {_shown(target) if target != path else 'it'} readable and writable for your user"
+            if target
+            else "check its permissions"
+        )
         return f"permission denied on {where}; {fix}{', or ' + elsewhere if place else ''}."
     if code == errno.EROFS:
         return f"{where} is on a read-only file system; {elsewhere} on a writable disk."
     if code in (errno.ENOSPC, errno.EDQUOT):
-        return (f"no space left on the disk of {where}; free space there (old run folders, or the cache, "
-                f"which vpeval refills as needed) or {elsewhere} on another disk, then rerun the same command.")
+        return (
+            f"no space left on the disk of {where}; free space there (old run folders, or the cache, "
+            f"which vpeval refills as needed) or {elsewhere} on another disk, then rerun the same command."
+        )
     if code == errno.ENAMETOOLONG:
-        return (f"a name in {where} is too long for the file system (at most 255 bytes per folder or file name); "
-                "shorten the name (the `--output` folder, the experiment's `name` or a plugin `label`).")
+        return (
+            f"a name in {where} is too long for the file system (at most 255 bytes per folder or file name); "
+            "shorten the name (the `--output` folder, the experiment's `name` or a plugin `label`)."
+        )
     if code == errno.ENOTDIR:
         blocker = _file_in_the_way(path)
-        what = f"{_shown(blocker)} is a file where a folder belongs" if blocker else f"a part of {where} is a file where a folder belongs"
+        what = (
+            f"{_shown(blocker)} is a file where a folder belongs"
+            if blocker
+            else f"a part of {where} is a file where a folder belongs"
+        )
         return f"{what}; move that file away or {elsewhere}."
     if code == errno.EEXIST:
         if path and os.path.exists(path) and not os.path.isdir(path):
@@ -149,8 +164,10 @@ def environment_message(exc: OSError) -> str:
     reason = exc.strerror or str(exc) or type(exc).__name__
     if not path:  # a socket, a pipe, a library: no file to name
         during = f" while vpeval worked in {where}" if _places else ""
-        return (f"this machine refused an operation ({type(exc).__name__}: {reason}){during}; "
-                "check the machine (disk, network, limits) and rerun the same command.")
+        return (
+            f"this machine refused an operation ({type(exc).__name__}: {reason}){during}; "
+            "check the machine (disk, network, limits) and rerun the same command."
+        )
     return f"{where}: {reason}; check that path (it is this machine's file system, not vpeval, that refused it)."
 
 
@@ -169,8 +186,10 @@ def _shown(path: str | None) -> str:
     if path is None:
         return "?"
     # a 300-character name would bury the sentence: shorten only the long names, keep the folders whole
-    text = os.sep.join(f"{part[:24]}...{part[-12:]} ({len(part)} characters)" if len(part) > 60 else part
-                       for part in str(path).split(os.sep))
+    text = os.sep.join(
+        f"{part[:24]}...{part[-12:]} ({len(part)} characters)" if len(part) > 60 else part
+        for part in str(path).split(os.sep)
+    )
     place = _place_of(path)
     if place and os.path.abspath(path) == os.path.abspath(place.path):
         return f"{place.what} {text}"
@@ -225,8 +244,10 @@ def report_bug(exc: BaseException) -> str:
         where = "printed above"
     else:
         where = f"in {os.path.abspath(written)}"
-    return (f"Error: a bug in {who}, not in your input ({summary}); the full traceback is {where}. "
-            f"Please report it to {whom} with that traceback and the output of `vpeval --version`.")
+    return (
+        f"Error: a bug in {who}, not in your input ({summary}); the full traceback is {where}. "
+        f"Please report it to {whom} with that traceback and the output of `vpeval --version`."
+    )
 
 
 @dataclass
@@ -325,9 +346,11 @@ def _bug_report(exc: BaseException, culprit: Culprit) -> str:
     from vpeval import __version__
 
     whose = f"plugin {culprit.name} {culprit.version}" if culprit.plugin else f"vpeval {culprit.version}"
-    return (f"{time.strftime('%Y-%m-%d %H:%M:%S')} a bug in {whose}; please report it with this traceback\n"
-            f"vpeval {__version__}, Python {platform.python_version()}, {platform.platform()}\n"
-            f"command: {' '.join(sys.argv)}\n\n" + "".join(traceback.format_exception(exc)))
+    return (
+        f"{time.strftime('%Y-%m-%d %H:%M:%S')} a bug in {whose}; please report it with this traceback\n"
+        f"vpeval {__version__}, Python {platform.python_version()}, {platform.platform()}\n"
+        f"command: {' '.join(sys.argv)}\n\n" + "".join(traceback.format_exception(exc))
+    )
 
 
 def _write_traceback(text: str) -> Path | None:
@@ -338,7 +361,9 @@ def _write_traceback(text: str) -> Path | None:
     folders = [Path(tempfile.gettempdir())] + [p.path for p in _places if p.what == "the cache"]
     for folder in folders:
         try:
-            fd, name = tempfile.mkstemp(prefix=f"vpeval-bug-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".log", dir=folder)
+            fd, name = tempfile.mkstemp(
+                prefix=f"vpeval-bug-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".log", dir=folder
+            )
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(text)
             return Path(name)

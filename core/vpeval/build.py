@@ -67,15 +67,19 @@ def build_resolved(manager: PluginManager, plugin: ResolvedPlugin, context: Plug
     try:
         params = validate_params(cls, plugin.params)
     except ValidationError as exc:
-        raise PluginError(f"the {plugin.kind} {plugin.use} of this resolved experiment no longer accepts its parameters "
-                          f"({_sentences(exc)}); validate the experiment file again with the installed "
-                          f"{cls.distribution} {cls.version}.") from None
+        raise PluginError(
+            f"the {plugin.kind} {plugin.use} of this resolved experiment no longer accepts its parameters "
+            f"({_sentences(exc)}); validate the experiment file again with the installed "
+            f"{cls.distribution} {cls.version}."
+        ) from None
     instance = cls(params, context)
     context.apply_threads()
     return instance
 
 
-def build_helper(cls: type[Plugin], raw: Mapping[str, Any] | None, context: Callable[[Params], PluginContext]) -> Plugin:
+def build_helper(
+    cls: type[Plugin], raw: Mapping[str, Any] | None, context: Callable[[Params], PluginContext]
+) -> Plugin:
     """The helper plugin (an encoder, an ASR, a pool corpus) that another plugin asks for through
     `PluginContext.get`; `context` makes its context from its validated params (its work folder).
 
@@ -85,8 +89,10 @@ def build_helper(cls: type[Plugin], raw: Mapping[str, Any] | None, context: Call
     try:
         params = validate_params(cls, _jsonable(raw))
     except ValidationError as exc:
-        raise ConfigError(f"the {cls.kind} {cls.name} was asked for with parameters it refuses ({_sentences(exc)}); "
-                          "give them in the experiment file in the form its fields take.") from None
+        raise ConfigError(
+            f"the {cls.kind} {cls.name} was asked for with parameters it refuses ({_sentences(exc)}); "
+            "give them in the experiment file in the form its fields take."
+        ) from None
     return cls(params, context(params))  # its owner already set the run's threads
 
 
@@ -100,8 +106,11 @@ def _not_json(value: Any, loc: tuple) -> tuple[tuple, Any, str] | None:
     if isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):
-                return loc, key, (f"parameter names and mapping keys are text; write the key {key!r} in quotes "
-                                  f"('{key}')")
+                return (
+                    loc,
+                    key,
+                    (f"parameter names and mapping keys are text; write the key {key!r} in quotes ('{key}')"),
+                )
             found = _not_json(item, loc + (key,))
             if found is not None:
                 return found
@@ -114,14 +123,23 @@ def _not_json(value: Any, loc: tuple) -> tuple[tuple, Any, str] | None:
         return None
     if isinstance(value, (datetime.date, datetime.time)):
         shown = str(value)  # as YAML wrote it: 2024-01-01 10:30:00
-        return loc, value, (f"an unquoted {shown} is a date or time in YAML, which no parameter takes; write it in "
-                            f"quotes ('{shown}') if it is text")
+        return (
+            loc,
+            value,
+            (
+                f"an unquoted {shown} is a date or time in YAML, which no parameter takes; write it in "
+                f"quotes ('{shown}') if it is text"
+            ),
+        )
     if isinstance(value, (bytes, bytearray)):
         return loc, value, "a YAML !!binary value is not a parameter value; give a file path or text instead"
     if isinstance(value, (set, frozenset)):
         return loc, value, "a YAML !!set is not a parameter value; write a list such as [a, b]"
-    return loc, value, (f"a {type(value).__name__} is not a parameter value; give text, a number, true/false, a "
-                        "list or a mapping")
+    return (
+        loc,
+        value,
+        (f"a {type(value).__name__} is not a parameter value; give text, a number, true/false, a list or a mapping"),
+    )
 
 
 def _jsonable(raw: Any) -> Any:
@@ -152,4 +170,3 @@ def _sentences(exc: ValidationError) -> str:
 def _canonical(value: Any) -> str:
     """JSON text with sorted keys; NaN compares equal to itself here, unlike in Python."""
     return json.dumps(value, sort_keys=True, allow_nan=True, default=str)
-

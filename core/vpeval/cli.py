@@ -13,10 +13,19 @@ from vpeval.run.cache import STAGES
 
 @click.group(cls=GuardedGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--experiment", "-e", type=click.Path(dir_okay=False), help="Run this experiment file.")
-@click.option("--force", multiple=True, type=click.Choice(STAGES), help="Recompute this stage even if cached (repeatable).")
+@click.option(
+    "--force", multiple=True, type=click.Choice(STAGES), help="Recompute this stage even if cached (repeatable)."
+)
 @click.option("--no-cache", is_flag=True, help="Compute everything in a throwaway cache.")
-@click.option("--cache", "cache_dir", type=click.Path(file_okay=False), help="Cache folder (default $VPEVAL_CACHE or .vpeval-cache).")
-@click.option("--output", type=click.Path(file_okay=False), help="Run folder, anywhere (overrides the experiment's `output`).")
+@click.option(
+    "--cache",
+    "cache_dir",
+    type=click.Path(file_okay=False),
+    help="Cache folder (default $VPEVAL_CACHE or .vpeval-cache).",
+)
+@click.option(
+    "--output", type=click.Path(file_okay=False), help="Run folder, anywhere (overrides the experiment's `output`)."
+)
 @click.option("--overwrite", is_flag=True, help="Write into an existing folder that vpeval did not create.")
 @click.option("--allow-pipes", is_flag=True, help="Run Kaldi wav.scp lines that are shell pipes (they run commands).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars or log lines on the terminal.")
@@ -39,8 +48,16 @@ def main(ctx, experiment, force, no_cache, cache_dir, output, overwrite, allow_p
     if not no_cache:
         note_place(cache_dir or default_cache_root(), "the cache", "--cache")
     note_place(output or resolved.output, "the run folder", "--output")
-    runner = Runner(resolved, cache_root=cache_dir, force=force, no_cache=no_cache, quiet=quiet, output=output or None,
-                    overwrite=overwrite, allow_pipes=allow_pipes)
+    runner = Runner(
+        resolved,
+        cache_root=cache_dir,
+        force=force,
+        no_cache=no_cache,
+        quiet=quiet,
+        output=output or None,
+        overwrite=overwrite,
+        allow_pipes=allow_pipes,
+    )
     result = runner.run()
     click.echo(f"Results in {result.folder}/results.json and {result.folder}/report.md")
 
@@ -55,9 +72,11 @@ def validate(file):
     resolved = load_experiment(file)
     experiment_run_folder(resolved)
     grid = max(1, len(resolved.anonymizers)) * max(1, len(resolved.attackers))
-    click.echo(f"{file} is valid: {len(resolved.anonymizers)} anonymizers x {len(resolved.attackers)} attackers "
-               f"({grid} systems), protocols {', '.join(resolved.experiment.protocols)}, "
-               f"N in {resolved.experiment.enroll_utterances}, {len(resolved.metrics)} metrics.")
+    click.echo(
+        f"{file} is valid: {len(resolved.anonymizers)} anonymizers x {len(resolved.attackers)} attackers "
+        f"({grid} systems), protocols {', '.join(resolved.experiment.protocols)}, "
+        f"N in {resolved.experiment.enroll_utterances}, {len(resolved.metrics)} metrics."
+    )
 
 
 @main.command()
@@ -72,7 +91,13 @@ def plugins(kind, as_json):
     if kind is not None and kind not in manager.registry:
         raise PluginError(unknown_kind_message(kind))
     entries = [
-        {"kind": k, "name": reg.cls.name, "distribution": reg.distribution, "version": reg.version, "summary": reg.cls.summary()}
+        {
+            "kind": k,
+            "name": reg.cls.name,
+            "distribution": reg.distribution,
+            "version": reg.version,
+            "summary": reg.cls.summary(),
+        }
         for k, reg in manager.all()
         if kind is None or k == kind
     ]
@@ -89,7 +114,9 @@ def plugins(kind, as_json):
     console = Console(width=max(120, Console().width))
     console.print(table)
     for b in broken:
-        console.print(f"[red]broken[/red] {b['distribution']} {b['version']} (entry point {b['entry_point']}): {b['error']}")
+        console.print(
+            f"[red]broken[/red] {b['distribution']} {b['version']} (entry point {b['entry_point']}): {b['error']}"
+        )
 
 
 @main.command()
@@ -105,7 +132,9 @@ def describe(kind, name):
 @main.command("new-plugin")
 @click.argument("kind", type=click.Choice(["anonymizer", "attacker", "frontend", "metric"]))
 @click.argument("name")
-@click.option("--dir", "directory", type=click.Path(file_okay=False), default=".", help="Where to create the package folder.")
+@click.option(
+    "--dir", "directory", type=click.Path(file_okay=False), default=".", help="Where to create the package folder."
+)
 def new_plugin(kind, name, directory):
     """Create a complete installable plugin package (pyproject, class, README, a passing test)."""
     from vpeval.scaffold import create_plugin
@@ -116,15 +145,31 @@ def new_plugin(kind, name, directory):
 
 @main.command()
 @click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["md", "csv", "latex"]), help="One paper-layout table of one metric "
-              "(systems down, conditions across, best per column marked); without it, every table of the runs in Markdown.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["md", "csv", "latex"]),
+    help="One paper-layout table of one metric "
+    "(systems down, conditions across, best per column marked); without it, every table of the runs in Markdown.",
+)
 @click.option("--metric", help="The metric of the table (default: the EER).")
-@click.option("--rows", "row_dims", help="Comma-separated coordinates down the table (run, anonymizer, attacker, scenario, "
-              "protocol, n, gender, setting); default anonymizer,attacker.")
-@click.option("--columns", "col_dims", help="Comma-separated coordinates across; default run (when several), protocol, n.")
-@click.option("--best", type=click.Choice(["higher", "lower", "none"]), help="Which value per column is marked best "
-              "(default: the anonymizer's side: higher EER, lower WER, ...).")
-@click.option("--output", type=click.Path(dir_okay=False), help="Write the report to this new file instead of printing it.")
+@click.option(
+    "--rows",
+    "row_dims",
+    help="Comma-separated coordinates down the table (run, anonymizer, attacker, scenario, "
+    "protocol, n, gender, setting); default anonymizer,attacker.",
+)
+@click.option(
+    "--columns", "col_dims", help="Comma-separated coordinates across; default run (when several), protocol, n."
+)
+@click.option(
+    "--best",
+    type=click.Choice(["higher", "lower", "none"]),
+    help="Which value per column is marked best (default: the anonymizer's side: higher EER, lower WER, ...).",
+)
+@click.option(
+    "--output", type=click.Path(dir_okay=False), help="Write the report to this new file instead of printing it."
+)
 @click.option("--overwrite", is_flag=True, help="Replace the --output file if it exists.")
 def report(runs, fmt, metric, row_dims, col_dims, best, output, overwrite):
     """Tables across run folders: all of them in Markdown, or one paper-ready table (--format/--metric)."""
@@ -150,10 +195,23 @@ def report(runs, fmt, metric, row_dims, col_dims, best, output, overwrite):
 
 
 @main.command()
-@click.option("--scores", "score_file", required=True, type=click.Path(dir_okay=False), help="Kaldi-style score file: enroll test score target|nontarget [f|m].")
-@click.option("--metric", "metric_names", multiple=True, help="Metric name (repeatable); default: the EER, minDCF and Cllr family.")
+@click.option(
+    "--scores",
+    "score_file",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Kaldi-style score file: enroll test score target|nontarget [f|m].",
+)
+@click.option(
+    "--metric",
+    "metric_names",
+    multiple=True,
+    help="Metric name (repeatable); default: the EER, minDCF and Cllr family.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--bootstrap", default=0, show_default=True, help="Speaker-level bootstrap replicates for confidence intervals.")
+@click.option(
+    "--bootstrap", default=0, show_default=True, help="Speaker-level bootstrap replicates for confidence intervals."
+)
 def metrics(score_file, metric_names, as_json, bootstrap):
     """Compute metrics on a score file made by any toolkit."""
     from vpeval.metrics_cli import run_metrics_on_scores

@@ -65,7 +65,8 @@ def _library_packages(distribution: str) -> list[str]:
         if name.startswith("vpeval-"):
             wanted.add(name)
     return sorted(
-        package for package, owners in _packages_distributions().items()
+        package
+        for package, owners in _packages_distributions().items()
         if any(owner.lower().replace("_", "-") in wanted for owner in owners)
     )
 

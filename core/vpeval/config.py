@@ -65,7 +65,9 @@ def table_breaking(text: str) -> str | None:
 def _label_text(value: str) -> str:
     problem = table_breaking(value)
     if problem:
-        raise ValueError(f"a label is one line of report tables, LaTeX rows and logs, so it cannot hold {problem}; write it without")
+        raise ValueError(
+            f"a label is one line of report tables, LaTeX rows and logs, so it cannot hold {problem}; write it without"
+        )
     if not value.strip():
         raise ValueError("a label needs a visible character; remove `label` to get the default one")
     return value
@@ -77,15 +79,23 @@ Label = Annotated[str, AfterValidator(_label_text)]
 class Recorded(Strict):
     """What resolved.yaml records about each plugin, so that rerunning it uses the same plugin versions."""
 
-    distribution: str | None = Field(default=None, description="the distribution that provided the plugin (resolved.yaml)")
-    version: str | None = Field(default=None, description="its version; another installed version is refused (resolved.yaml)")
-    code: str | None = Field(default=None, description="hash of its source files, for the cache; not checked (resolved.yaml)")
+    distribution: str | None = Field(
+        default=None, description="the distribution that provided the plugin (resolved.yaml)"
+    )
+    version: str | None = Field(
+        default=None, description="its version; another installed version is refused (resolved.yaml)"
+    )
+    code: str | None = Field(
+        default=None, description="hash of its source files, for the cache; not checked (resolved.yaml)"
+    )
 
 
 class PluginSpec(Recorded):
     use: str = Field(description="registered plugin name")
     params: dict[str, Any] = Field(default_factory=dict, description="the plugin's parameters")
-    label: Label | None = Field(default=None, description="name shown in results (default: derived from use and params)")
+    label: Label | None = Field(
+        default=None, description="name shown in results (default: derived from use and params)"
+    )
 
 
 Spec = Annotated[PluginSpec, BeforeValidator(_plugin_shorthand)]
@@ -139,17 +149,23 @@ AttSpec = Annotated[AttackerSpec, BeforeValidator(_plugin_shorthand)]
 def _pipes_from_command_line_only(value: bool) -> bool:
     """An experiment file may come from someone else; only the person running vpeval may allow commands."""
     if value:
-        raise ValueError("shell pipes in wav.scp run commands, so only the command line can allow them: remove "
-                         "`allow_pipes` and run `vpeval --allow-pipes ...`")
+        raise ValueError(
+            "shell pipes in wav.scp run commands, so only the command line can allow them: remove "
+            "`allow_pipes` and run `vpeval --allow-pipes ...`"
+        )
     return value
 
 
 def _plain_name(value: str) -> str:
     if not value.strip() or value in (".", "..") or any(c in value for c in "/\\\0"):
-        raise ValueError("the experiment name must be a plain name (no '/', '\\', '.' or '..'): the default run folder is runs/<name>")
+        raise ValueError(
+            "the experiment name must be a plain name (no '/', '\\', '.' or '..'): the default run folder is runs/<name>"
+        )
     problem = table_breaking(value)
     if problem:
-        raise ValueError(f"the experiment name heads report.md and LaTeX tables, so it cannot hold {problem}; write it without")
+        raise ValueError(
+            f"the experiment name heads report.md and LaTeX tables, so it cannot hold {problem}; write it without"
+        )
     return value
 
 
@@ -174,13 +190,23 @@ class Experiment(Strict):
     )
     enroll_utterances: EnrollSizes = Field(default_factory=lambda: [1])
     metrics: list[Spec] = Field(default_factory=lambda: [PluginSpec(use="eer")])
-    output: str | None = Field(default=None, description="run folder inside the working directory (default runs/<name>); --output names any")
+    output: str | None = Field(
+        default=None, description="run folder inside the working directory (default runs/<name>); --output names any"
+    )
     threads: int = Field(default=1, ge=1, le=1024, description="CPU threads for torch and numerical libraries")
-    workers: int = Field(default=1, ge=1, le=1024, description="worker processes for per-utterance stages (anonymization)")
-    executor: Spec | None = Field(default=None, description="where per-utterance stages run: {use: local} (the default: "
-                                  "this machine, `workers` processes) or a cluster executor such as dask; never part of a cache key")
-    report: ReportSpec | None = Field(default=None, description="the paper's tables, curves and findings that report.md prints "
-                                      "(vpeval.report_spec); never part of a cache key")
+    workers: int = Field(
+        default=1, ge=1, le=1024, description="worker processes for per-utterance stages (anonymization)"
+    )
+    executor: Spec | None = Field(
+        default=None,
+        description="where per-utterance stages run: {use: local} (the default: "
+        "this machine, `workers` processes) or a cluster executor such as dask; never part of a cache key",
+    )
+    report: ReportSpec | None = Field(
+        default=None,
+        description="the paper's tables, curves and findings that report.md prints "
+        "(vpeval.report_spec); never part of a cache key",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Experiment:
@@ -194,7 +220,9 @@ class Experiment(Strict):
     def plan_settings(self) -> PlanSettings:
         """The one settings object the data plan reads: the data section's split settings, seed and N."""
         split = self.data.model_dump(include=set(SplitSettings.model_fields))
-        return PlanSettings.model_validate({**split, "seed": self.seed, "enroll_utterances": list(self.enroll_utterances)})
+        return PlanSettings.model_validate(
+            {**split, "seed": self.seed, "enroll_utterances": list(self.enroll_utterances)}
+        )
 
 
 # -- resolution: plugin classes and validated params ---------------------------------------------
@@ -220,8 +248,14 @@ class ResolvedPlugin(BaseModel):
 
         The source hashes catch code edited without a version bump (editable installs, development).
         """
-        identity = {"kind": self.kind, "use": self.use, "params": self.params, "dist": self.distribution,
-                    "version": self.version, "code": self.code}
+        identity = {
+            "kind": self.kind,
+            "use": self.use,
+            "params": self.params,
+            "dist": self.distribution,
+            "version": self.version,
+            "code": self.code,
+        }
         if self.helpers:  # only then: the keys of plugins that name no other plugin stay as they were
             identity["helpers"] = self.helpers
         return identity
@@ -325,7 +359,9 @@ def resolve_pieces(doc: YamlDocument, manager=None) -> tuple[Pieces, list[str]]:
     A schema error, or a number in `data` that is not finite, raises ConfigError at once.
     """
     if not isinstance(doc.data, dict):
-        raise ConfigError(f"{doc.path}, line 1: an experiment file is a mapping with keys such as name, data, attackers.")
+        raise ConfigError(
+            f"{doc.path}, line 1: an experiment file is a mapping with keys such as name, data, attackers."
+        )
     try:
         exp = Experiment.model_validate(doc.data)
     except ValidationError as exc:
@@ -368,15 +404,20 @@ def resolve_pieces(doc: YamlDocument, manager=None) -> tuple[Pieces, list[str]]:
         if label is None:
             label = resolved.label + (f"[{frontend.label}]" if frontend else "")
             label += "" if spec.train_on == "original" or not cls.needs_training else "/semi-informed"
-        attackers.append(ResolvedAttacker(label=label, plugin=resolved, train_on=spec.train_on, frontend=frontend, init_from=spec.init_from))
+        attackers.append(
+            ResolvedAttacker(
+                label=label, plugin=resolved, train_on=spec.train_on, frontend=frontend, init_from=spec.init_from
+            )
+        )
     metrics = [plugin("metric", m, ("metrics", i)) for i, m in enumerate(exp.metrics)]
     executor = plugin("executor", exp.executor, ("executor",)) if exp.executor is not None else None
 
     return Pieces(doc, exp, manager, anonymizers, attackers, metrics, corpus, executor), errors
 
 
-def _resolve_plugin(manager, doc: YamlDocument, errors: list[str], kind: str, spec: PluginSpec | AttackerSpec,
-                    loc: Loc) -> ResolvedPlugin | None:
+def _resolve_plugin(
+    manager, doc: YamlDocument, errors: list[str], kind: str, spec: PluginSpec | AttackerSpec, loc: Loc
+) -> ResolvedPlugin | None:
     """The plugin `spec` names, its params validated (and those of the plugins they name); None, and the
     sentences in `errors`, when it is not installed, not the recorded version, or its params are refused."""
     use, params = spec.use, spec.params
@@ -387,9 +428,11 @@ def _resolve_plugin(manager, doc: YamlDocument, errors: list[str], kind: str, sp
         return None
     recorded = getattr(spec, "distribution", None), getattr(spec, "version", None)
     if any(r is not None and r != now for r, now in zip(recorded, (cls.distribution, cls.version))):
-        errors.append(f"{doc.where(loc + ('version',))}: {kind} {use} came from {' '.join(r for r in recorded if r)} "
-                      f"when this file was written, and {cls.distribution} {cls.version} is installed; install that "
-                      "version, or delete `distribution` and `version` to run with the installed one.")
+        errors.append(
+            f"{doc.where(loc + ('version',))}: {kind} {use} came from {' '.join(r for r in recorded if r)} "
+            f"when this file was written, and {cls.distribution} {cls.version} is installed; install that "
+            "version, or delete `distribution` and `version` to run with the installed one."
+        )
         return None
     try:
         validated = validate_params(cls, params)
@@ -420,8 +463,17 @@ def _resolve_plugin(manager, doc: YamlDocument, errors: list[str], kind: str, sp
 MAX_NESTING = 8  # a plugin whose defaults name itself would otherwise recurse forever
 
 
-def check_references(manager, doc: YamlDocument, params: BaseModel, loc: Loc, owner: str, errors: list[str], depth: int = 0,
-                     owner_loc: Loc | None = None, named: list[type] | None = None) -> None:
+def check_references(
+    manager,
+    doc: YamlDocument,
+    params: BaseModel,
+    loc: Loc,
+    owner: str,
+    errors: list[str],
+    depth: int = 0,
+    owner_loc: Loc | None = None,
+    named: list[type] | None = None,
+) -> None:
     """Check every plugin that `params` names through a PluginRef field (and what those name, in turn).
 
     Unknown names get the nearest installed name (or built-in keyword); the named plugin's params are
@@ -430,8 +482,10 @@ def check_references(manager, doc: YamlDocument, params: BaseModel, loc: Loc, ow
     """
     owner_loc = loc if owner_loc is None else owner_loc
     if depth > MAX_NESTING:
-        errors.append(f"{doc.where(loc)}: plugins name each other more than {MAX_NESTING} levels deep; {owner} "
-                      "probably names itself.")
+        errors.append(
+            f"{doc.where(loc)}: plugins name each other more than {MAX_NESTING} levels deep; {owner} "
+            "probably names itself."
+        )
         return
     for field_name, info in type(params).model_fields.items():
         value = getattr(params, field_name)
@@ -442,10 +496,21 @@ def check_references(manager, doc: YamlDocument, params: BaseModel, loc: Loc, ow
             check_references(manager, doc, model, sub_loc, owner, errors, depth, owner_loc, named)
 
 
-def _check_reference(manager, doc, ref: PluginRef, params: BaseModel, field_name: str, loc: Loc, owner: str,
-                     owner_loc: Loc, errors: list[str], depth: int, named: list[type] | None) -> None:
+def _check_reference(
+    manager,
+    doc,
+    ref: PluginRef,
+    params: BaseModel,
+    field_name: str,
+    loc: Loc,
+    owner: str,
+    owner_loc: Loc,
+    errors: list[str],
+    depth: int,
+    named: list[type] | None,
+) -> None:
     value = getattr(params, field_name)
-    shown = format_loc((loc + (field_name,))[len(owner_loc):])  # as the user wrote it, e.g. pool.use
+    shown = format_loc((loc + (field_name,))[len(owner_loc) :])  # as the user wrote it, e.g. pool.use
     name, nested, name_loc, params_loc = _reference_target(ref, params, field_name, loc)
     if name is None and ref.name is None and isinstance(value, (BaseModel, dict)):
         errors.append(f"{doc.where(loc + (field_name,))}: {owner} field '{shown}' needs `use: <{ref.kind} plugin>`.")
@@ -453,32 +518,44 @@ def _check_reference(manager, doc, ref: PluginRef, params: BaseModel, field_name
     if name is None or name in ref.keywords:
         return
     if not isinstance(name, str):
-        errors.append(f"{doc.where(name_loc)}: {owner} field '{shown}' names a {ref.kind} plugin; give its name, got {name!r}.")
+        errors.append(
+            f"{doc.where(name_loc)}: {owner} field '{shown}' names a {ref.kind} plugin; give its name, got {name!r}."
+        )
         return
     try:
         cls = manager.get(ref.kind, name)
     except PluginError as exc:
-        unknown = ref.keywords and name not in manager.names(ref.kind) and (ref.kind, name) not in getattr(manager, "conflicts", {})
+        unknown = (
+            ref.keywords
+            and name not in manager.names(ref.kind)
+            and (ref.kind, name) not in getattr(manager, "conflicts", {})
+        )
         reason = _unknown_reference(manager, ref, name) if unknown else str(exc)
         errors.append(f"{doc.where(name_loc)}: {owner} field '{shown}': {reason}")
         return
     if ref.works_on and ref.works_on not in getattr(cls, "works_on", ()):
         article = "an" if ref.kind[0] in "aeiou" else "a"
-        errors.append(f"{doc.where(name_loc)}: {owner} field '{shown}' needs {article} {ref.kind} that works on "
-                      f"{ref.works_on}s, and {name} works on {' and '.join(cls.works_on)}s only.")
+        errors.append(
+            f"{doc.where(name_loc)}: {owner} field '{shown}' needs {article} {ref.kind} that works on "
+            f"{ref.works_on}s, and {name} works on {' and '.join(cls.works_on)}s only."
+        )
         return
     if isinstance(nested, BaseModel):
         nested = nested.model_dump(mode="json")
     if not isinstance(nested, dict):
         shown_value = repr(nested) if len(repr(nested)) <= 40 else repr(nested)[:37] + "..."
-        errors.append(f"{doc.where(params_loc)}: the params of {ref.kind} {name} are a mapping of parameter names to "
-                      f"values, such as {{epochs: 2}}; got {shown_value}.")
+        errors.append(
+            f"{doc.where(params_loc)}: the params of {ref.kind} {name} are a mapping of parameter names to "
+            f"values, such as {{epochs: 2}}; got {shown_value}."
+        )
         return
     try:
         validated = validate_params(cls, nested)
     except ValidationError as exc:
         for err in exc.errors():
-            errors.append(f"{doc.where(params_loc + tuple(err['loc']))}: {_pydantic_sentence(err, f'{ref.kind} {name}')}")
+            errors.append(
+                f"{doc.where(params_loc + tuple(err['loc']))}: {_pydantic_sentence(err, f'{ref.kind} {name}')}"
+            )
         return
     if named is not None:
         named.append(cls)
@@ -493,7 +570,12 @@ def _reference_target(ref: PluginRef, params: BaseModel, field_name: str, loc: L
     value = getattr(params, field_name)
     if ref.name is not None:  # a fixed plugin: the field holds its params
         nested = value if value is not None else {}
-        return ref.name, nested.model_dump(mode="json") if isinstance(nested, BaseModel) else nested, loc + (field_name,), loc + (field_name,)
+        return (
+            ref.name,
+            nested.model_dump(mode="json") if isinstance(nested, BaseModel) else nested,
+            loc + (field_name,),
+            loc + (field_name,),
+        )
     if isinstance(value, (BaseModel, dict)):  # a {use, params} mapping or model
         spec = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
         return spec.get("use"), spec.get("params") or {}, loc + (field_name, "use"), loc + (field_name, "params")
@@ -520,14 +602,18 @@ def named_plugins(manager, params: BaseModel, depth: int = 0) -> list[tuple[str,
     return found
 
 
-def _round_trip_refused(doc: YamlDocument, cls: type, validated: BaseModel, loc: Loc, owner: str, errors: list[str]) -> bool:
+def _round_trip_refused(
+    doc: YamlDocument, cls: type, validated: BaseModel, loc: Loc, owner: str, errors: list[str]
+) -> bool:
     """True (and a sentence in `errors`) when the plugin cannot read back the params it validated: the
     runner builds it from their dump, so it would fail at its first stage. A bug in the plugin."""
     problem = round_trip_problem(cls, validated)
     if problem is None:
         return False
-    errors.append(f"{doc.where(loc)}: {owner} accepts these parameters, but {problem}, so a run could not build it; "
-                  f"this is a bug in {cls.distribution} {cls.version}: report it to its authors.")
+    errors.append(
+        f"{doc.where(loc)}: {owner} accepts these parameters, but {problem}, so a run could not build it; "
+        f"this is a bug in {cls.distribution} {cls.version}: report it to its authors."
+    )
     return True
 
 
@@ -536,7 +622,11 @@ def _unknown_reference(manager, ref: PluginRef, name: str) -> str:
         return manager.unknown_message(ref.kind, name)
     choices = ", ".join(f"'{k}'" for k in ref.keywords)
     close = difflib.get_close_matches(name, [*ref.keywords, *manager.names(ref.kind)], n=1, cutoff=0.5)
-    hint = f"did you mean '{close[0]}'?" if close else f"installed {ref.kind} plugins: {', '.join(manager.names(ref.kind)) or 'none'}."
+    hint = (
+        f"did you mean '{close[0]}'?"
+        if close
+        else f"installed {ref.kind} plugins: {', '.join(manager.names(ref.kind)) or 'none'}."
+    )
     return f"'{name}' is neither {choices} nor an installed {ref.kind} plugin; {hint}"
 
 
@@ -567,6 +657,7 @@ def _label(use: str, params: dict[str, Any]) -> str:
     if not params:
         return use
     digest = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:6]
+
     def shown(v: Any) -> str | None:
         if isinstance(v, (int, float, str, bool)):
             return str(v)
@@ -588,7 +679,9 @@ def error_lines(lines: list[str], path: str) -> str:
     if len(lines) <= MAX_ERROR_LINES:
         return "\n".join(lines)
     rest = len(lines) - MAX_ERROR_LINES
-    return "\n".join(lines[:MAX_ERROR_LINES] + [f"{path}: ... and {rest} more errors; fix the ones above and validate again."])
+    return "\n".join(
+        lines[:MAX_ERROR_LINES] + [f"{path}: ... and {rest} more errors; fix the ones above and validate again."]
+    )
 
 
 def _schema_message(doc: YamlDocument, exc: ValidationError) -> str:
@@ -613,7 +706,7 @@ def _pydantic_sentence(err: dict, owner: str, schema=None, loc: Loc = ()) -> str
         return f"{err['msg'].replace('Input should be', 'expected')}, got {err.get('input')!r}."
     msg = err["msg"]
     if msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
+        msg = msg[len("Value error, ") :]
     got = err.get("input")
     shown = f", got {_as_written(got)}" if got is not None and not isinstance(got, (dict, list)) else ""
     return f"{msg[0].lower() + msg[1:]}{shown} ({owner} field '{field}')." if field != "value" else f"{msg}{shown}."

@@ -24,10 +24,10 @@ RESERVED_LABELS = ("none", "original")  # results and data/evaluation_original u
 @dataclass(frozen=True)
 class Pieces:
     """What the checks read: the file, its schema-validated form and the plugins it resolved to
-(vpeval.config.resolve_pieces).
+    (vpeval.config.resolve_pieces).
 
-    The lists run parallel to the file's `anonymizers`, `attackers` and `metrics`, so an index is the
-    entry's place in the file; None marks an entry whose plugin did not resolve (that has its sentence).
+        The lists run parallel to the file's `anonymizers`, `attackers` and `metrics`, so an index is the
+        entry's place in the file; None marks an entry whose plugin did not resolve (that has its sentence).
     """
 
     doc: YamlDocument
@@ -58,41 +58,52 @@ def waveform_steps(p: Pieces) -> list[str]:
     for i, anon in enumerate(p.anonymizers):
         for step in anon.steps if anon is not None else []:
             if "waveform" not in p.manager.get("anonymizer", step.use).works_on:
-                errors.append(f"{p.doc.where(('anonymizers', i))}: anonymizer {step.use} works on speaker embeddings "
-                              "only; use it inside a waveform anonymizer that takes one (for example as its "
-                              "pseudo-speaker selection).")
+                errors.append(
+                    f"{p.doc.where(('anonymizers', i))}: anonymizer {step.use} works on speaker embeddings "
+                    "only; use it inside a waveform anonymizer that takes one (for example as its "
+                    "pseudo-speaker selection)."
+                )
     return errors
 
 
 def frontend_named(p: Pieces) -> list[str]:
     """An attacker that reads a speech-token frontend has one."""
-    return [f"{p.doc.where(('attackers', i))}: attacker {a.plugin.use} reads a speech-token frontend; "
-            "add `frontend: {use: NAME}`."
-            for i, a in p.resolved_attackers()
-            if p.attacker_class(a).uses_frontend and p.exp.attackers[i].frontend is None]
+    return [
+        f"{p.doc.where(('attackers', i))}: attacker {a.plugin.use} reads a speech-token frontend; "
+        "add `frontend: {use: NAME}`."
+        for i, a in p.resolved_attackers()
+        if p.attacker_class(a).uses_frontend and p.exp.attackers[i].frontend is None
+    ]
 
 
 def frontend_used(p: Pieces) -> list[str]:
     """An attacker that reads no frontend is given none."""
-    return [f"{p.doc.where(('attackers', i, 'frontend'))}: attacker {a.plugin.use} does not use a frontend; "
-            "remove `frontend`."
-            for i, a in p.resolved_attackers()
-            if not p.attacker_class(a).uses_frontend and p.exp.attackers[i].frontend is not None]
+    return [
+        f"{p.doc.where(('attackers', i, 'frontend'))}: attacker {a.plugin.use} does not use a frontend; "
+        "remove `frontend`."
+        for i, a in p.resolved_attackers()
+        if not p.attacker_class(a).uses_frontend and p.exp.attackers[i].frontend is not None
+    ]
 
 
 def pretrained_on_original(p: Pieces) -> list[str]:
     """A pretrained attacker does not train, so it cannot train on anonymized speech."""
-    return [f"{p.doc.where(('attackers', i, 'train_on'))}: attacker {a.plugin.use} is pretrained and does not train; "
-            "use train_on: original."
-            for i, a in p.resolved_attackers() if a.train_on == "anonymized" and not p.attacker_class(a).needs_training]
+    return [
+        f"{p.doc.where(('attackers', i, 'train_on'))}: attacker {a.plugin.use} is pretrained and does not train; "
+        "use train_on: original."
+        for i, a in p.resolved_attackers()
+        if a.train_on == "anonymized" and not p.attacker_class(a).needs_training
+    ]
 
 
 def training_speakers(p: Pieces) -> list[str]:
     """An attacker that trains gets attacker-train speakers."""
     trained = [a.plugin.use for _, a in p.resolved_attackers() if p.attacker_class(a).needs_training]
     if trained and p.exp.data.attacker_train_speakers == 0:
-        return [f"{p.doc.where(('data', 'attacker_train_speakers'))}: attacker {trained[0]} trains, but "
-                "attacker_train_speakers is 0; give a share such as 0.5 or a number of speakers."]
+        return [
+            f"{p.doc.where(('data', 'attacker_train_speakers'))}: attacker {trained[0]} trains, but "
+            "attacker_train_speakers is 0; give a share such as 0.5 or a number of speakers."
+        ]
     return []
 
 
@@ -111,8 +122,10 @@ def init_from_targets(p: Pieces) -> list[str]:
             hint = f"; did you mean '{close[0]}'?" if close else "; name another attacker's label."
             errors.append(f"{where}: no other attacker is labelled '{a.init_from}'" + hint)
         elif ref.plugin.use != a.plugin.use or ref.init_from is not None:
-            errors.append(f"{where}: '{a.init_from}' must be a {a.plugin.use} attacker trained from scratch to start "
-                          f"{a.label} from it.")
+            errors.append(
+                f"{where}: '{a.init_from}' must be a {a.plugin.use} attacker trained from scratch to start "
+                f"{a.label} from it."
+            )
     return errors
 
 
@@ -120,18 +133,24 @@ def attackers_own_rules(p: Pieces) -> list[str]:
     """What each attacker class refuses in the whole experiment (Attacker.check_experiment), e.g. DAST's
     rule that its Stage II systems are not the ones it is evaluated on."""
     targets = {an.label: [s.use for s in an.steps] for an in p.anonymizers if an is not None}
-    return [f"{p.doc.where(('attackers', i, 'params'))}: {sentence}" for i, a in p.resolved_attackers()
-            for sentence in p.attacker_class(a).check_experiment(a.plugin.params, targets)]
+    return [
+        f"{p.doc.where(('attackers', i, 'params'))}: {sentence}"
+        for i, a in p.resolved_attackers()
+        for sentence in p.attacker_class(a).check_experiment(a.plugin.params, targets)
+    ]
 
 
 def embeddings_recovered(p: Pieces) -> list[str]:
     """A metric that reads recovered embeddings has an attacker that recovers them."""
     if any(p.attacker_class(a).recovers_embeddings() for _, a in p.resolved_attackers()):
         return []
-    return [f"{p.doc.where(('metrics', i))}: metric {m.use} reads the speaker embeddings that an attacker recovers "
-            "from speech (an inversion attacker such as spinv), and no attacker of this experiment does; add one or "
-            "remove the metric."
-            for i, m in enumerate(p.metrics) if m is not None and p.metric_class(m).needs == "embeddings"]
+    return [
+        f"{p.doc.where(('metrics', i))}: metric {m.use} reads the speaker embeddings that an attacker recovers "
+        "from speech (an inversion attacker such as spinv), and no attacker of this experiment does; add one or "
+        "remove the metric."
+        for i, m in enumerate(p.metrics)
+        if m is not None and p.metric_class(m).needs == "embeddings"
+    ]
 
 
 def metrics_listed_once(p: Pieces) -> list[str]:
@@ -140,8 +159,14 @@ def metrics_listed_once(p: Pieces) -> list[str]:
     errors = []
     metrics = p.metrics
     for i, m in enumerate(metrics):
-        earlier = next((j for j, o in enumerate(metrics[:i]) if o is not None and m is not None
-                        and (o.label == m.label or (o.use, o.params) == (m.use, m.params))), None)
+        earlier = next(
+            (
+                j
+                for j, o in enumerate(metrics[:i])
+                if o is not None and m is not None and (o.label == m.label or (o.use, o.params) == (m.use, m.params))
+            ),
+            None,
+        )
         if earlier is None:
             continue
         other = metrics[earlier]
@@ -163,10 +188,15 @@ def report_selections(p: Pieces) -> list[str]:
     if exp.report is None:
         return []
     metrics = None if None in p.metrics else [n for m in p.metrics for n in p.metric_class(m).result_names()]
-    known = {"anonymizer": [*_labels(p.anonymizers), "original"], "attacker": _labels(p.attackers),
-             "protocol": list(exp.protocols), "n": [str(n) for n in exp.enroll_utterances],
-             "scenario": ["original", "anonymized"], "gender": ["f", "m", "avg", "all"],
-             "metric": list(dict.fromkeys(metrics or []))}
+    known = {
+        "anonymizer": [*_labels(p.anonymizers), "original"],
+        "attacker": _labels(p.attackers),
+        "protocol": list(exp.protocols),
+        "n": [str(n) for n in exp.enroll_utterances],
+        "scenario": ["original", "anonymized"],
+        "gender": ["f", "m", "avg", "all"],
+        "metric": list(dict.fromkeys(metrics or [])),
+    }
     errors = []
     for loc, dim, values in exp.report.selections():
         if dim == "metric" and metrics is None:
@@ -191,8 +221,11 @@ def labels_distinct(p: Pieces) -> list[str]:
 
 def labels_not_reserved(p: Pieces) -> list[str]:
     """No anonymizer takes a label that results use for unanonymized speech."""
-    return [f"{p.doc.path}: an anonymizer is labelled '{reserved}', which results use for unanonymized speech; "
-            "give it another `label:`." for reserved in sorted(set(RESERVED_LABELS) & set(_labels(p.anonymizers)))]
+    return [
+        f"{p.doc.path}: an anonymizer is labelled '{reserved}', which results use for unanonymized speech; "
+        "give it another `label:`."
+        for reserved in sorted(set(RESERVED_LABELS) & set(_labels(p.anonymizers)))
+    ]
 
 
 def _labels(entries: list) -> list[str]:

@@ -33,9 +33,14 @@ class BadAudioError(UserError):
         self.path = str(path)
         self.reason = reason
         entry = cache_entry_of(self.path)
-        remedy = "" if entry is None else (
-            f" It is a file of vpeval's cache (the {entry.stage} stage), not one of yours: delete the cache entry "
-            f"folder {entry.folder} or rerun with `--force {entry.stage}`, and vpeval computes it again.")
+        remedy = (
+            ""
+            if entry is None
+            else (
+                f" It is a file of vpeval's cache (the {entry.stage} stage), not one of yours: delete the cache entry "
+                f"folder {entry.folder} or rerun with `--force {entry.stage}`, and vpeval computes it again."
+            )
+        )
         super().__init__(f"Audio file {self.path} cannot be used: {reason}.{remedy}")
 
     def __reduce__(self):
@@ -66,7 +71,7 @@ class MetricInputError(UserError):
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """"; did you mean 'anonymizer'?" when a choice is close to `word`, else "" (for unknown-name sentences)."""
+    """ "; did you mean 'anonymizer'?" when a choice is close to `word`, else "" (for unknown-name sentences)."""
     close = difflib.get_close_matches(str(word), list(choices), n=2, cutoff=0.6)
     return "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?" if close else ""
 
@@ -102,6 +107,8 @@ def corrupt_cache_message(path: str | Path, reason: str) -> str | None:
     entry = cache_entry_of(path)
     if entry is None:
         return None
-    return (f"{path} is a file of vpeval's cache (the {entry.stage} stage), not one of yours, and it is damaged "
-            f"({reason}); delete the cache entry folder {entry.folder} or rerun with `--force {entry.stage}`, "
-            "and vpeval computes it again.")
+    return (
+        f"{path} is a file of vpeval's cache (the {entry.stage} stage), not one of yours, and it is damaged "
+        f"({reason}); delete the cache entry folder {entry.folder} or rerun with `--force {entry.stage}`, "
+        "and vpeval computes it again."
+    )

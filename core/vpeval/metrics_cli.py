@@ -27,20 +27,26 @@ def run_metrics_on_scores(path: str, metric_names: list[str] | None, as_json: bo
     from vpeval.scorefile import read_score_file
 
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
-        raise ConfigError(f"--bootstrap is {bootstrap}; give 0 (no confidence intervals) or a positive number of replicates, such as 1000.")
+        raise ConfigError(
+            f"--bootstrap is {bootstrap}; give 0 (no confidence intervals) or a positive number of replicates, such as 1000."
+        )
     scores = read_score_file(path)
     manager = get_plugin_manager()
     results: list[MetricResult] = []
     for name in metric_names or DEFAULT_METRICS:
         cls = manager.get("metric", name)
         if cls.needs != "scores":
-            raise MetricInputError(f"Metric {name} reads {cls.needs}, not verification scores, so it cannot run on a score file.")
+            raise MetricInputError(
+                f"Metric {name} reads {cls.needs}, not verification scores, so it cannot run on a score file."
+            )
         params = {"bootstrap": bootstrap} if "bootstrap" in cls.Params.model_fields else {}
         try:
             checked = validate_params(cls, params)
         except ValidationError as exc:
             reason = exc.errors()[0]["msg"] if exc.errors() else str(exc)
-            raise ConfigError(f"Metric {name} refuses --bootstrap {bootstrap}: {reason[0].lower() + reason[1:]}.") from None
+            raise ConfigError(
+                f"Metric {name} refuses --bootstrap {bootstrap}: {reason[0].lower() + reason[1:]}."
+            ) from None
         metric = cls(checked, PluginContext())
         try:
             results += metric.compute(MetricInputs(scores=scores, attributes={"scores": str(path)}))

@@ -73,7 +73,9 @@ class PluginManager:
                 continue
             self.register_module(module, dist, version, name=f"{dist}:{ep.name}")
 
-    def register_module(self, module: ModuleType | object, distribution: str, version: str, name: str | None = None) -> None:
+    def register_module(
+        self, module: ModuleType | object, distribution: str, version: str, name: str | None = None
+    ) -> None:
         """Register one plugin module (its hook implementations) and collect the classes it provides."""
         plugin_name = name or f"{distribution}:{getattr(module, '__name__', id(module))}"
         try:
@@ -107,7 +109,11 @@ class PluginManager:
             self.pm.unregister(module)
         mod_name = getattr(module, "__name__", None)
         for kind in self.registry.values():
-            for name in [n for n, r in kind.items() if getattr(r.cls, "_registered_by", None) is module or r.cls.__module__ == mod_name]:
+            for name in [
+                n
+                for n, r in kind.items()
+                if getattr(r.cls, "_registered_by", None) is module or r.cls.__module__ == mod_name
+            ]:
                 del kind[name]
         for (kind, name), regs in list(self.conflicts.items()):
             left = [r for r in regs if r.cls.__module__ != mod_name]
@@ -135,7 +141,9 @@ class PluginManager:
             regs.append(new)
             self.conflicts[key] = regs
             sentence = _conflict_message(kind, cls.name, regs)
-            self.broken += [BrokenPlugin(f"{r.distribution}: {kind} {cls.name}", r.distribution, r.version, sentence) for r in regs]
+            self.broken += [
+                BrokenPlugin(f"{r.distribution}: {kind} {cls.name}", r.distribution, r.version, sentence) for r in regs
+            ]
             return
         cls.distribution = distribution
         cls.version = version
@@ -164,7 +172,11 @@ class PluginManager:
         else:
             available = self.names(kind)
             msg += f"; installed {kind} plugins: {', '.join(available) if available else 'none'}."
-        suspects = [b for b in self.broken if _normal(name) in _normal(b.distribution) or _normal(name) == _normal(b.entry_point.split(':')[-1])]
+        suspects = [
+            b
+            for b in self.broken
+            if _normal(name) in _normal(b.distribution) or _normal(name) == _normal(b.entry_point.split(":")[-1])
+        ]
         for b in suspects or self.broken:
             msg += f" (Plugin {b.distribution} {b.version} is installed but broken: {b.error})"
             if not suspects:
@@ -172,7 +184,11 @@ class PluginManager:
         return msg
 
     def all(self) -> list[tuple[str, Registration]]:
-        return [(kind, reg) for kind in self.registry for reg in sorted(self.registry[kind].values(), key=lambda r: r.cls.name)]
+        return [
+            (kind, reg)
+            for kind in self.registry
+            for reg in sorted(self.registry[kind].values(), key=lambda r: r.cls.name)
+        ]
 
 
 def unknown_kind_message(kind: str) -> str:
@@ -182,8 +198,10 @@ def unknown_kind_message(kind: str) -> str:
 
 def _conflict_message(kind: str, name: str, regs: list[Registration]) -> str:
     dists = " and ".join(f"{r.distribution} {r.version}" for r in regs)
-    return (f"The {kind} name '{name}' is registered by two distributions, {dists}, so neither is used; "
-            f"uninstall one of them or limit loading with {LOAD_ENV}.")
+    return (
+        f"The {kind} name '{name}' is registered by two distributions, {dists}, so neither is used; "
+        f"uninstall one of them or limit loading with {LOAD_ENV}."
+    )
 
 
 def _normal(name: str) -> str:
@@ -214,8 +232,9 @@ def get_plugin_manager(refresh: bool = False) -> PluginManager:
     return _manager
 
 
-def plugin_context(seed: int = 0, work_dir: str | Path = ".vpeval-work", manager: PluginManager | None = None,
-                   **fields: Any) -> PluginContext:
+def plugin_context(
+    seed: int = 0, work_dir: str | Path = ".vpeval-work", manager: PluginManager | None = None, **fields: Any
+) -> PluginContext:
     """A PluginContext whose `get` makes plugins from the installed registry, for scripts and tests.
 
     The runner makes its own contexts (with its cache folders and progress bars); anything else that

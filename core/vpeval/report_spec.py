@@ -48,7 +48,9 @@ class TableSpec(StrictModel):
     columns: Dims = Field(default_factory=lambda: ["protocol"], description="coordinates across the columns")
     where: Where = Field(default_factory=dict, description="keep only results whose coordinates take these values")
     best: Literal["higher", "lower", "none"] | None = Field(
-        default=None, description="which value per column is marked: an attack paper marks the lowest EER (lower); default: the privacy side's")
+        default=None,
+        description="which value per column is marked: an attack paper marks the lowest EER (lower); default: the privacy side's",
+    )
 
     @model_validator(mode="after")
     def _disjoint(self) -> TableSpec:
@@ -63,11 +65,14 @@ class CurveSpec(StrictModel):
     metric: str = "eer"
     x: Coordinate | dict[Coordinate, dict[str, float]] = Field(
         description="the swept quantity: `n`, or a map from one coordinate's values (labels) to numbers, "
-                    "e.g. {attacker: {dast-5: 5, dast-10: 10}}")
+        "e.g. {attacker: {dast-5: 5, dast-10: 10}}"
+    )
     xlabel: str = Field(default="", description="the x axis label (default: the coordinate)")
     xscale: Literal["linear", "log"] = "linear"
     series: Coordinate = Field(default="anonymizer", description="one line per value of this coordinate")
-    panels: Coordinate | None = Field(default="protocol", description="one panel per value of this coordinate (none: one panel)")
+    panels: Coordinate | None = Field(
+        default="protocol", description="one panel per value of this coordinate (none: one panel)"
+    )
     where: Where = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -75,7 +80,9 @@ class CurveSpec(StrictModel):
         if isinstance(self.x, dict) and len(self.x) != 1:
             raise ValueError("x maps the values of exactly one coordinate to numbers, e.g. {attacker: {a: 5, b: 10}}")
         if self.x_dim in (self.series, self.panels):
-            raise ValueError(f"{self.x_dim} is both the swept x and the series or panels; choose another series or panels")
+            raise ValueError(
+                f"{self.x_dim} is both the swept x and the series or panels; choose another series or panels"
+            )
         return self
 
     @property
@@ -85,7 +92,8 @@ class CurveSpec(StrictModel):
 
 class Delta(StrictModel):
     delta: Annotated[list[Where], Field(min_length=2, max_length=2)] = Field(
-        description="two selections: the side's value is mean(first) - mean(second), e.g. the EER drop from N = 5 to N = 15")
+        description="two selections: the side's value is mean(first) - mean(second), e.g. the EER drop from N = 5 to N = 15"
+    )
 
 
 Side = Delta | Where
@@ -99,7 +107,10 @@ class FindingSpec(StrictModel):
     right: Side
     tolerance: float = Field(default=0.0, ge=0, description="for `~`: how close counts as close, in the metric's unit")
     where: Where = Field(default_factory=dict, description="applies to both sides")
-    per: Dims = Field(default_factory=list, description="check the finding in each group of these coordinates; it holds when it holds in every group")
+    per: Dims = Field(
+        default_factory=list,
+        description="check the finding in each group of these coordinates; it holds when it holds in every group",
+    )
 
     @model_validator(mode="after")
     def _tolerance_with_close(self) -> FindingSpec:

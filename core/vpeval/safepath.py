@@ -71,7 +71,9 @@ def regular_file(
         stat_regular(path, max_bytes)
     except PathProblem as problem:
         shown = os.fspath(path)
-        raise error(f"{what} {shown if chr(0) not in shown else repr(shown)} cannot be used: {problem.reason}.") from None
+        raise error(
+            f"{what} {shown if chr(0) not in shown else repr(shown)} cannot be used: {problem.reason}."
+        ) from None
     return Path(path)
 
 

@@ -9,10 +9,15 @@ from vpeval import __version__
 from vpeval.errors import UserError
 
 BASES = {"anonymizer": "Anonymizer", "attacker": "Attacker", "frontend": "Frontend", "metric": "Metric"}
-HOOKS = {"anonymizer": "register_anonymizers", "attacker": "register_attackers", "frontend": "register_frontends", "metric": "register_metrics"}
+HOOKS = {
+    "anonymizer": "register_anonymizers",
+    "attacker": "register_attackers",
+    "frontend": "register_frontends",
+    "metric": "register_metrics",
+}
 
 BODIES = {
-    "anonymizer": '''
+    "anonymizer": """
     class Params(Params):
         strength: float = Field(default=0.5, ge=0.0, le=1.0, description="how far to move the voice")
 
@@ -23,8 +28,8 @@ BODIES = {
         noise = self.context.rng("noise", voice.key).normal(0, 1e-3, len(audio))
         out = -audio * gain + noise
         return out.astype(np.float32)
-''',
-    "attacker": '''
+""",
+    "attacker": """
     needs_training = True
 
     class Params(Params):
@@ -50,8 +55,8 @@ BODIES = {
         spectrum = np.abs(np.fft.rfft(frames * np.hanning(512), axis=1)) ** 2
         bands = np.array_split(spectrum, self.params.bands, axis=1)
         return np.log(np.stack([b.sum(axis=1) for b in bands], axis=1) + 1e-8).mean(axis=0)
-''',
-    "frontend": '''
+""",
+    "frontend": """
     sample_rate = 16000
     frame_rate = 25.0
 
@@ -64,8 +69,8 @@ BODIES = {
         energy = np.log(np.mean(frames**2, axis=1) + 1e-8)
         levels = np.clip(((energy + 18) / 18 * self.params.codebook_size).astype(np.int64), 0, self.params.codebook_size - 1)
         return FrontendOutput(self.frame_rate, tokens=levels[:, None], codebook_sizes=(self.params.codebook_size,), features=energy[:, None].astype(np.float32))
-''',
-    "metric": '''
+""",
+    "metric": """
     needs = "scores"
 
     class Params(Params):
@@ -77,7 +82,7 @@ BODIES = {
             raise MetricInputError("NAME needs target and non-target trials; check the trial list.")
         gap = scores.scores[scores.targets].mean() - scores.scores[~scores.targets].mean()
         return [MetricResult(metric=self.name, value=float(gap))]
-''',
+""",
 }
 
 IMPORTS = {
@@ -87,7 +92,12 @@ IMPORTS = {
     "metric": "from vpeval.api import Metric, MetricInputs, Params\nfrom vpeval.errors import MetricInputError\nfrom vpeval.types import MetricResult\n",
 }
 
-CONTRACTS = {"anonymizer": "AnonymizerContract", "attacker": "AttackerContract", "frontend": "FrontendContract", "metric": "MetricContract"}
+CONTRACTS = {
+    "anonymizer": "AnonymizerContract",
+    "attacker": "AttackerContract",
+    "frontend": "FrontendContract",
+    "metric": "MetricContract",
+}
 
 
 def create_plugin(kind: str, name: str, directory: Path) -> Path:
@@ -131,7 +141,9 @@ Use it in an experiment:
 """)
     (root / package / "__init__.py").write_text(f'"""vpeval {kind} plugin {name}."""\n')
     body = BODIES[kind].replace("NAME", name)
-    (root / package / "method.py").write_text(f'''"""The {kind} {name}. Replace the placeholder computation with your method."""
+    (
+        root / package / "method.py"
+    ).write_text(f'''"""The {kind} {name}. Replace the placeholder computation with your method."""
 
 from __future__ import annotations
 
@@ -142,7 +154,9 @@ class {class_name}({BASES[kind]}):
 
     name = "{name}"
 {body}''')
-    (root / package / "plugin.py").write_text(f'''"""Registers {name} with vpeval. Keep this import light: heavy imports belong in methods."""
+    (
+        root / package / "plugin.py"
+    ).write_text(f'''"""Registers {name} with vpeval. Keep this import light: heavy imports belong in methods."""
 
 from vpeval import hookimpl
 

@@ -25,12 +25,18 @@ def _share_or_count(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError("give a share between 0 and 1 (for example 0.5) or a whole number of speakers (for example 4)")
     if isinstance(value, int) and value < 0:
-        raise ValueError("a count of speakers is a whole number, 0 or more (0: every speaker is evaluated, for pretrained attackers)")
+        raise ValueError(
+            "a count of speakers is a whole number, 0 or more (0: every speaker is evaluated, for pretrained attackers)"
+        )
     if isinstance(value, int) and value > MAX_SPEAKERS:
-        raise ValueError(f"a count of speakers is at most {MAX_SPEAKERS:,}, far above any corpus; give a share such as 0.5 "
-                         "or the number of speakers to train on")
+        raise ValueError(
+            f"a count of speakers is at most {MAX_SPEAKERS:,}, far above any corpus; give a share such as 0.5 "
+            "or the number of speakers to train on"
+        )
     if isinstance(value, float) and not (math.isfinite(value) and 0.0 < value < 1.0):
-        raise ValueError("a share must lie strictly between 0 and 1; write a whole number such as 4 for a count of speakers")
+        raise ValueError(
+            "a share must lie strictly between 0 and 1; write a whole number such as 4 for a count of speakers"
+        )
     return value
 
 
@@ -51,7 +57,9 @@ def non_empty_distinct(what: str, example: str):
 
 def _seed(value: int) -> int:
     if value < 0:
-        raise ValueError("the seed must be 0 or more (numpy's SeedSequence, which plugins feed with it, takes no negative numbers)")
+        raise ValueError(
+            "the seed must be 0 or more (numpy's SeedSequence, which plugins feed with it, takes no negative numbers)"
+        )
     return value
 
 
@@ -60,8 +68,11 @@ def _seed(value: int) -> int:
 # bits (`seed & 0xFFFFFFFF`), so a larger seed would silently repeat a smaller one's numbers.
 MAX_SEED = 2**32 - 1
 Seed = Annotated[
-    int, AfterValidator(_seed),
-    Field(le=MAX_SEED, description="Seed of every random choice: splits, trials, pseudo-speakers, training (below 2^32)."),
+    int,
+    AfterValidator(_seed),
+    Field(
+        le=MAX_SEED, description="Seed of every random choice: splits, trials, pseudo-speakers, training (below 2^32)."
+    ),
 ]
 # Upper bounds on counts: far above any corpus or protocol (VoxCeleb2 has 6,112 speakers), low enough
 # that a typo cannot run for days or allocate without end.
@@ -90,8 +101,12 @@ class SplitSettings(StrictModel):
     enroll_share: float = Field(
         0.5, gt=0.0, lt=1.0, description="Share of an evaluation speaker's utterances in its enrollment pool."
     )
-    target_trials_per_speaker: int = Field(10, ge=1, le=MAX_TRIALS_PER_SPEAKER, description="Target trials per evaluation speaker and N.")
-    nontarget_trials_per_speaker: int = Field(10, ge=1, le=MAX_TRIALS_PER_SPEAKER, description="Non-target trials per evaluation speaker and N.")
+    target_trials_per_speaker: int = Field(
+        10, ge=1, le=MAX_TRIALS_PER_SPEAKER, description="Target trials per evaluation speaker and N."
+    )
+    nontarget_trials_per_speaker: int = Field(
+        10, ge=1, le=MAX_TRIALS_PER_SPEAKER, description="Non-target trials per evaluation speaker and N."
+    )
     same_gender_nontargets: bool = Field(True, description="Draw non-target trials from speakers of the same gender.")
     gender_balanced_split: bool = Field(
         True, description="Split each gender in the same proportion between attacker training and evaluation."

@@ -109,9 +109,7 @@ def embed_corpus(context: PluginContext, corpus: CorpusSpec, encoder: EncoderSpe
     return read_npz(cache, "cached pool")
 
 
-def load_pool(
-    context: PluginContext, vectors: str | None, corpus: CorpusSpec, encoder: EncoderSpec
-) -> PoolEmbeddings:
+def load_pool(context: PluginContext, vectors: str | None, corpus: CorpusSpec, encoder: EncoderSpec) -> PoolEmbeddings:
     """The precomputed vectors file when given, else the corpus embedded by the encoder."""
     if vectors:
         return read_npz(vectors, "pool_vectors")

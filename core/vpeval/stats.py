@@ -60,7 +60,9 @@ def speaker_weights(speakers: np.ndarray, replicates: int, rng: np.random.Genera
         done += b
 
 
-def percentile_interval(values: np.ndarray, confidence: float, min_valid: float = 0.5) -> tuple[float | None, float | None]:
+def percentile_interval(
+    values: np.ndarray, confidence: float, min_valid: float = 0.5
+) -> tuple[float | None, float | None]:
     """The central `confidence` interval of the replicate values, or (None, None) when fewer than
     `min_valid` of the replicates gave a number (for example a draw without any target trial)."""
     values = np.asarray(values, dtype=np.float64)

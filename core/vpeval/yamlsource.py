@@ -130,7 +130,9 @@ class _CountingLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
-def _measure(node: yaml.Node, name: str, memo: dict[int, tuple[int, int, int]], open_nodes: set[int]) -> tuple[int, int, int]:
+def _measure(
+    node: yaml.Node, name: str, memo: dict[int, tuple[int, int, int]], open_nodes: set[int]
+) -> tuple[int, int, int]:
     """(values, depth, added) of `node` once every alias is expanded: `added` counts the values its
     aliases add to what the file spells out. ConfigError past the bounds or on a cycle.
 
@@ -145,8 +147,11 @@ def _measure(node: yaml.Node, name: str, memo: dict[int, tuple[int, int, int]], 
     if key in open_nodes:
         raise ConfigError(f"{name}, line {line}: an alias refers to the value that contains it; write the value out.")
     open_nodes.add(key)
-    children = [part for pair in node.value for part in pair] if isinstance(node, yaml.MappingNode) else (
-        node.value if isinstance(node, yaml.SequenceNode) else [])
+    children = (
+        [part for pair in node.value for part in pair]
+        if isinstance(node, yaml.MappingNode)
+        else (node.value if isinstance(node, yaml.SequenceNode) else [])
+    )
     values, depth, added = 1, 0, 0
     for child in children:
         again = id(child) in memo
@@ -188,22 +193,30 @@ class _Builder:
             explicit: set[str] = set()
             for key_node, value_node in node.value:
                 if key_node.tag == MERGE_TAG:  # `<<: *anchor`: the anchor's keys first, explicit keys override
-                    merged = [value_node] if isinstance(value_node, yaml.MappingNode) else getattr(value_node, "value", [])
+                    merged = (
+                        [value_node] if isinstance(value_node, yaml.MappingNode) else getattr(value_node, "value", [])
+                    )
                     if not isinstance(merged, list):
                         merged = [value_node]
                     for source in merged:
                         if not isinstance(source, yaml.MappingNode):
-                            raise ConfigError(f"{name}, line {key_node.start_mark.line + 1}: `<<` merges mappings only.")
+                            raise ConfigError(
+                                f"{name}, line {key_node.start_mark.line + 1}: `<<` merges mappings only."
+                            )
                         for key, value in self.build(source, loc).items():
                             if key not in explicit:
                                 out.setdefault(key, value)
                     continue
                 key = _scalar(key_node, loc, name)
                 if not isinstance(key, (str, int, float, bool)) or key is None:
-                    raise ConfigError(f"{name}, line {key_node.start_mark.line + 1}: a mapping key must be a plain name.")
+                    raise ConfigError(
+                        f"{name}, line {key_node.start_mark.line + 1}: a mapping key must be a plain name."
+                    )
                 key = str(key)
                 if key in explicit:
-                    raise ConfigError(f"{name}, line {key_node.start_mark.line + 1}: the key '{key}' appears twice; keep one.")
+                    raise ConfigError(
+                        f"{name}, line {key_node.start_mark.line + 1}: the key '{key}' appears twice; keep one."
+                    )
                 explicit.add(key)
                 doc.lines[loc + (key,)] = key_node.start_mark.line + 1
                 out[key] = self.build(value_node, loc + (key,))

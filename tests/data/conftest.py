@@ -1,4 +1,3 @@
-
 import pytest
 
 from vpeval.testing.dummies import make_corpus

@@ -121,7 +121,9 @@ def test_a_wav_cut_after_its_header_is_refused_not_read_short(tmp_path):
     path.write_bytes(data[: 44 + len(data[44:]) // 10])  # the header promises 10x the frames stored
     assert sf.read(path)[0].shape == (1600,)  # soundfile alone reads the stump as a shorter utterance
     for reader in (read_audio, check_audio, measure_audio):
-        assert "it is cut short: its header promises 32000 bytes of audio data, the file holds 3200" in _refusal(path, reader)
+        assert "it is cut short: its header promises 32000 bytes of audio data, the file holds 3200" in _refusal(
+            path, reader
+        )
     # Within the tolerance: a few bytes short, as when a writer leaves out the pad byte after odd-sized data.
     path.write_bytes(data[:-3])
     assert read_audio(path)[0].shape == (15998,)
@@ -155,9 +157,9 @@ def _patch_wav(path, *, channels=None, rate=None):
     data = bytearray(path.read_bytes())
     fmt = data.index(b"fmt ") + 8
     if channels is not None:
-        data[fmt + 2: fmt + 4] = int(channels).to_bytes(2, "little")
+        data[fmt + 2 : fmt + 4] = int(channels).to_bytes(2, "little")
     if rate is not None:
-        data[fmt + 4: fmt + 8] = int(rate).to_bytes(4, "little")
+        data[fmt + 4 : fmt + 8] = int(rate).to_bytes(4, "little")
     path.write_bytes(bytes(data))
 
 
@@ -187,7 +189,7 @@ def test_a_flac_without_its_length_is_refused(tmp_path):
     sf.write(path, _tone(), 16000)
     data = bytearray(path.read_bytes())
     data[8 + 13] &= 0xF0  # STREAMINFO's 36-bit total-samples field set to 0: "unknown", as a streaming encoder writes
-    data[8 + 14: 8 + 18] = b"\0\0\0\0"
+    data[8 + 14 : 8 + 18] = b"\0\0\0\0"
     path.write_bytes(bytes(data))
     assert "its header does not give its length" in _refusal(path)  # "array is too big" from numpy before
 

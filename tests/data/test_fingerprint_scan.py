@@ -164,7 +164,10 @@ def test_a_manifest_sample_rate_that_contradicts_the_header_names_the_line(tmp_p
     manifest = tmp_path / "m.csv"
     manifest.write_text("path,speaker,sample_rate\na.wav,x,16000\nb.wav,x,8000\n")
     for mode in ("fail", "skip"):  # a wrong label is not bad audio: skipping would hide it
-        with pytest.raises(DataError, match=rf"Manifest {manifest} line 3 gives sample_rate 8000, but the header of .*b\.wav says 16000 Hz"):
+        with pytest.raises(
+            DataError,
+            match=rf"Manifest {manifest} line 3 gives sample_rate 8000, but the header of .*b\.wav says 16000 Hz",
+        ):
             scan_corpus(read_manifest(manifest), mode)
 
 

@@ -17,7 +17,9 @@ def test_round_trip_keeps_every_label(corpus, tmp_path):
     back = read_data_dir(folder)
     assert [_fields(u) for u in back] == [_fields(u) for u in sorted(corpus, key=lambda u: u.id)]
     assert back.speaker_gender == corpus.speaker_gender
-    assert [u.duration for u in back] == pytest.approx([u.duration for u in sorted(corpus, key=lambda u: u.id)], abs=1e-3)
+    assert [u.duration for u in back] == pytest.approx(
+        [u.duration for u in sorted(corpus, key=lambda u: u.id)], abs=1e-3
+    )
     # Written sorted in C order, as Kaldi's validate_data_dir wants.
     for name in ("wav.scp", "utt2spk", "spk2utt", "spk2gender", "text", "utt2emo"):
         keys = [line.split()[0] for line in (folder / name).read_text().splitlines()]
@@ -94,7 +96,10 @@ def test_failing_pipe_names_the_line(corpus, tmp_path):
         (lambda f: (f / "spk2gender").write_text("spk000 x\n"), "gender 'x'"),
         (lambda f: (f / "wav.scp").write_text("new-utt /x.wav\n"), "does not give a speaker for new-utt"),
         (lambda f: (f / "wav.scp").write_text(f"spk000-u000 {f}\n"), r"wav\.scp line 1 names .*, which is a folder"),
-        (lambda f: (f / "utt2spk").write_text("spk000-u000 spk000 extra\n"), r"utt2spk line 1 reads 'spk000-u000 spk000 extra'"),
+        (
+            lambda f: (f / "utt2spk").write_text("spk000-u000 spk000 extra\n"),
+            r"utt2spk line 1 reads 'spk000-u000 spk000 extra'",
+        ),
     ],
 )
 def test_malformed_folders_say_what_is_wrong(corpus, tmp_path, change, expected):

@@ -78,7 +78,9 @@ def test_spk2utt_that_contradicts_utt2spk_is_refused(folder):
     first, second = spk2utt[0].split(), spk2utt[1].split()
     moved = first.pop()  # the last utterance of speaker 0 listed under speaker 1
     _write(folder / "spk2utt", [" ".join(first), " ".join(second + [moved])])
-    _refused(folder, f"gives {moved} the speaker {first[0]}, but {folder / 'spk2utt'} line 2 lists it under {second[0]}")
+    _refused(
+        folder, f"gives {moved} the speaker {first[0]}, but {folder / 'spk2utt'} line 2 lists it under {second[0]}"
+    )
 
 
 def test_an_utterance_under_two_speakers_in_spk2utt_is_refused(folder):

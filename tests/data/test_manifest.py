@@ -14,7 +14,18 @@ def test_fsdd_manifest_loads_with_resolved_paths_and_labels():
     assert len(corpus) == 3000 and len(corpus.speakers) == 6
     u = corpus.utterances[0]
     assert u.path.startswith(str(REAL / "fsdd" / "wav")) and u.sample_rate == 8000
-    assert u.gender == "m" and u.transcript in {"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}
+    assert u.gender == "m" and u.transcript in {
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+    }
     assert all(u.id.startswith(u.speaker) for u in corpus)  # Kaldi-sortable ids
     assert corpus.gender_of("george") == "m"
 
@@ -91,7 +102,9 @@ def test_a_folder_named_like_a_wav_names_the_line(tmp_path):
     (tmp_path / "x.wav").mkdir()
     manifest = tmp_path / "m.csv"
     manifest.write_text("path,speaker\nx.wav,spk\n")
-    with pytest.raises(DataError, match=rf"Manifest {manifest} line 2 names .*x\.wav, which is a folder, not an audio file"):
+    with pytest.raises(
+        DataError, match=rf"Manifest {manifest} line 2 names .*x\.wav, which is a folder, not an audio file"
+    ):
         read_manifest(manifest)
 
 
@@ -111,6 +124,6 @@ def test_ids_and_speakers_with_spaces_are_refused_at_load_with_the_line(tmp_path
 
 def test_the_corpus_remembers_each_utterances_line(tmp_path):
     manifest = tmp_path / "m.csv"
-    manifest.write_text("path,speaker\n\"a.wav\",x\n\"b.wav\",y\n")
+    manifest.write_text('path,speaker\n"a.wav",x\n"b.wav",y\n')
     corpus = read_manifest(manifest)
     assert corpus.info["origin"] == {"x-a": f"Manifest {manifest} line 2", "y-b": f"Manifest {manifest} line 3"}

@@ -79,7 +79,9 @@ def test_a_jsonl_value_of_the_wrong_type_is_refused(tmp_path, column, value, kin
 
 
 def test_null_means_not_given_but_not_for_required_columns(tmp_path):
-    path = _jsonl(tmp_path, [{"path": "a0.wav", "speaker": "x", "gender": None, "transcript": None, "duration_s": None}])
+    path = _jsonl(
+        tmp_path, [{"path": "a0.wav", "speaker": "x", "gender": None, "transcript": None, "duration_s": None}]
+    )
     u = read_manifest(path).utterances[0]
     assert (u.gender, u.transcript, u.duration) == (None, None, None)
     _refused(_jsonl(tmp_path, [{"path": "a0.wav", "speaker": None}]), "line 1 gives speaker null")
@@ -127,7 +129,13 @@ def test_a_column_named_twice_is_refused(tmp_path):
 )
 def test_numbers_must_be_finite_whole_and_in_range(tmp_path, column, value, reason):
     path = _csv(tmp_path, [f"path,speaker,{column}", "a0.wav,x,", f"a1.wav,x,{value}"])
-    _refused(path, f"Manifest {path} line 3 has {column} '{value}', which" if "range" not in reason else f"line 3 has {column} '{value}', out of range", reason)
+    _refused(
+        path,
+        f"Manifest {path} line 3 has {column} '{value}', which"
+        if "range" not in reason
+        else f"line 3 has {column} '{value}', out of range",
+        reason,
+    )
 
 
 def test_json_numbers_beyond_the_float_range_are_refused(tmp_path):
@@ -142,7 +150,12 @@ def test_declared_values_are_checked_against_the_header(tmp_path, wavs):
     assert [(u.sample_rate, u.duration, u.channel) for u in ok] == [(16000, 0.5, None), (16000, 0.49, 1)]
     path = _csv(tmp_path, [header, "a0.wav,x,,100,"])
     _refused(path, f"Manifest {path} line 2 gives the duration 100 s", "lasts 0.500 s by its header", root=wavs)
-    _refused(_csv(tmp_path, [header, "a0.wav,x,8000,,"]), "gives sample_rate 8000, but the header", "says 16000 Hz", root=wavs)
+    _refused(
+        _csv(tmp_path, [header, "a0.wav,x,8000,,"]),
+        "gives sample_rate 8000, but the header",
+        "says 16000 Hz",
+        root=wavs,
+    )
     _refused(_csv(tmp_path, [header, "a0.wav,x,,,1"]), "line 2 gives channel 1, but", "has 1 channel(s)", root=wavs)
 
 
@@ -186,7 +199,11 @@ def test_latin1_names_the_line_and_says_to_save_as_utf8(tmp_path):
 
 
 def test_an_unclosed_quote_on_line_19_is_refused_not_swallowing_20_and_21(tmp_path):
-    rows = [f"a{k}.wav,spk{k % 3},u{k}" for k in range(17)] + ['"a17.wav,spk0,u17', "a18.wav,spk1,u18", "a19.wav,spk2,u19"]
+    rows = [f"a{k}.wav,spk{k % 3},u{k}" for k in range(17)] + [
+        '"a17.wav,spk0,u17',
+        "a18.wav,spk1,u18",
+        "a19.wav,spk2,u19",
+    ]
     path = _csv(tmp_path, ["path,speaker,id"] + rows)
     _refused(path, f"Manifest {path} line 19 opens a quoted field that does not close on that line")
 
@@ -197,11 +214,17 @@ def test_a_transcript_over_csvs_field_limit_is_read(tmp_path):
     assert read_manifest(path).utterances[0].transcript == long.strip()
 
 
-@pytest.mark.parametrize("lines, fragment", [
-    (["path,speaker,gender", "a0.wav,x"], "line 2 has fewer fields than the header (2 where the header has 3: path, speaker, gender)"),
-    (["path,speaker"], "has no rows"),
-    ([""], "m.csv is empty; it needs a header line"),
-])
+@pytest.mark.parametrize(
+    "lines, fragment",
+    [
+        (
+            ["path,speaker,gender", "a0.wav,x"],
+            "line 2 has fewer fields than the header (2 where the header has 3: path, speaker, gender)",
+        ),
+        (["path,speaker"], "has no rows"),
+        ([""], "m.csv is empty; it needs a header line"),
+    ],
+)
 def test_short_lines_and_empty_files(tmp_path, lines, fragment):
     _refused(_csv(tmp_path, lines), fragment)
 
@@ -242,11 +265,14 @@ def _run(tmp_path, manifest):
     return CliRunner().invoke(main, args)
 
 
-@pytest.mark.parametrize("bad", [
-    lambda rows: rows[:3] + [{**rows[3], "speaker": [rows[3]["speaker"]]}] + rows[4:],
-    lambda rows: rows[:3] + [{**rows[3], "duration_s": "NaN"}] + rows[4:],
-    lambda rows: rows[:3] + [{**rows[3], "channel": -0.5}] + rows[4:],
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda rows: rows[:3] + [{**rows[3], "speaker": [rows[3]["speaker"]]}] + rows[4:],
+        lambda rows: rows[:3] + [{**rows[3], "duration_s": "NaN"}] + rows[4:],
+        lambda rows: rows[:3] + [{**rows[3], "channel": -0.5}] + rows[4:],
+    ],
+)
 def test_a_bad_manifest_stops_the_run_with_one_sentence(tmp_path, fake_plugins, bad):
     from vpeval.testing.dummies import make_corpus
 

@@ -11,8 +11,13 @@ from vpeval.types import Corpus, Utterance
 def labels_corpus(speakers=16, utterances=40, sessions=4, name="labels"):
     """Labels only (make_plan never opens audio): speakers alternate f/m, utterances cycle sessions."""
     utts = [
-        Utterance(id=f"s{s:02d}-{u:03d}", speaker=f"s{s:02d}", path=f"/none/s{s:02d}-{u:03d}.wav",
-                  gender="fm"[s % 2], session=f"c{u % sessions}" if sessions else None)
+        Utterance(
+            id=f"s{s:02d}-{u:03d}",
+            speaker=f"s{s:02d}",
+            path=f"/none/s{s:02d}-{u:03d}.wav",
+            gender="fm"[s % 2],
+            session=f"c{u % sessions}" if sessions else None,
+        )
         for s in range(speakers)
         for u in range(utterances)
     ]
@@ -28,8 +33,10 @@ def plan():
 
 
 def _as_rows(trial_list):
-    return [(t.enroll, t.test, t.target, t.gender, t.enroll_speaker, t.test_speaker, t.enroll_id, t.test_id)
-            for t in trial_list.trials]
+    return [
+        (t.enroll, t.test, t.target, t.gender, t.enroll_speaker, t.test_speaker, t.enroll_id, t.test_id)
+        for t in trial_list.trials
+    ]
 
 
 def test_attacker_train_validation_and_evaluation_speakers_are_disjoint_and_gender_balanced(plan):
@@ -136,7 +143,9 @@ def test_changing_the_list_of_n_changes_nothing_else():
 
 
 def test_trial_counts_follow_the_settings():
-    settings = PlanSettings(seed=0, enroll_utterances=[1, 3], target_trials_per_speaker=4, nontarget_trials_per_speaker=7)
+    settings = PlanSettings(
+        seed=0, enroll_utterances=[1, 3], target_trials_per_speaker=4, nontarget_trials_per_speaker=7
+    )
     plan = make_plan(labels_corpus(), settings)
     for tl in plan.trial_lists.values():
         assert sum(t.target for t in tl.trials) == 8 * 4 and sum(not t.target for t in tl.trials) == 8 * 7
@@ -183,7 +192,9 @@ def test_n_equal_to_the_pool_size_gives_distinct_trials_only_and_a_note():
     trials = plan.trial_lists[3].trials
     pairs = [(frozenset(t.enroll), frozenset(t.test), t.target) for t in trials]
     assert len(pairs) == len(set(pairs)) == 4  # one target and one non-target per speaker
-    assert [n for n in plan.notes if n.startswith("N=3")] and "2 target and 2 non-target trials instead of 20 and 20" in plan.notes[-1]
+    assert [
+        n for n in plan.notes if n.startswith("N=3")
+    ] and "2 target and 2 non-target trials instead of 20 and 20" in plan.notes[-1]
 
 
 def test_a_pool_a_little_larger_than_n_gives_every_distinct_pair_it_can():

@@ -33,7 +33,9 @@ def vpc_layout(root, corpus):
 
 def kaldi_source(root, work, **params):
     params.setdefault("attacker_train", "train")
-    params.setdefault("evaluation", [{"enrolls": "libri_dev_enrolls", "trials": ["libri_dev_trials_f", "libri_dev_trials_m"]}])
+    params.setdefault(
+        "evaluation", [{"enrolls": "libri_dev_enrolls", "trials": ["libri_dev_trials_f", "libri_dev_trials_m"]}]
+    )
     return KaldiCorpus(KaldiCorpus.Params(root=str(root), **params), PluginContext(work_dir=work))
 
 
@@ -61,7 +63,9 @@ def test_voiceprivacy_layout_gives_its_own_single_utterance_plan(vpc, tmp_path):
     for t in trials:
         assert t.enroll == tuple(f"{t.enroll_speaker}-u{k:03d}" for k in range(2))  # all enrollment utterances
         assert t.gender == corpus.gender_of(t.enroll_speaker) == corpus.gender_of(t.test_speaker)
-    assert set(plan.train.speakers) | set(plan.validation.speakers if plan.validation else []) == set(corpus.speakers[4:])
+    assert set(plan.train.speakers) | set(plan.validation.speakers if plan.validation else []) == set(
+        corpus.speakers[4:]
+    )
     assert not set(plan.enroll_ids) & set(plan.test_ids) and len(plan.evaluation) == 4 * 6
 
 
@@ -135,8 +139,9 @@ def test_kaldi_params_errors(vpc, tmp_path):
 
 @needs_real("vctk_autovc")
 def test_manifest_source_loads_real_vctk_with_a_fingerprint(tmp_path):
-    source = ManifestCorpus(ManifestCorpus.Params(path=str(REAL / "vctk_autovc" / "metadata.csv")),
-                            PluginContext(work_dir=tmp_path))
+    source = ManifestCorpus(
+        ManifestCorpus.Params(path=str(REAL / "vctk_autovc" / "metadata.csv")), PluginContext(work_dir=tmp_path)
+    )
     corpus = source.load()
     assert len(corpus) == 40 and len(corpus.fingerprint) == 64
     assert source.load().fingerprint == corpus.fingerprint
@@ -173,7 +178,10 @@ def test_an_utterance_in_both_the_enrolls_and_a_trials_folder_is_refused_with_bo
     source = kaldi_source(root, tmp_path / "work")
     loaded = source.load()  # the shared id is prefixed per folder, so ids alone cannot tell
     count = len((trials / "wav.scp").read_text().splitlines())
-    with pytest.raises(DataError, match=rf"trials_f/wav\.scp line {count} lists .*, which .*enrolls/wav\.scp line 1 lists for enrollment"):
+    with pytest.raises(
+        DataError,
+        match=rf"trials_f/wav\.scp line {count} lists .*, which .*enrolls/wav\.scp line 1 lists for enrollment",
+    ):
         source.evaluation_plan(loaded, PlanSettings())
 
 
@@ -182,7 +190,10 @@ def test_a_repeated_trial_line_is_refused_with_both_lines(vpc, tmp_path):
     trials = root / "libri_dev_trials_m" / "trials"
     trials.write_text(trials.read_text() + "\n" + lines["m"][1] + "\n")
     source = kaldi_source(root, tmp_path / "work")
-    with pytest.raises(DataError, match=rf"trials line {len(lines['m']) + 2} repeats the trial '{' '.join(lines['m'][1].split()[:2])}' of"):
+    with pytest.raises(
+        DataError,
+        match=rf"trials line {len(lines['m']) + 2} repeats the trial '{' '.join(lines['m'][1].split()[:2])}' of",
+    ):
         source.evaluation_plan(source.load(), PlanSettings())
 
 

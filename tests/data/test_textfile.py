@@ -121,17 +121,26 @@ def test_a_fifo_is_refused_without_blocking(tmp_path):
 
 def test_a_line_with_the_wrong_number_of_columns_names_the_line_and_the_columns(tmp_path):
     path = _bytes(tmp_path, b"a x\nb y z\n")
-    message = _refused(lambda: read_table(path, ("utt-id", "speaker-id")), f"{path} line 2 reads 'b y z' (3 fields)", line=2)
+    message = _refused(
+        lambda: read_table(path, ("utt-id", "speaker-id")), f"{path} line 2 reads 'b y z' (3 fields)", line=2
+    )
     assert "expected 'utt-id speaker-id'" in message
-    _refused(lambda: read_table(_bytes(tmp_path, b"spk\n"), ("speaker-id", "utt-id"), last="many"),
-             "line 1 reads 'spk' (1 field); expected 'speaker-id utt-id ...'")
+    _refused(
+        lambda: read_table(_bytes(tmp_path, b"spk\n"), ("speaker-id", "utt-id"), last="many"),
+        "line 1 reads 'spk' (1 field); expected 'speaker-id utt-id ...'",
+    )
 
 
 def test_rest_keeps_the_rest_of_the_line_and_many_repeats_the_last_column(tmp_path):
     path = _bytes(tmp_path, b"u1 sox a.wav -t wav - |\nu2\n")
-    assert read_table(path, ("utt-id", "text"), last="rest", empty_ok=True) == [(1, ("u1", "sox a.wav -t wav - |")), (2, ("u2", ""))]
+    assert read_table(path, ("utt-id", "text"), last="rest", empty_ok=True) == [
+        (1, ("u1", "sox a.wav -t wav - |")),
+        (2, ("u2", "")),
+    ]
     _refused(lambda: read_table(path, ("utt-id", "path"), last="rest"), "line 2 reads 'u2'")
-    assert read_table(_bytes(tmp_path, b"s a b c\n"), ("speaker-id", "utt-id"), last="many") == [(1, ("s", "a", "b", "c"))]
+    assert read_table(_bytes(tmp_path, b"s a b c\n"), ("speaker-id", "utt-id"), last="many") == [
+        (1, ("s", "a", "b", "c"))
+    ]
 
 
 def test_a_key_listed_twice_names_both_lines(tmp_path):
@@ -168,7 +177,9 @@ def test_a_column_named_twice_is_refused(tmp_path):
 
 
 def test_an_unclosed_quote_does_not_swallow_the_lines_after_it(tmp_path):
-    lines = ["path,speaker"] + [f"{k}.wav,spk{k % 3}" for k in range(17)] + ['"18.wav,spk0', "19.wav,spk1", '20.wav",spk2']
+    lines = (
+        ["path,speaker"] + [f"{k}.wav,spk{k % 3}" for k in range(17)] + ['"18.wav,spk0', "19.wav,spk1", '20.wav",spk2']
+    )
     path = _bytes(tmp_path, ("\n".join(lines) + "\n").encode(), "m.csv")
     _refused(lambda: read_csv(path), f"{path} line 19 opens a quoted field that does not close on that line", line=19)
 
@@ -207,7 +218,9 @@ def test_nan_and_infinity_are_no_json(tmp_path, constant):
     _refused(lambda: read_jsonl(path), f"line 1 holds {constant}, which is not a JSON number", line=1)
 
 
-@pytest.mark.parametrize("line, kind", [('[{"path": "a.wav"}]', "an array"), ('"a.wav"', "a string"), ("3", "a number"), ("null", "null")])
+@pytest.mark.parametrize(
+    "line, kind", [('[{"path": "a.wav"}]', "an array"), ('"a.wav"', "a string"), ("3", "a number"), ("null", "null")]
+)
 def test_each_line_must_be_an_object(tmp_path, line, kind):
     path = _bytes(tmp_path, f"{line}\n".encode())
     _refused(lambda: read_jsonl(path), f"line 1 is {kind}, not a JSON object", line=1)
@@ -242,8 +255,23 @@ def test_whole_numbers_have_no_fraction(value):
 
 
 def test_plain_numbers_are_read_as_written():
-    assert [real_number(v) for v in ["1.5", " -2 ", "+.5", "7.", "1E-2", 3, 2.25]] == [1.5, -2.0, 0.5, 7.0, 0.01, 3.0, 2.25]
-    assert [whole_number(v) for v in ["16000", "16000.0", 16000.0, 8000, "-1", "1e3"]] == [16000, 16000, 16000, 8000, -1, 1000]
+    assert [real_number(v) for v in ["1.5", " -2 ", "+.5", "7.", "1E-2", 3, 2.25]] == [
+        1.5,
+        -2.0,
+        0.5,
+        7.0,
+        0.01,
+        3.0,
+        2.25,
+    ]
+    assert [whole_number(v) for v in ["16000", "16000.0", 16000.0, 8000, "-1", "1e3"]] == [
+        16000,
+        16000,
+        16000,
+        8000,
+        -1,
+        1000,
+    ]
     assert isinstance(whole_number(10**30), int)
 
 

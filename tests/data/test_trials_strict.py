@@ -37,28 +37,47 @@ def _refused(tmp_path, trials, *fragments, sides=None):
 def test_a_consistent_list_is_read(tmp_path):
     trials = read_trial_list(*_files(tmp_path, ["eA tA target", "eA tB nontarget", "eB tB target"]), CORPUS, 1).trials
     assert [(t.enroll, t.test, t.target, t.enroll_speaker, t.test_speaker) for t in trials] == [
-        (("A0",), ("A1",), True, "A", "A"), (("A0",), ("B1",), False, "A", "B"), (("B0",), ("B1",), True, "B", "B")]
+        (("A0",), ("A1",), True, "A", "A"),
+        (("A0",), ("B1",), False, "A", "B"),
+        (("B0",), ("B1",), True, "B", "B"),
+    ]
 
 
 def test_labels_that_contradict_the_speakers_are_refused_with_a_count_and_the_first_line(tmp_path):
-    message = _refused(tmp_path, ["eA tA target", "eA tB target", "eB tB nontarget"],
-                       "trials line 2 labels 'eA tB' target, but corpus c gives the sides the speakers A and B",
-                       "(2 trials are mislabelled; this is the first)")
+    message = _refused(
+        tmp_path,
+        ["eA tA target", "eA tB target", "eB tB nontarget"],
+        "trials line 2 labels 'eA tB' target, but corpus c gives the sides the speakers A and B",
+        "(2 trials are mislabelled; this is the first)",
+    )
     assert "correct the labels" in message
-    _refused(tmp_path, ["eB tB nontarget"], "line 1 labels 'eB tB' nontarget, but corpus c gives the sides one speaker, B")
+    _refused(
+        tmp_path, ["eB tB nontarget"], "line 1 labels 'eB tB' nontarget, but corpus c gives the sides one speaker, B"
+    )
 
 
 def test_a_trial_listed_twice_is_refused(tmp_path):
-    _refused(tmp_path, ["eA tA target", "eA tB nontarget", "", "eA tA target"], "trials line 4 repeats the trial 'eA tA' of line 1")
+    _refused(
+        tmp_path,
+        ["eA tA target", "eA tB nontarget", "", "eA tA target"],
+        "trials line 4 repeats the trial 'eA tA' of line 1",
+    )
 
 
 def test_a_side_listed_twice_or_holding_an_utterance_twice_is_refused(tmp_path):
     _refused(tmp_path, ["eA tA target"], "sides line 5 repeats eA, already on line 1", sides=SIDES + ["eA A2"])
-    _refused(tmp_path, ["eA tA target"], "sides line 1 lists the utterance A0 twice in side eA", sides=["eA A0 A0"] + SIDES[1:])
+    _refused(
+        tmp_path,
+        ["eA tA target"],
+        "sides line 1 lists the utterance A0 twice in side eA",
+        sides=["eA A0 A0"] + SIDES[1:],
+    )
 
 
 def test_a_side_of_two_speakers_is_refused(tmp_path):
-    _refused(tmp_path, ["eA tA target"], "side eA holds utterances of more than one speaker", sides=["eA A0 B2"] + SIDES[1:])
+    _refused(
+        tmp_path, ["eA tA target"], "side eA holds utterances of more than one speaker", sides=["eA A0 B2"] + SIDES[1:]
+    )
 
 
 def test_bom_and_crlf_are_read_as_plain_files(tmp_path):

@@ -17,7 +17,9 @@ class LocalProcesses(Executor):
     name = "local"
 
     class Params(Params):
-        workers: int | None = Field(default=None, ge=1, le=1024, description="worker processes; default: the experiment's top-level `workers`")
+        workers: int | None = Field(
+            default=None, ge=1, le=1024, description="worker processes; default: the experiment's top-level `workers`"
+        )
 
     def __init__(self, params=None, context=None):
         super().__init__(params, context)

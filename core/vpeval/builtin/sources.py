@@ -26,7 +26,9 @@ class ManifestCorpus(CorpusSource):
 
     class Params(Params):
         path: str = Field(description="The manifest file (.csv, .tsv or .jsonl).")
-        root: str | None = Field(None, description="Folder that relative audio paths start from (default: the manifest's folder).")
+        root: str | None = Field(
+            None, description="Folder that relative audio paths start from (default: the manifest's folder)."
+        )
 
     def load(self) -> Corpus:
         corpus = read_manifest(self.params.path, root=self.params.root)
@@ -73,16 +75,22 @@ class KaldiCorpus(CorpusSource):
         @classmethod
         def _command_line_only(cls, value: bool) -> bool:
             if value:  # an experiment file may come from someone else: only the command line allows commands
-                raise ValueError("shell pipes in wav.scp run commands, so only the command line can allow them: "
-                                 "remove `allow_pipes` and run `vpeval --allow-pipes ...`")
+                raise ValueError(
+                    "shell pipes in wav.scp run commands, so only the command line can allow them: "
+                    "remove `allow_pipes` and run `vpeval --allow-pipes ...`"
+                )
             return value
 
     def _folders(self) -> list[str]:
         root = Path(self.params.root)
         if not root.is_dir():
-            raise DataError(f"Kaldi root {root} is not a folder; set the kaldi corpus's `root` to the folder of data folders.")
-        names = list(self.params.sets) if self.params.sets is not None else sorted(
-            p.name for p in root.iterdir() if (p / "wav.scp").is_file()
+            raise DataError(
+                f"Kaldi root {root} is not a folder; set the kaldi corpus's `root` to the folder of data folders."
+            )
+        names = (
+            list(self.params.sets)
+            if self.params.sets is not None
+            else sorted(p.name for p in root.iterdir() if (p / "wav.scp").is_file())
         )
         if self.params.attacker_train:
             names.append(self.params.attacker_train)
@@ -90,10 +98,14 @@ class KaldiCorpus(CorpusSource):
             names += [entry.enrolls, *entry.trials]
         names = list(dict.fromkeys(names))
         if not names:
-            raise DataError(f"Kaldi root {root} holds no folder with a wav.scp; point `root` at a recipe's data folder.")
+            raise DataError(
+                f"Kaldi root {root} holds no folder with a wav.scp; point `root` at a recipe's data folder."
+            )
         for name in names:
             if not (root / name).is_dir():
-                raise DataError(f"Kaldi root {root} has no data folder {name}; fix the name in the kaldi corpus params.")
+                raise DataError(
+                    f"Kaldi root {root} has no data folder {name}; fix the name in the kaldi corpus params."
+                )
         return names
 
     def load(self) -> Corpus:
@@ -106,7 +118,9 @@ class KaldiCorpus(CorpusSource):
         counts = Counter(u.id for c in folders.values() for u in c.utterances)
         # Speakers recur across folders (enrolls and trials); an utterance id in two folders is a copy
         # (an anonymized set, say), so both copies get their folder name as prefix.
-        renamed = {name: {u.id: f"{name}-{u.id}" for u in c.utterances if counts[u.id] > 1} for name, c in folders.items()}
+        renamed = {
+            name: {u.id: f"{name}-{u.id}" for u in c.utterances if counts[u.id] > 1} for name, c in folders.items()
+        }
         utterances, genders, origin = [], {}, {}
         for name, c in folders.items():
             utterances += [u.replace(id=renamed[name][u.id]) if u.id in renamed[name] else u for u in c.utterances]
@@ -131,7 +145,9 @@ class KaldiCorpus(CorpusSource):
 
         def folder(name: str) -> tuple[Corpus, set[str]]:
             if name not in sets_ids:
-                raise DataError(f"Corpus {corpus.name} was not loaded with the data folder {name}; load it with this kaldi source.")
+                raise DataError(
+                    f"Corpus {corpus.name} was not loaded with the data folder {name}; load it with this kaldi source."
+                )
             present = [i for i in sets_ids[name] if i in corpus]  # on_bad_audio: skip may have dropped some
             return corpus.subset(present, name=name), set(sets_ids[name]) - set(present)
 

@@ -81,7 +81,11 @@ def _speaker_only_genders(corpus: Corpus) -> dict[str, str]:
 
 def _other_declared(u: Utterance) -> list[dict[str, Any]]:
     """[{field: value}] of the utterance's declared values beyond the first fields, or [] when none is given."""
-    others = {f.name: getattr(u, f.name) for f in dataclasses.fields(u) if f.name not in _FIRST_FIELDS and f.name not in _NOT_DECLARED}
+    others = {
+        f.name: getattr(u, f.name)
+        for f in dataclasses.fields(u)
+        if f.name not in _FIRST_FIELDS and f.name not in _NOT_DECLARED
+    }
     given = {name: value for name, value in others.items() if value is not None}
     return [given] if given else []
 
@@ -181,8 +185,11 @@ class FileIndex:
 
     def _rebuild(self, exc: sqlite3.DatabaseError, db: sqlite3.Connection | None = None) -> sqlite3.Connection:
         """Move the damaged database (and its journals) aside and open a new, empty one."""
-        _log.warning("fingerprint database %s was damaged (%s); rebuilding it (file hashes and audio checks are "
-                     "computed again)", self.db_path, exc)
+        _log.warning(
+            "fingerprint database %s was damaged (%s); rebuilding it (file hashes and audio checks are computed again)",
+            self.db_path,
+            exc,
+        )
         if db is not None:
             db.close()
         try:
@@ -211,11 +218,18 @@ class FileIndex:
             st = os.stat(full)
         except (FileNotFoundError, NotADirectoryError):
             return "missing"
-        row = self._select("SELECT size, mtime_ns, ctime_ns, inode, hashed_ns, hash FROM content WHERE path = ?", (full,))
+        row = self._select(
+            "SELECT size, mtime_ns, ctime_ns, inode, hashed_ns, hash FROM content WHERE path = ?", (full,)
+        )
         stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
         _observe(full, list(stamp))
-        if (row is not None and tuple(row[:4]) == stamp and isinstance(row[4], int) and row[4] - st.st_ctime_ns > RACY_NS
-                and isinstance(row[5], str)):
+        if (
+            row is not None
+            and tuple(row[:4]) == stamp
+            and isinstance(row[4], int)
+            and row[4] - st.st_ctime_ns > RACY_NS
+            and isinstance(row[5], str)
+        ):
             return row[5]
         content = file_hash(full)
         if content != "missing":

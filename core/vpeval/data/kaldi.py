@@ -45,7 +45,9 @@ def read_data_dir(
     """
     folder = Path(folder)
     if not folder.is_dir():
-        raise DataError(f"Data folder {folder} {file_problem(folder) or 'is a file, not a folder'}; give a Kaldi data folder (with a wav.scp).")
+        raise DataError(
+            f"Data folder {folder} {file_problem(folder) or 'is a file, not a folder'}; give a Kaldi data folder (with a wav.scp)."
+        )
     scp = folder / "wav.scp"
     if not scp.exists():
         raise DataError(f"Data folder {folder} has no wav.scp; a Kaldi data folder needs one (utt-id path per line).")
@@ -65,14 +67,19 @@ def read_data_dir(
             check_listed_path(where, rest, paths[utt])
             key = os.path.abspath(paths[utt])
             if key in listed:
-                raise DataError(f"{where} lists {paths[utt]}, which line {listed[key]} lists already; list each recording once.")
+                raise DataError(
+                    f"{where} lists {paths[utt]}, which line {listed[key]} lists already; list each recording once."
+                )
             listed[key] = line
         origin[utt] = where
     speakers = _speakers(folder, paths)
     speaker_gender = _genders(folder / "spk2gender", {speakers[utt] for utt in paths})
     text = _column(folder / "text", "transcript", allow_empty_value=True)
     emotions = _column(folder / "utt2emo", "emotion")
-    durations = {utt: _duration(folder / "utt2dur", line, utt, value) for utt, (line, value) in _numbered_column(folder / "utt2dur", "duration").items()}
+    durations = {
+        utt: _duration(folder / "utt2dur", line, utt, value)
+        for utt, (line, value) in _numbered_column(folder / "utt2dur", "duration").items()
+    }
     utterances = []
     for utt in sorted(paths):
         spk = speakers[utt]
@@ -90,8 +97,12 @@ def read_data_dir(
                 duration=None if duration is None else duration[1],
             )
         )
-    return Corpus(name=name or folder.name, utterances=utterances, speaker_gender=speaker_gender,
-                  info={"source": str(folder), "origin": origin})
+    return Corpus(
+        name=name or folder.name,
+        utterances=utterances,
+        speaker_gender=speaker_gender,
+        info={"source": str(folder), "origin": origin},
+    )
 
 
 def write_data_dir(corpus: Corpus, folder: str | os.PathLike, audio_folder: str | os.PathLike | None = None) -> Path:
@@ -105,9 +116,13 @@ def write_data_dir(corpus: Corpus, folder: str | os.PathLike, audio_folder: str 
     for u in corpus.utterances:
         for label, value in (("utterance id", u.id), ("speaker id", u.speaker)):
             if not value or len(value.split()) != 1 or value != value.strip():
-                raise DataError(f"Corpus {corpus.name} has the {label} '{value}', which Kaldi cannot store; use ids without spaces.")
+                raise DataError(
+                    f"Corpus {corpus.name} has the {label} '{value}', which Kaldi cannot store; use ids without spaces."
+                )
     utts = sorted(corpus.utterances, key=lambda u: u.id)
-    paths = {u.id: _export(u, Path(audio_folder)) if audio_folder is not None else os.path.abspath(u.path) for u in utts}
+    paths = {
+        u.id: _export(u, Path(audio_folder)) if audio_folder is not None else os.path.abspath(u.path) for u in utts
+    }
     _write(folder / "wav.scp", [f"{u.id} {paths[u.id]}" for u in utts])
     _write(folder / "utt2spk", [f"{u.id} {u.speaker}" for u in utts])
     by_speaker: dict[str, list[str]] = {}
@@ -144,7 +159,9 @@ def numbered_trials(path: str | os.PathLike) -> list[tuple[int, str, str, bool]]
             )
         out.append((line, fields[0], fields[1], fields[2] == "target"))
     if not out:
-        raise DataError(f"Trials file {path} is empty; it needs one 'enroll-id test-id target|nontarget' line per trial.")
+        raise DataError(
+            f"Trials file {path} is empty; it needs one 'enroll-id test-id target|nontarget' line per trial."
+        )
     return out
 
 
@@ -172,9 +189,13 @@ def _duration(path: Path, line: int, key: str, value: str) -> tuple[int, float]:
     try:
         seconds = real_number(value)
     except BadNumber as exc:
-        raise DataError(f"{path} line {line} gives {key} the duration '{value}', which {exc}; write seconds, such as 3.52.") from None
+        raise DataError(
+            f"{path} line {line} gives {key} the duration '{value}', which {exc}; write seconds, such as 3.52."
+        ) from None
     if seconds <= 0:
-        raise DataError(f"{path} line {line} gives {key} the duration {value}; a duration is a number of seconds above 0.")
+        raise DataError(
+            f"{path} line {line} gives {key} the duration {value}; a duration is a number of seconds above 0."
+        )
     return line, seconds
 
 
@@ -194,7 +215,9 @@ def _genders(path: Path, speakers: set[str]) -> dict[str, str]:
                     f"{path} gives speaker {spk} gender {out[spk]} on line {first[spk]} and {gender} on line {line}; "
                     "a speaker has one gender, so keep the right line."
                 )
-            raise DataError(f"{path} line {line} repeats speaker {spk}, already on line {first[spk]}; list each speaker once.")
+            raise DataError(
+                f"{path} line {line} repeats speaker {spk}, already on line {first[spk]}; list each speaker once."
+            )
         out[spk], first[spk] = gender, line
     missing = sorted(speakers - set(out))
     if missing:
@@ -231,11 +254,15 @@ def _speakers(folder: Path, paths: dict[str, str]) -> dict[str, str]:
     table, source = (from_utt2spk, utt2spk) if from_utt2spk is not None else (from_spk2utt, spk2utt)
     missing = [utt for utt in paths if utt not in table]
     if missing:
-        raise DataError(f"{source} does not give a speaker for {missing[0]} (and {len(missing) - 1} more) listed in wav.scp; add them.")
+        raise DataError(
+            f"{source} does not give a speaker for {missing[0]} (and {len(missing) - 1} more) listed in wav.scp; add them."
+        )
     return {utt: spk for utt, (_, spk) in table.items()}
 
 
-def _agree(utt2spk: Path, by_utt: dict[str, tuple[int, str]], spk2utt: Path, by_spk: dict[str, tuple[int, str]]) -> None:
+def _agree(
+    utt2spk: Path, by_utt: dict[str, tuple[int, str]], spk2utt: Path, by_spk: dict[str, tuple[int, str]]
+) -> None:
     """Refuse an utt2spk and a spk2utt that contradict each other, naming the first difference."""
     for utt, (line, spk) in by_utt.items():
         if utt not in by_spk:
@@ -286,10 +313,14 @@ def _run_pipe(scp: Path, line: int, command: str, folder: Path, cache: Path) -> 
     try:
         done = subprocess.run(command, shell=True, cwd=cwd, capture_output=True, timeout=600, check=False)
     except subprocess.TimeoutExpired:
-        raise DataError(f"{scp} line {line}: the pipe '{command}' ran for more than 10 minutes; decode the audio to files instead.") from None
+        raise DataError(
+            f"{scp} line {line}: the pipe '{command}' ran for more than 10 minutes; decode the audio to files instead."
+        ) from None
     if done.returncode != 0 or not done.stdout:
         err = " ".join(done.stderr.decode(errors="replace").split())[:200]
-        raise DataError(f"{scp} line {line}: the pipe '{command}' failed (exit {done.returncode}: {err or 'no output'}); fix the command.")
+        raise DataError(
+            f"{scp} line {line}: the pipe '{command}' failed (exit {done.returncode}: {err or 'no output'}); fix the command."
+        )
     fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=cache)
     with os.fdopen(fd, "wb") as handle:
         handle.write(done.stdout)
@@ -297,7 +328,9 @@ def _run_pipe(scp: Path, line: int, command: str, folder: Path, cache: Path) -> 
         check_audio(tmp)
     except BadAudioError as exc:
         os.unlink(tmp)
-        raise DataError(f"{scp} line {line}: the pipe '{command}' did not write a readable wav ({exc.reason}); fix the command.") from None
+        raise DataError(
+            f"{scp} line {line}: the pipe '{command}' did not write a readable wav ({exc.reason}); fix the command."
+        ) from None
     os.replace(tmp, target)
     return str(target)
 

@@ -31,8 +31,16 @@ from vpeval.types import Corpus, Utterance
 REQUIRED = ("path", "speaker")
 # Each known column's type, which a JSONL value must have (CSV values are text, read the same way).
 FIELDS = {
-    "path": "text", "speaker": "label", "id": "label", "session": "label", "emotion": "label",
-    "gender": "text", "transcript": "text", "channel": "number", "sample_rate": "number", "duration_s": "number",
+    "path": "text",
+    "speaker": "label",
+    "id": "label",
+    "session": "label",
+    "emotion": "label",
+    "gender": "text",
+    "transcript": "text",
+    "channel": "number",
+    "sample_rate": "number",
+    "duration_s": "number",
 }
 FIELD_TYPES = {"text": "a string", "label": "a string (or a whole JSON number)", "number": "a number"}
 GENDERS = {"m": "m", "male": "m", "man": "m", "f": "f", "female": "f", "woman": "f"}
@@ -55,8 +63,9 @@ def read_manifest(path: str | os.PathLike, root: str | os.PathLike | None = None
     _check_genders(path, lines, utterances)
     # Where each utterance was listed, so later checks (the audio scan) can name the line.
     origin = {u.id: f"Manifest {path} line {line}" for u, line in zip(utterances, lines)}
-    return Corpus(name=name or path.parent.name or path.stem, utterances=utterances,
-                  info={"source": str(path), "origin": origin})
+    return Corpus(
+        name=name or path.parent.name or path.stem, utterances=utterances, info={"source": str(path), "origin": origin}
+    )
 
 
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -181,7 +190,9 @@ def _number(where: str, row: dict[str, Any], column: str, parse: Any, minimum: i
     try:
         value = parse(row[column])
     except BadNumber as exc:
-        raise DataError(f"{where} has {column} '{row[column]}', which {exc}; write {wanted}, or leave it empty.") from None
+        raise DataError(
+            f"{where} has {column} '{row[column]}', which {exc}; write {wanted}, or leave it empty."
+        ) from None
     if (value <= 0) if minimum is None else (value < minimum):
         raise DataError(f"{where} has {column} '{row[column]}', out of range; write {wanted}, or leave it empty.")
     return value

@@ -86,7 +86,9 @@ def make_plan(corpus: Corpus, settings: PlanSettings) -> EvaluationPlan:
         validation=corpus.with_speakers(validation_speakers, name=f"{corpus.name}-validation")
         if validation_speakers
         else None,
-        evaluation=corpus.subset([u.id for u in corpus.utterances if u.id in in_eval], name=f"{corpus.name}-evaluation"),
+        evaluation=corpus.subset(
+            [u.id for u in corpus.utterances if u.id in in_eval], name=f"{corpus.name}-evaluation"
+        ),
         enroll_ids=enroll_ids,
         test_ids=test_ids,
         trial_lists=trial_lists,
@@ -178,7 +180,9 @@ def _split_pools(utts: list[Utterance], settings: PlanSettings, spk: str) -> tup
 _DRAWS_PER_TRIAL = 20
 
 
-def _check_pool_sizes(pools: dict[str, tuple[list[Utterance], list[Utterance]]], n: int, settings: PlanSettings) -> None:
+def _check_pool_sizes(
+    pools: dict[str, tuple[list[Utterance], list[Utterance]]], n: int, settings: PlanSettings
+) -> None:
     for side, k in (("enrollment", 0), ("trial", 1)):
         spk = min(pools, key=lambda s: (len(pools[s][k]), s))
         have = len(pools[spk][k])
@@ -211,7 +215,9 @@ def _single_trials(pools, genders, impostors, settings: PlanSettings) -> list[Tr
     return trials
 
 
-def _multi_trials(pools, genders, impostors, settings: PlanSettings, n: int, notes: list[str] | None = None) -> list[Trial]:
+def _multi_trials(
+    pools, genders, impostors, settings: PlanSettings, n: int, notes: list[str] | None = None
+) -> list[Trial]:
     """Seed 000 trials: N enrollment-pool utterances vs N trial-pool utterances, nested in N.
 
     Speaker s has sides E(s, j) and T(s, j); target trials pair E(s, j) with T(s, j), and non-target
@@ -261,7 +267,9 @@ def _multi_trials(pools, genders, impostors, settings: PlanSettings, n: int, not
             enroll, test = side(spk, 0, j), side(other, 1, k)
             if pair(enroll, test) not in seen:
                 seen.add(pair(enroll, test))
-                trials.append(Trial(enroll, test, False, genders[spk], spk, other, enroll_id(spk, j), test_id(other, k)))
+                trials.append(
+                    Trial(enroll, test, False, genders[spk], spk, other, enroll_id(spk, j), test_id(other, k))
+                )
         if targets < settings.target_trials_per_speaker or len(seen) < want:
             short[spk] = (targets, len(seen))
     if short and notes is not None:
@@ -341,12 +349,16 @@ def read_trial_list(trials_path: str | os.PathLike, sides_path: str | os.PathLik
                 raise DataError(f"{sides_path} names the utterance {uid}, which corpus {corpus.name} does not have.")
         for side, sid in ((enroll, enroll_id), (test, test_id)):
             if len({corpus[u].speaker for u in side}) > 1:
-                raise DataError(f"{sides_path} side {sid} holds utterances of more than one speaker; a side is one speaker's.")
+                raise DataError(
+                    f"{sides_path} side {sid} holds utterances of more than one speaker; a side is one speaker's."
+                )
         spk, tspk = corpus[enroll[0]].speaker, corpus[test[0]].speaker
         if target != (spk == tspk):
             label = "target" if target else "nontarget"
-            mislabelled.append(f"{where} labels '{enroll_id} {test_id}' {label}, but corpus {corpus.name} gives the sides "
-                               f"{'the speakers ' + spk + ' and ' + tspk if spk != tspk else 'one speaker, ' + spk}")
+            mislabelled.append(
+                f"{where} labels '{enroll_id} {test_id}' {label}, but corpus {corpus.name} gives the sides "
+                f"{'the speakers ' + spk + ' and ' + tspk if spk != tspk else 'one speaker, ' + spk}"
+            )
         trials.append(Trial(enroll, test, target, corpus.gender_of(spk), spk, tspk, enroll_id, test_id))
     if mislabelled:
         more = f" ({len(mislabelled)} trials are mislabelled; this is the first)" if len(mislabelled) > 1 else ""
@@ -472,7 +484,9 @@ def predefined_plan(
             "attacker training must not see evaluation speakers."
         )
     validation = _validation_speakers(sorted(train.speakers), settings)
-    evaluation = Corpus(f"{name}-evaluation", [utterances[i] for i in dict.fromkeys(enroll_ids + test_ids)], dict(genders))
+    evaluation = Corpus(
+        f"{name}-evaluation", [utterances[i] for i in dict.fromkeys(enroll_ids + test_ids)], dict(genders)
+    )
     return EvaluationPlan(
         train=train.with_speakers([s for s in train.speakers if s not in validation], name=f"{name}-train"),
         validation=train.with_speakers(validation, name=f"{name}-validation") if validation else None,
@@ -510,7 +524,9 @@ def plan_summary(plan: EvaluationPlan) -> dict[str, Any]:
         "evaluation_speakers": len(plan.evaluation.speakers),
         "enroll_utterances": len(plan.enroll_ids),
         "trial_utterances": len(plan.test_ids),
-        "trials": {n: {"target": sum(t.target for t in tl.trials), "nontarget": sum(not t.target for t in tl.trials)}
-                   for n, tl in plan.trial_lists.items()},
+        "trials": {
+            n: {"target": sum(t.target for t in tl.trials), "nontarget": sum(not t.target for t in tl.trials)}
+            for n, tl in plan.trial_lists.items()
+        },
         "notes": list(plan.notes),
     }

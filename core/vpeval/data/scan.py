@@ -70,7 +70,11 @@ def scan_corpus(
     if skipped:
         out.info["skipped_audio"] = [list(s) for s in skipped]
         # The content changed: refingerprint when an index makes it cheap, else leave it to the caller.
-        out.fingerprint = corpus_fingerprint(Corpus(corpus.name, declared), fingerprint_cache) if fingerprint_cache is not None else ""
+        out.fingerprint = (
+            corpus_fingerprint(Corpus(corpus.name, declared), fingerprint_cache)
+            if fingerprint_cache is not None
+            else ""
+        )
     return out, skipped
 
 
@@ -93,7 +97,9 @@ def _measures(u: Utterance, index: FileIndex | None) -> dict:
     if index is None:
         return measure_audio(u.path, u.channel)
     require_audio_file(u.path)  # the index hashes the file before it is measured: a FIFO would hang there
-    return index.audio_check(index.file_hash(u.path), u.channel, MEASURES_VERSION, lambda: measure_audio(u.path, u.channel))
+    return index.audio_check(
+        index.file_hash(u.path), u.channel, MEASURES_VERSION, lambda: measure_audio(u.path, u.channel)
+    )
 
 
 def _where(corpus: Corpus, u: Utterance) -> str:

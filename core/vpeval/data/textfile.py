@@ -124,7 +124,9 @@ def read_text(path: str | os.PathLike, label: str | None = None) -> str:
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as exc:
-        raise TextFileError(f"{label} cannot be read ({exc.strerror or exc}); check the file and its permissions.", path) from None
+        raise TextFileError(
+            f"{label} cannot be read ({exc.strerror or exc}); check the file and its permissions.", path
+        ) from None
     return _decode(path, label, data)
 
 
@@ -135,13 +137,18 @@ def read_lines(path: str | os.PathLike, label: str | None = None) -> list[Line]:
 
 def _decode(path: str | os.PathLike, label: str, data: bytes) -> str:
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        raise TextFileError(f"{label} is UTF-16 text; save it as UTF-8 (for example `iconv -f utf-16 -t utf-8`).", path, 1)
+        raise TextFileError(
+            f"{label} is UTF-16 text; save it as UTF-8 (for example `iconv -f utf-16 -t utf-8`).", path, 1
+        )
     nul = data.find(b"\x00")
     if nul >= 0:
         line = data.count(b"\n", 0, nul) + 1
         raise TextFileError(
             f"{label} line {line} holds a NUL byte (at byte offset {nul}), so it is a binary file, not text; "
-            "give the text file itself.", path, line)
+            "give the text file itself.",
+            path,
+            line,
+        )
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
         shift = 3
@@ -155,7 +162,10 @@ def _decode(path: str | os.PathLike, label: str, data: bytes) -> str:
         raise TextFileError(
             f"{label} line {line} is not UTF-8: byte 0x{data[exc.start]:02x} at byte offset {exc.start + shift} "
             f"(column {column}) is not valid UTF-8; save the file as UTF-8 (for example, from Latin-1: "
-            "`iconv -f latin1 -t utf-8`).", path, line) from None
+            "`iconv -f latin1 -t utf-8`).",
+            path,
+            line,
+        ) from None
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     bom = text.find(_BOM)
@@ -163,14 +173,20 @@ def _decode(path: str | os.PathLike, label: str, data: bytes) -> str:
         line = text.count("\n", 0, bom) + 1
         raise TextFileError(
             f"{label} line {line} holds a byte-order mark (U+FEFF) inside the file, where it would become part of "
-            "an id (were two files joined?); remove it.", path, line)
+            "an id (were two files joined?); remove it.",
+            path,
+            line,
+        )
     if len(text) > MAX_LINE_CHARS:
         longest = max(text.split("\n"), key=len)
         if len(longest) > MAX_LINE_CHARS:
             line = text.count("\n", 0, text.find(longest)) + 1
             raise TextFileError(
                 f"{label} line {line} is {len(longest)} characters long, over the {MAX_LINE_CHARS}-character limit "
-                "for one line; each line holds one record (is this the right file, with its line ends?).", path, line)
+                "for one line; each line holds one record (is this the right file, with its line ends?).",
+                path,
+                line,
+            )
     return text
 
 
@@ -218,13 +234,19 @@ def read_table(
         if not ok:
             raise TextFileError(
                 f"{label} line {number} reads '{quoted(text)}' ({_fields(len(fields))}); expected '{expected}'"
-                f"{'' if last == 'rest' else ' (ids hold no spaces)'}.", path, number)
+                f"{'' if last == 'rest' else ' (ids hold no spaces)'}.",
+                path,
+                number,
+            )
         if unique:
             key = fields[0]
             if key in first_line:
                 raise TextFileError(
                     f"{label} line {number} repeats {key}, already on line {first_line[key]}; list each "
-                    f"{columns[0]} once.", path, number)
+                    f"{columns[0]} once.",
+                    path,
+                    number,
+                )
             first_line[key] = number
         rows.append(Row(number, fields))
     if not rows and not empty_ok:
@@ -239,7 +261,9 @@ def _fields(n: int) -> str:
 # -- CSV / TSV ---------------------------------------------------------------------------------------
 
 
-def read_csv(path: str | os.PathLike, label: str | None = None, delimiter: str = ",") -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+def read_csv(
+    path: str | os.PathLike, label: str | None = None, delimiter: str = ","
+) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     """(header, rows) of a CSV or TSV file: see the module docstring for what is refused.
 
     The header is the first non-blank line, lower-cased and stripped; each row maps every header
@@ -261,7 +285,10 @@ def read_csv(path: str | os.PathLike, label: str | None = None, delimiter: str =
         if column in seen:
             raise TextFileError(
                 f"{label} line {header_line} names the column '{column}' twice (columns {seen[column] + 1} and {k + 1}); "
-                "rename or remove one.", path, header_line)
+                "rename or remove one.",
+                path,
+                header_line,
+            )
         seen[column] = k
     rows = []
     for number, fields in parsed[1:]:
@@ -270,7 +297,10 @@ def read_csv(path: str | os.PathLike, label: str | None = None, delimiter: str =
             raise TextFileError(
                 f"{label} line {number} has {'more' if more else 'fewer'} fields than the header ({len(fields)} where "
                 f"the header has {len(header)}: {', '.join(header)}); give every line one field per column"
-                f"{', quoting values that contain ' + repr(delimiter) if more else ''}.", path, number)
+                f"{', quoting values that contain ' + repr(delimiter) if more else ''}.",
+                path,
+                number,
+            )
         rows.append((number, dict(zip(header, fields))))
     return header, rows
 
@@ -284,7 +314,9 @@ def _csv_line(path: str | os.PathLike, label: str, number: int, text: str, delim
             reason = "opens a quoted field that does not close on that line (a field cannot span lines here)"
         else:
             reason = f"is not valid {name} ({exc})"
-        raise TextFileError(f"{label} line {number} {reason}; close the quote or remove the stray '\"'.", path, number) from None
+        raise TextFileError(
+            f"{label} line {number} {reason}; close the quote or remove the stray '\"'.", path, number
+        ) from None
 
 
 # -- JSON Lines ------------------------------------------------------------------------------------
@@ -321,20 +353,34 @@ def read_jsonl(path: str | os.PathLike, label: str | None = None) -> list[tuple[
         except _Repeated as exc:
             raise TextFileError(
                 f"{label} line {number} gives the key '{exc}' twice in one object; keep one (JSON keeps only the last "
-                "in silence).", path, number) from None
+                "in silence).",
+                path,
+                number,
+            ) from None
         except json.JSONDecodeError as exc:
             raise TextFileError(
                 f"{label} line {number} is not valid JSON ({exc.msg} at column {exc.colno}); write one JSON object per "
-                "line.", path, number) from None
+                "line.",
+                path,
+                number,
+            ) from None
         except _Constant as exc:
             raise TextFileError(
                 f"{label} line {number} holds {exc}, which is not a JSON number; write a finite number or leave the "
-                "field out.", path, number) from None
+                "field out.",
+                path,
+                number,
+            ) from None
         if not isinstance(value, dict):
-            kind = {list: "an array", str: "a string", bool: "a boolean"}.get(type(value), "a number" if value is not None else "null")
+            kind = {list: "an array", str: "a string", bool: "a boolean"}.get(
+                type(value), "a number" if value is not None else "null"
+            )
             raise TextFileError(
                 f"{label} line {number} is {kind}, not a JSON object; write one object per line (JSON Lines, not one "
-                "JSON document).", path, number)
+                "JSON document).",
+                path,
+                number,
+            )
         rows.append((number, value))
     return rows
 

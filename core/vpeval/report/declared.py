@@ -26,7 +26,9 @@ def matches(row: dict[str, Any], where: dict[str, list[str]]) -> bool:
     return all(coordinate(row, dim) in values for dim, values in where.items())
 
 
-def metric_rows(rows: list[dict[str, Any]], metric: str, where: dict[str, list[str]]) -> tuple[list[dict[str, Any]], str]:
+def metric_rows(
+    rows: list[dict[str, Any]], metric: str, where: dict[str, list[str]]
+) -> tuple[list[dict[str, Any]], str]:
     """The rows of `metric` that `where` selects, one per result (headline gender unless `where` names one,
     one metric entry and variant when the run computed several), and a note naming the entry kept."""
     chosen = [r for r in rows if r.get("metric") == metric and r.get("value") is not None and matches(r, where)]
@@ -47,13 +49,23 @@ def table_markdown(spec: TableSpec, rows: list[dict[str, Any]], caption) -> str:
     try:
         table = build_table(chosen, spec.metric, list(spec.rows), list(spec.columns), direction=spec.best)
     except ConfigError as exc:  # e.g. several values per cell: said in the report, the run's results stay
-        return head + f"Not filled: {exc}".replace("--rows/--columns: ", "").replace("--rows or --columns", "rows or columns (or narrow `where`)")
+        return head + f"Not filled: {exc}".replace("--rows/--columns: ", "").replace(
+            "--rows or --columns", "rows or columns (or narrow `where`)"
+        )
     values = list(table.cells.values())
     body = render_markdown(table).split("\n", 2)[2]  # our title replaces the builder's `### metric [unit]` heading
     head = f"### {spec.title}" + (f" [{table.unit}]" if table.unit and table.unit not in spec.title else "") + "\n\n"
-    text = body + "\n" + caption(
-        anonymizers=[r.get("anonymizer") for r in values], attackers=[r.get("attacker") for r in values],
-        protocols=[r.get("protocol") for r in values], n=[r.get("n") for r in values], metric=spec.metric)
+    text = (
+        body
+        + "\n"
+        + caption(
+            anonymizers=[r.get("anonymizer") for r in values],
+            attackers=[r.get("attacker") for r in values],
+            protocols=[r.get("protocol") for r in values],
+            n=[r.get("n") for r in values],
+            metric=spec.metric,
+        )
+    )
     return head + text + (f" Kept: {note}." if note else "")
 
 
@@ -92,7 +104,9 @@ def _curve(spec: CurveSpec, rows: list[dict[str, Any]], out: Path, name: str) ->
     chosen, note = metric_rows(rows, spec.metric, spec.where)
     points = [(x, r) for r in chosen if (x := _x_value(spec, r)) is not None]
     if not points:
-        raise ValueError(f"no {spec.metric} results match {_describe(spec.where) or 'the run'} at the swept {spec.x_dim} values")
+        raise ValueError(
+            f"no {spec.metric} results match {_describe(spec.where) or 'the run'} at the swept {spec.x_dim} values"
+        )
     lines: dict[tuple[str, str], list[tuple[float, dict]]] = defaultdict(list)
     for x, r in points:
         lines[(coordinate(r, spec.panels) if spec.panels else "", coordinate(r, spec.series))].append((x, r))
@@ -100,24 +114,52 @@ def _curve(spec: CurveSpec, rows: list[dict[str, Any]], out: Path, name: str) ->
     for (panel, series), line in lines.items():
         xs = [x for x, _ in line]
         if len(set(xs)) < len(xs):
-            clash = sorted({d for _, r in line for d in ("anonymizer", "attacker", "scenario", "protocol", "n")
-                            if d not in (spec.series, spec.panels, spec.x_dim) and len({coordinate(o, d) for _, o in line}) > 1})
-            raise ValueError(f"the line {series or spec.metric} has several values per x that differ in "
-                             f"{', '.join(clash) or 'a setting'}; narrow `where`")
+            clash = sorted(
+                {
+                    d
+                    for _, r in line
+                    for d in ("anonymizer", "attacker", "scenario", "protocol", "n")
+                    if d not in (spec.series, spec.panels, spec.x_dim) and len({coordinate(o, d) for _, o in line}) > 1
+                }
+            )
+            raise ValueError(
+                f"the line {series or spec.metric} has several values per x that differ in "
+                f"{', '.join(clash) or 'a setting'}; narrow `where`"
+            )
         line.sort(key=lambda p: p[0])
         interval = all(r.get("ci_low") is not None and r.get("ci_high") is not None for _, r in line)
-        panels.setdefault(panel or spec.metric, []).append(Curve(
-            series or spec.metric, [x for x, _ in line], [r["value"] for _, r in line],
-            [r["ci_low"] for _, r in line] if interval else None, [r["ci_high"] for _, r in line] if interval else None))
+        panels.setdefault(panel or spec.metric, []).append(
+            Curve(
+                series or spec.metric,
+                [x for x, _ in line],
+                [r["value"] for _, r in line],
+                [r["ci_low"] for _, r in line] if interval else None,
+                [r["ci_high"] for _, r in line] if interval else None,
+            )
+        )
     unit = points[0][1].get("unit") or ""
     xs = sorted({x for x, _ in points})
-    png, pdf = curve_figure(panels, out, file_name(name), title=spec.title, xlabel=spec.xlabel or spec.x_dim,
-                            ylabel=f"{spec.metric} ({unit})" if unit else spec.metric, xticks=xs, xscale=spec.xscale)
+    png, pdf = curve_figure(
+        panels,
+        out,
+        file_name(name),
+        title=spec.title,
+        xlabel=spec.xlabel or spec.x_dim,
+        ylabel=f"{spec.metric} ({unit})" if unit else spec.metric,
+        xticks=xs,
+        xscale=spec.xscale,
+    )
     used = [r for _, r in points]
-    return Figure(png, pdf, spec.title, list(dict.fromkeys(r["anonymizer"] for r in used if r.get("anonymizer"))),
-                  list(dict.fromkeys(r["attacker"] for r in used if r.get("attacker"))),
-                  list(dict.fromkeys(r["protocol"] for r in used if r.get("protocol"))),
-                  sorted({int(r["n"]) for r in used if r.get("n") is not None}), note)
+    return Figure(
+        png,
+        pdf,
+        spec.title,
+        list(dict.fromkeys(r["anonymizer"] for r in used if r.get("anonymizer"))),
+        list(dict.fromkeys(r["attacker"] for r in used if r.get("attacker"))),
+        list(dict.fromkeys(r["protocol"] for r in used if r.get("protocol"))),
+        sorted({int(r["n"]) for r in used if r.get("n") is not None}),
+        note,
+    )
 
 
 # -- findings -----------------------------------------------------------------------------------------
@@ -147,8 +189,14 @@ class FindingResult:
         return "HOLDS" if all(g.holds for g in measured) else "DOES NOT HOLD"
 
     def to_json(self) -> dict[str, Any]:
-        return {"claim": self.spec.claim, "metric": self.spec.metric, "op": self.spec.op, "verdict": self.verdict, "note": self.note,
-                "groups": [{"group": g.group, "left": g.left, "right": g.right, "holds": g.holds} for g in self.groups]}
+        return {
+            "claim": self.spec.claim,
+            "metric": self.spec.metric,
+            "op": self.spec.op,
+            "verdict": self.verdict,
+            "note": self.note,
+            "groups": [{"group": g.group, "left": g.left, "right": g.right, "holds": g.holds} for g in self.groups],
+        }
 
 
 def check_findings(specs: list[FindingSpec], rows: list[dict[str, Any]]) -> list[FindingResult]:
@@ -206,16 +254,31 @@ def findings_markdown(results: list[FindingResult]) -> list[str]:
         spec = res.spec
         measured = [g for g in res.groups if g.holds is not None]
         count = f" (in {sum(bool(g.holds) for g in measured)} of {len(measured)} groups)" if len(measured) > 1 else ""
-        lines = [f"**{spec.claim}**: {res.verdict}{count}" + (f" ({res.note})" if res.note else "") + ".", "",
-                 f"Checked: {spec.metric} of {_side_text(spec.left)} {spec.op} {_side_text(spec.right)}"
-                 + (f" (tolerance {spec.tolerance:g})" if spec.op == "~" else "")
-                 + (f", where {_describe(spec.where)}" if spec.where else "") + "; each side is the mean of the results it selects.", ""]
+        lines = [
+            f"**{spec.claim}**: {res.verdict}{count}" + (f" ({res.note})" if res.note else "") + ".",
+            "",
+            f"Checked: {spec.metric} of {_side_text(spec.left)} {spec.op} {_side_text(spec.right)}"
+            + (f" (tolerance {spec.tolerance:g})" if spec.op == "~" else "")
+            + (f", where {_describe(spec.where)}" if spec.where else "")
+            + "; each side is the mean of the results it selects.",
+            "",
+        ]
         header = [*spec.per, "left", "right", "holds"]
         lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for g in res.groups:
             verdict = "n/a (no values)" if g.holds is None else ("yes" if g.holds else "no")
-            lines.append("| " + " | ".join([*(g.group[d] or "-" for d in spec.per), _value(g.left, g.left_rows, spec.left),
-                                            _value(g.right, g.right_rows, spec.right), verdict]) + " |")
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        *(g.group[d] or "-" for d in spec.per),
+                        _value(g.left, g.left_rows, spec.left),
+                        _value(g.right, g.right_rows, spec.right),
+                        verdict,
+                    ]
+                )
+                + " |"
+            )
         out.append("\n".join(lines))
     return out
 
@@ -230,7 +293,12 @@ def _value(value: float | None, rows: list[dict[str, Any]], side) -> str:
     if value is None:
         return "-"
     text = f"{value:.2f}"
-    if not isinstance(side, Delta) and len(rows) == 1 and rows[0].get("ci_low") is not None and rows[0].get("ci_high") is not None:
+    if (
+        not isinstance(side, Delta)
+        and len(rows) == 1
+        and rows[0].get("ci_low") is not None
+        and rows[0].get("ci_high") is not None
+    ):
         text += f" [{rows[0]['ci_low']:.2f}, {rows[0]['ci_high']:.2f}]"
     elif isinstance(side, Delta):
         text += f" (difference of two means over {len(rows)} results)"

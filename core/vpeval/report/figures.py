@@ -105,8 +105,13 @@ def figure_legend(fig, axes) -> None:
         # As many columns as fit the figure's width (long system labels get fewer), so none is cut off.
         chars_per_inch = 18  # the legend's 7-point font, with the marker and spacing of each entry
         fit = int(fig.get_figwidth() * chars_per_inch // (max(len(label) for label in entries) + 6))
-        fig.legend(list(entries.values()), list(entries), loc="outside lower center",
-                   ncols=max(1, min(len(entries), 3, fit)), frameon=False)
+        fig.legend(
+            list(entries.values()),
+            list(entries),
+            loc="outside lower center",
+            ncols=max(1, min(len(entries), 3, fit)),
+            frameon=False,
+        )
 
 
 def save(fig, folder: Path, name: str) -> tuple[Path, Path]:
@@ -116,7 +121,11 @@ def save(fig, folder: Path, name: str) -> tuple[Path, Path]:
     png, pdf = folder / f"{stem}.png", folder / f"{stem}.pdf"
     # bbox_inches="tight" keeps every artist (a wide legend too) inside the image.
     fig.savefig(png, dpi=DPI, metadata={"Software": None}, bbox_inches="tight")
-    fig.savefig(pdf, metadata={"CreationDate": None, "ModDate": None, "Producer": None, "Creator": "vpeval"}, bbox_inches="tight")
+    fig.savefig(
+        pdf,
+        metadata={"CreationDate": None, "ModDate": None, "Producer": None, "Creator": "vpeval"},
+        bbox_inches="tight",
+    )
     return png, pdf
 
 
@@ -172,8 +181,12 @@ def det_figures(run_folder: Path, out: Path) -> list[Figure]:
                     continue
                 fa, miss = det_points(scores, targets)
                 k = attackers.index(e["attacker"])
-                ax.plot(norm.ppf(np.clip(fa, DET_TICKS[0], DET_TICKS[-1])), norm.ppf(np.clip(miss, DET_TICKS[0], DET_TICKS[-1])),
-                        color=COLOURS[k % len(COLOURS)], label=e["attacker"])
+                ax.plot(
+                    norm.ppf(np.clip(fa, DET_TICKS[0], DET_TICKS[-1])),
+                    norm.ppf(np.clip(miss, DET_TICKS[0], DET_TICKS[-1])),
+                    color=COLOURS[k % len(COLOURS)],
+                    label=e["attacker"],
+                )
             for i, n in enumerate(ns):
                 for j, protocol in enumerate(protocols):
                     ax = axes[i][j]
@@ -209,8 +222,17 @@ class Curve:
     high: list[float] | None = None
 
 
-def curve_figure(panels: dict[str, list[Curve]], out: Path, name: str, *, title: str, xlabel: str, ylabel: str,
-                 xticks: list[float] | None = None, xscale: str = "linear") -> tuple[Path, Path]:
+def curve_figure(
+    panels: dict[str, list[Curve]],
+    out: Path,
+    name: str,
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    xticks: list[float] | None = None,
+    xscale: str = "linear",
+) -> tuple[Path, Path]:
     """Lines against a swept quantity, a panel per condition on one y scale: EER against N here, and the
     sweeps other modules draw (training data size, utterance duration). Each label keeps one colour and
     marker across panels; written as PNG and PDF through `save()`."""
@@ -243,8 +265,16 @@ def eer_vs_n_figures(rows: list[dict[str, Any]], out: Path) -> list[Figure]:
     metric = eer_metric(rows)
     if metric is None:
         return []
-    chosen, note = first_setting([r for r in headline(rows) if r["metric"] == metric and r.get("protocol") in ANONYMIZED_PROTOCOLS
-                                  and r.get("value") is not None and r.get("n") is not None])
+    chosen, note = first_setting(
+        [
+            r
+            for r in headline(rows)
+            if r["metric"] == metric
+            and r.get("protocol") in ANONYMIZED_PROTOCOLS
+            and r.get("value") is not None
+            and r.get("n") is not None
+        ]
+    )
     if len({r["n"] for r in chosen}) < 2:
         return []
     figures = []
@@ -256,25 +286,43 @@ def eer_vs_n_figures(rows: list[dict[str, Any]], out: Path) -> list[Figure]:
         for protocol in protocols:
             panels[protocol] = []
             for attacker in attackers:
-                line = sorted((r for r in mine if r["protocol"] == protocol and r["attacker"] == attacker), key=lambda r: r["n"])
+                line = sorted(
+                    (r for r in mine if r["protocol"] == protocol and r["attacker"] == attacker), key=lambda r: r["n"]
+                )
                 if not line:
                     continue
                 interval = all(r.get("ci_low") is not None and r.get("ci_high") is not None for r in line)
-                panels[protocol].append(Curve(attacker, [r["n"] for r in line], [r["value"] for r in line],
-                                              [r["ci_low"] for r in line] if interval else None,
-                                              [r["ci_high"] for r in line] if interval else None))
+                panels[protocol].append(
+                    Curve(
+                        attacker,
+                        [r["n"] for r in line],
+                        [r["value"] for r in line],
+                        [r["ci_low"] for r in line] if interval else None,
+                        [r["ci_high"] for r in line] if interval else None,
+                    )
+                )
         ns = sorted({r["n"] for r in mine})
-        png, pdf = curve_figure(panels, out, f"eer-vs-n__{anonymizer}", title=f"{metric} against N: attackers against {anonymizer}",
-                                xlabel="enrollment utterances N", ylabel=f"{metric} ({mine[0].get('unit') or ''})".replace(" ()", ""),
-                                xticks=ns)
-        figures.append(Figure(png, pdf, f"{metric} against N against {anonymizer}", [anonymizer], attackers, protocols, ns, note))
+        png, pdf = curve_figure(
+            panels,
+            out,
+            f"eer-vs-n__{anonymizer}",
+            title=f"{metric} against N: attackers against {anonymizer}",
+            xlabel="enrollment utterances N",
+            ylabel=f"{metric} ({mine[0].get('unit') or ''})".replace(" ()", ""),
+            xticks=ns,
+        )
+        figures.append(
+            Figure(png, pdf, f"{metric} against N against {anonymizer}", [anonymizer], attackers, protocols, ns, note)
+        )
     return figures
 
 
 # -- privacy against utility --------------------------------------------------------------------------
 
 
-def privacy_utility_figure(rows: list[dict[str, Any]], out: Path, protocol: str | None = None, n: int | None = None) -> list[Figure]:
+def privacy_utility_figure(
+    rows: list[dict[str, Any]], out: Path, protocol: str | None = None, n: int | None = None
+) -> list[Figure]:
     """EER (of `protocol`, default A-A where computed, else O-A; at N `n`, default the largest) against
     each utility metric the run has (WER, UAR): one point per anonymizer and attacker, intervals as error bars."""
     metric = eer_metric(rows)
@@ -283,7 +331,9 @@ def privacy_utility_figure(rows: list[dict[str, Any]], out: Path, protocol: str 
     main = headline([r for r in rows if r.get("value") is not None])
     privacy = [r for r in main if r["metric"] == metric and r.get("protocol") in ANONYMIZED_PROTOCOLS]
     protocol = protocol or next((p for p in ("A-A", "O-A") if any(r["protocol"] == p for r in privacy)), None)
-    utility = {m: first_setting([r for r in main if r["metric"] == m and not r.get("protocol")])[0] for m in UTILITY_METRICS}
+    utility = {
+        m: first_setting([r for r in main if r["metric"] == m and not r.get("protocol")])[0] for m in UTILITY_METRICS
+    }
     utility = {m: rs for m, rs in utility.items() if rs}
     if protocol is None or not utility:
         return []
@@ -303,22 +353,47 @@ def privacy_utility_figure(rows: list[dict[str, Any]], out: Path, protocol: str 
                 if u is None:
                     continue
                 a, k = anonymizers.index(r["anonymizer"]), attackers.index(r["attacker"])
-                ax.errorbar(u["value"], r["value"], xerr=_error(u), yerr=_error(r), fmt=MARKERS[a % len(MARKERS)],
-                            color=COLOURS[k % len(COLOURS)], capsize=2, elinewidth=0.8, label=f"{r['anonymizer']} / {r['attacker']}")
+                ax.errorbar(
+                    u["value"],
+                    r["value"],
+                    xerr=_error(u),
+                    yerr=_error(r),
+                    fmt=MARKERS[a % len(MARKERS)],
+                    color=COLOURS[k % len(COLOURS)],
+                    capsize=2,
+                    elinewidth=0.8,
+                    label=f"{r['anonymizer']} / {r['attacker']}",
+                )
                 drawn = True
             if "original" in by_speech:  # the unanonymized speech's utility, for reference
-                ax.axvline(by_speech["original"]["value"], color="0.5", linestyle="--", linewidth=0.8, label="original speech")
+                ax.axvline(
+                    by_speech["original"]["value"], color="0.5", linestyle="--", linewidth=0.8, label="original speech"
+                )
             unit = utility_rows[0].get("unit") or ""
             ax.set_xlabel(f"{name} ({unit})" if unit else name)
-            ax.set_ylabel(f"{metric} {protocol}, N = {n} ({privacy[0].get('unit') or ''})".replace(" ()", "") if privacy else metric)
+            ax.set_ylabel(
+                f"{metric} {protocol}, N = {n} ({privacy[0].get('unit') or ''})".replace(" ()", "")
+                if privacy
+                else metric
+            )
             ax.set_title(f"{metric} against {name}")
         if not drawn:
             return []
         figure_legend(fig, axes)
         fig.suptitle(f"Privacy ({metric}, {protocol}) against utility")
         png, pdf = save(fig, out, f"privacy-utility__{protocol}")
-    return [Figure(png, pdf, f"Privacy ({metric}, {protocol}) against utility ({', '.join(utility)})", anonymizers, attackers,
-                   [protocol], [n] if n is not None else [], note)]
+    return [
+        Figure(
+            png,
+            pdf,
+            f"Privacy ({metric}, {protocol}) against utility ({', '.join(utility)})",
+            anonymizers,
+            attackers,
+            [protocol],
+            [n] if n is not None else [],
+            note,
+        )
+    ]
 
 
 def _error(row: dict[str, Any]):

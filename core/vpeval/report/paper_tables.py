@@ -28,10 +28,20 @@ Direction = Literal["higher", "lower", "none"]
 # linkability) and more utility (lower WER, higher UAR). `--best` overrides it (an attack paper marks the
 # lowest EER); a metric not listed is marked only with --best.
 BEST = {
-    "eer": "higher", "eer-rocch": "higher", "eer-step": "higher", "cllr": "higher", "min-cllr": "higher", "min-dcf": "higher",
-    "linkability": "lower", "zebra": "lower", "de-id": "higher",
-    "wer": "lower", "uar": "higher", "pitch-correlation": "higher",
-    "embedding-eer": "higher", "embedding-uar": "higher",
+    "eer": "higher",
+    "eer-rocch": "higher",
+    "eer-step": "higher",
+    "cllr": "higher",
+    "min-cllr": "higher",
+    "min-dcf": "higher",
+    "linkability": "lower",
+    "zebra": "lower",
+    "de-id": "higher",
+    "wer": "lower",
+    "uar": "higher",
+    "pitch-correlation": "higher",
+    "embedding-eer": "higher",
+    "embedding-uar": "higher",
 }
 
 
@@ -47,11 +57,16 @@ class PaperTable:
     direction: Direction
     best: set[tuple] = field(default_factory=set)  # (row key, column key) of the best value per column
     runs: list[RunInfo] = field(default_factory=list)
-    fixed: dict[str, str] = field(default_factory=dict)  # coordinates with one value in the whole table (said in the caption)
+    fixed: dict[str, str] = field(
+        default_factory=dict
+    )  # coordinates with one value in the whole table (said in the caption)
 
     def has_interval(self, col: tuple | None = None) -> bool:
-        return any(r.get("ci_low") is not None and r.get("ci_high") is not None
-                   for (_, c), r in self.cells.items() if col is None or c == col)
+        return any(
+            r.get("ci_low") is not None and r.get("ci_high") is not None
+            for (_, c), r in self.cells.items()
+            if col is None or c == col
+        )
 
 
 def load_runs(folders: list[Path]) -> tuple[list[dict[str, Any]], list[RunInfo]]:
@@ -70,24 +85,37 @@ def load_runs(folders: list[Path]) -> tuple[list[dict[str, Any]], list[RunInfo]]
 
 def setting_of(row: dict[str, Any], with_label: bool) -> str:
     details = row.get("details") or {}
-    parts = [f"{k} {details[k]}" for k in SETTING_DETAILS if k in details and isinstance(details[k], (str, int, float))
-             and k not in ("speech", "protocol")]
+    parts = [
+        f"{k} {details[k]}"
+        for k in SETTING_DETAILS
+        if k in details and isinstance(details[k], (str, int, float)) and k not in ("speech", "protocol")
+    ]
     if with_label:
         parts.append(str(row.get("metric_plugin") or ""))
     return ", ".join(p for p in parts if p)
 
 
-def build_table(rows: list[dict[str, Any]], metric: str | None = None, row_dims: list[str] | None = None,
-                col_dims: list[str] | None = None, direction: Direction | None = None, runs: list[RunInfo] = ()) -> PaperTable:
+def build_table(
+    rows: list[dict[str, Any]],
+    metric: str | None = None,
+    row_dims: list[str] | None = None,
+    col_dims: list[str] | None = None,
+    direction: Direction | None = None,
+    runs: list[RunInfo] = (),
+) -> PaperTable:
     metric = metric or eer_metric(rows) or next(iter(sorted({r["metric"] for r in rows})), None)
     chosen = [dict(r) for r in rows if r["metric"] == metric and r.get("value") is not None]
     for dims, option in ((row_dims, "--rows"), (col_dims, "--columns")):
         for d in dims or []:
             if d not in DIMENSIONS:
-                raise ConfigError(_unknown(f"{option} {d}: not a result coordinate", d, DIMENSIONS, "the coordinates are"))
+                raise ConfigError(
+                    _unknown(f"{option} {d}: not a result coordinate", d, DIMENSIONS, "the coordinates are")
+                )
     if not chosen:
         metrics = sorted({r["metric"] for r in rows})
-        raise ConfigError(_unknown(f"--metric {metric}: no run has values of this metric", str(metric), metrics, "the runs have"))
+        raise ConfigError(
+            _unknown(f"--metric {metric}: no run has values of this metric", str(metric), metrics, "the runs have")
+        )
     explicit = row_dims is not None or col_dims is not None
     if "gender" not in (row_dims or []) + (col_dims or []):
         chosen = headline(chosen)
@@ -104,8 +132,10 @@ def build_table(rows: list[dict[str, Any]], metric: str | None = None, row_dims:
         row_dims.append(missing[0])
         missing = _varying_within_cells(chosen, row_dims + col_dims)
     if missing:
-        raise ConfigError(f"--rows/--columns: cells would hold several {metric} values that differ in "
-                          f"{', '.join(missing)}; add {missing[0]} to --rows or --columns.")
+        raise ConfigError(
+            f"--rows/--columns: cells would hold several {metric} values that differ in "
+            f"{', '.join(missing)}; add {missing[0]} to --rows or --columns."
+        )
     cells: dict[tuple, dict] = {}
     row_keys: list[tuple] = []
     col_keys: list[tuple] = []
@@ -117,13 +147,24 @@ def build_table(rows: list[dict[str, Any]], metric: str | None = None, row_dims:
     first_seen = {d: list(dict.fromkeys(k[i] for k in col_keys)) for i, d in enumerate(col_dims)}
     col_keys = sorted(dict.fromkeys(col_keys), key=lambda k: [_order(d, v, first_seen[d]) for d, v in zip(col_dims, k)])
     direction = direction or BEST.get(metric, "none")
-    table = PaperTable(metric, chosen[0].get("unit") or "", row_dims, col_dims, list(dict.fromkeys(row_keys)), col_keys, cells,
-                       direction, runs=list(runs))
+    table = PaperTable(
+        metric,
+        chosen[0].get("unit") or "",
+        row_dims,
+        col_dims,
+        list(dict.fromkeys(row_keys)),
+        col_keys,
+        cells,
+        direction,
+        runs=list(runs),
+    )
     table.best = best_cells(table)
-    table.fixed = {d: coordinate(chosen[0], d) for d in DIMENSIONS
-                   if d not in row_dims + col_dims and coordinate(chosen[0], d) and len({coordinate(r, d) for r in chosen}) == 1}
+    table.fixed = {
+        d: coordinate(chosen[0], d)
+        for d in DIMENSIONS
+        if d not in row_dims + col_dims and coordinate(chosen[0], d) and len({coordinate(r, d) for r in chosen}) == 1
+    }
     return table
-
 
 
 def _unknown(sentence: str, word: str, choices, listed: str) -> str:
@@ -137,7 +178,9 @@ def _varying_within_cells(rows: list[dict[str, Any]], dims: list[str]) -> list[s
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
         groups[tuple(coordinate(r, d) for d in dims)].append(r)
-    return [d for d in DIMENSIONS if d not in dims and any(len({coordinate(r, d) for r in g}) > 1 for g in groups.values())]
+    return [
+        d for d in DIMENSIONS if d not in dims and any(len({coordinate(r, d) for r in g}) > 1 for g in groups.values())
+    ]
 
 
 def _order(dim: str, value: str, seen: list[str]):
@@ -198,8 +241,13 @@ def _legend(table: PaperTable) -> str:
 
 
 def render_markdown(table: PaperTable) -> str:
-    header = [d if d != "n" else "N" for d in table.row_dims] + [column_title(table.col_dims, c) for c in table.col_keys]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(table.row_dims) + ["---:"] * len(table.col_keys)) + "|"]
+    header = [d if d != "n" else "N" for d in table.row_dims] + [
+        column_title(table.col_dims, c) for c in table.col_keys
+    ]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(["---"] * len(table.row_dims) + ["---:"] * len(table.col_keys)) + "|",
+    ]
     for rk in table.row_keys:
         cells = list(rk)
         for ck in table.col_keys:
@@ -246,9 +294,21 @@ def _plain(value) -> str:
     return "" if value is None else repr(float(value))
 
 
-LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-                  "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
-                  "|": r"\textbar{}"}
+LATEX_SPECIALS = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+}
 
 
 def latex_escape(text: str) -> str:
@@ -260,21 +320,33 @@ def latex_escape(text: str) -> str:
 def render_latex(table: PaperTable) -> str:
     """A booktabs table environment; the preamble needs \\usepackage{booktabs}."""
     nrow, ncol = len(table.row_dims), len(table.col_keys)
-    lines = ["% vpeval report: needs \\usepackage{booktabs} in the preamble", "\\begin{table}[t]", "\\centering",
-             f"\\caption{{{latex_escape(table.metric + _unit(table))}" + (f": {latex_escape(_legend(table))}" if _legend(table) else "") + ".}",
-             f"\\begin{{tabular}}{{{'l' * nrow}{'c' * ncol}}}", "\\toprule"]
+    lines = [
+        "% vpeval report: needs \\usepackage{booktabs} in the preamble",
+        "\\begin{table}[t]",
+        "\\centering",
+        f"\\caption{{{latex_escape(table.metric + _unit(table))}"
+        + (f": {latex_escape(_legend(table))}" if _legend(table) else "")
+        + ".}",
+        f"\\begin{{tabular}}{{{'l' * nrow}{'c' * ncol}}}",
+        "\\toprule",
+    ]
     # Every column level but the last as spanning headers, a rule under each named span.
     for level in range(len(table.col_dims) - 1):
         spans = _spans([ck[: level + 1] for ck in table.col_keys])
-        cells = [""] * nrow + [f"\\multicolumn{{{width}}}{{c}}{{{latex_escape(_dim_value(table.col_dims[level], key[-1]))}}}"
-                               for key, width in spans]
+        cells = [""] * nrow + [
+            f"\\multicolumn{{{width}}}{{c}}{{{latex_escape(_dim_value(table.col_dims[level], key[-1]))}}}"
+            for key, width in spans
+        ]
         lines.append(" & ".join(cells) + " \\\\")
         start, rules = nrow + 1, []
         for key, width in spans:
             rules.append(f"\\cmidrule(lr){{{start}-{start + width - 1}}}")
             start += width
         lines.append(" ".join(rules))
-    last = [latex_escape(_dim_value(table.col_dims[-1], ck[-1])) if table.col_dims else latex_escape(table.metric) for ck in table.col_keys]
+    last = [
+        latex_escape(_dim_value(table.col_dims[-1], ck[-1])) if table.col_dims else latex_escape(table.metric)
+        for ck in table.col_keys
+    ]
     lines.append(" & ".join([latex_escape(d if d != "n" else "N") for d in table.row_dims] + last) + " \\\\")
     lines.append("\\midrule")
     for rk in table.row_keys:
@@ -306,10 +378,18 @@ def _spans(keys: list[tuple]) -> list[tuple[tuple, int]]:
 RENDERERS = {"md": render_markdown, "csv": render_csv, "latex": render_latex}
 
 
-def paper_table(folders: list[Path], fmt: str = "md", metric: str | None = None, row_dims: list[str] | None = None,
-                col_dims: list[str] | None = None, direction: Direction | None = None) -> str:
+def paper_table(
+    folders: list[Path],
+    fmt: str = "md",
+    metric: str | None = None,
+    row_dims: list[str] | None = None,
+    col_dims: list[str] | None = None,
+    direction: Direction | None = None,
+) -> str:
     rows, infos = load_runs([Path(f) for f in folders])
     if not rows:
-        raise DataError(f"{', '.join(str(f) for f in folders)} hold no results (their results.json has no rows); "
-                        "run an experiment with metrics first.")
+        raise DataError(
+            f"{', '.join(str(f) for f in folders)} hold no results (their results.json has no rows); "
+            "run an experiment with metrics first."
+        )
     return RENDERERS[fmt](build_table(rows, metric, row_dims, col_dims, direction, infos))

@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
-SCENARIOS = {"original": "lazy-informed: trained on original speech", "anonymized": "semi-informed: trained on anonymized speech"}
+SCENARIOS = {
+    "original": "lazy-informed: trained on original speech",
+    "anonymized": "semi-informed: trained on anonymized speech",
+}
 
 
 @dataclass
@@ -26,16 +28,21 @@ class RunInfo:
         corpus = (resolved.get("data") or {}).get("corpus") or {}
         counts = payload.get("corpus") or {}
         trials = ", ".join(f"{count} at N = {n}" for n, count in (payload.get("trials") or {}).items())
-        data = (f"corpus `{corpus.get('use', '?')}` ({corpus.get('distribution', '?')} {corpus.get('version', '')}".rstrip()
-                + f"), {counts.get('evaluation_speakers', '?')} evaluation speakers, trials {trials or 'none'}")
+        data = (
+            f"corpus `{corpus.get('use', '?')}` ({corpus.get('distribution', '?')} {corpus.get('version', '')}".rstrip()
+            + f"), {counts.get('evaluation_speakers', '?')} evaluation speakers, trials {trials or 'none'}"
+        )
         anonymizers = {
-            a["label"]: " then ".join(f"`{s['use']}`" for s in a.get("chain", [])) + f", {a.get('level', 'utterance')} level"
+            a["label"]: " then ".join(f"`{s['use']}`" for s in a.get("chain", []))
+            + f", {a.get('level', 'utterance')} level"
             for a in resolved.get("anonymizers") or []
         }
         attackers = {}
         for a in resolved.get("attackers") or []:
             frontend = f" on `{a['frontend']['use']}` tokens" if a.get("frontend") else ""
-            attackers[a["label"]] = f"`{a['use']}`{frontend}, {SCENARIOS.get(a.get('train_on'), 'trained on ' + str(a.get('train_on')))}"
+            attackers[a["label"]] = (
+                f"`{a['use']}`{frontend}, {SCENARIOS.get(a.get('train_on'), 'trained on ' + str(a.get('train_on')))}"
+            )
         return cls(str(payload.get("experiment") or resolved.get("name") or "run"), data, anonymizers, attackers)
 
     @classmethod
@@ -50,10 +57,15 @@ class RunInfo:
         parts = [f"Data: {self.data}"]
         anonymizers = [a for a in dict.fromkeys(anonymizers) if a]
         if anonymizers:
-            parts.append("anonymizers: " + "; ".join(f"{a} ({self.anonymizers[a]})" if a in self.anonymizers else a for a in anonymizers))
+            parts.append(
+                "anonymizers: "
+                + "; ".join(f"{a} ({self.anonymizers[a]})" if a in self.anonymizers else a for a in anonymizers)
+            )
         attackers = [a for a in dict.fromkeys(attackers) if a]
         if attackers:
-            parts.append("attackers: " + "; ".join(f"{a} ({self.attackers[a]})" if a in self.attackers else a for a in attackers))
+            parts.append(
+                "attackers: " + "; ".join(f"{a} ({self.attackers[a]})" if a in self.attackers else a for a in attackers)
+            )
         protocols = [p for p in dict.fromkeys(protocols) if p]
         if protocols:
             parts.append("protocol " + ", ".join(protocols))

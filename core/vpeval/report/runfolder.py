@@ -114,9 +114,15 @@ def load_run(folder: str | Path) -> LoadedRun:
     results = _parse_json(results_path)
     resolved_path = folder / RESOLVED
     if not resolved_path.exists() and not resolved_path.is_symlink():
-        raise DataError(f"{folder} has {RESULTS} but no {RESOLVED} (the experiment as run, which reports cite); {REWRITE}.")
+        raise DataError(
+            f"{folder} has {RESULTS} but no {RESOLVED} (the experiment as run, which reports cite); {REWRITE}."
+        )
     resolved = _parse_yaml(resolved_path)
-    return LoadedRun(folder, _checked(ResultsFile, results, results_path), _checked(ResolvedFile, resolved, resolved_path, dump=False))
+    return LoadedRun(
+        folder,
+        _checked(ResultsFile, results, results_path),
+        _checked(ResolvedFile, resolved, resolved_path, dump=False),
+    )
 
 
 def _read(path: Path) -> str:
@@ -137,7 +143,9 @@ def _parse_json(path: Path) -> Any:
     try:
         return json.loads(_read(path))
     except json.JSONDecodeError as exc:
-        raise DataError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); {REWRITE}.") from None
+        raise DataError(
+            f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); {REWRITE}."
+        ) from None
 
 
 def _parse_yaml(path: Path) -> Any:
@@ -168,8 +176,15 @@ def _problem(error: dict[str, Any]) -> str:
     if error["type"] == "missing":
         parent = field.rsplit(".", 1)[0] if "." in field else ""
         return f"{parent + ' has' if parent else 'has'} no `{loc[-1]}`"
-    wanted = {"float_type": "a number", "int_type": "a whole number", "string_type": "text", "dict_type": "a mapping",
-              "list_type": "a list", "model_type": "a mapping", "model_attributes_type": "a mapping"}.get(error["type"])
+    wanted = {
+        "float_type": "a number",
+        "int_type": "a whole number",
+        "string_type": "text",
+        "dict_type": "a mapping",
+        "list_type": "a list",
+        "model_type": "a mapping",
+        "model_attributes_type": "a mapping",
+    }.get(error["type"])
     shown = repr(error.get("input"))
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
     if wanted:
@@ -180,5 +195,11 @@ def _problem(error: dict[str, Any]) -> str:
 def _kind(value: Any) -> str:
     if value is None:
         return "nothing (null)"
-    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(
-        type(value), type(value).__name__)
+    return {
+        dict: "a mapping",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+    }.get(type(value), type(value).__name__)

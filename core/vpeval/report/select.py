@@ -25,8 +25,17 @@ def headline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     pooled value ('all'); rows of other genders are left out."""
     groups: dict[tuple, dict[str, dict]] = defaultdict(dict)
     for r in rows:
-        key = (r.get("metric"), r.get("metric_plugin"), r.get("anonymizer"), r.get("attacker"), r.get("scenario"),
-               r.get("protocol"), r.get("n"), _details_key(r), r.get("run"))
+        key = (
+            r.get("metric"),
+            r.get("metric_plugin"),
+            r.get("anonymizer"),
+            r.get("attacker"),
+            r.get("scenario"),
+            r.get("protocol"),
+            r.get("n"),
+            _details_key(r),
+            r.get("run"),
+        )
         groups[key][r.get("gender") or "all"] = r
     out = []
     for genders in groups.values():
@@ -38,7 +47,11 @@ def headline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _details_key(row: dict[str, Any]) -> str:
     details = row.get("details") or {}
-    return repr(sorted((k, str(v)) for k, v in details.items() if isinstance(v, (str, int, float, bool)) and k in SETTING_DETAILS))
+    return repr(
+        sorted(
+            (k, str(v)) for k, v in details.items() if isinstance(v, (str, int, float, bool)) and k in SETTING_DETAILS
+        )
+    )
 
 
 # Details that tell two results of one metric apart (besides coordinates): a DCF's prior, an EER variant,
@@ -57,12 +70,28 @@ def eer_metric(rows: list[dict[str, Any]]) -> str | None:
 def first_setting(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
     """Rows of one metric entry (label) and variant only, when a run computed it several ways; and a note
     naming the one kept, empty when there was only one."""
-    settings = sorted({(r.get("metric_plugin") or "", (r.get("details") or {}).get("variant") or "",
-                        str((r.get("details") or {}).get("p_target") or "")) for r in rows})
+    settings = sorted(
+        {
+            (
+                r.get("metric_plugin") or "",
+                (r.get("details") or {}).get("variant") or "",
+                str((r.get("details") or {}).get("p_target") or ""),
+            )
+            for r in rows
+        }
+    )
     if len(settings) <= 1:
         return rows, ""
     label, variant, prior = settings[0]
-    kept = [r for r in rows if (r.get("metric_plugin") or "", (r.get("details") or {}).get("variant") or "",
-                                str((r.get("details") or {}).get("p_target") or "")) == settings[0]]
+    kept = [
+        r
+        for r in rows
+        if (
+            r.get("metric_plugin") or "",
+            (r.get("details") or {}).get("variant") or "",
+            str((r.get("details") or {}).get("p_target") or ""),
+        )
+        == settings[0]
+    ]
     words = [w for w in (label, f"variant {variant}" if variant else "", f"p_target {prior}" if prior else "") if w]
     return kept, "metric entry " + ", ".join(words)

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-
-
 # Details that say which row of a multi-row speech metric this is (shown in the "setting" column).
 SETTING_KEYS = ("system", "protocol", "matrix", "class", "split")
 
@@ -49,9 +47,14 @@ def attack_tables(rows: list[dict[str, Any]], extra_key: str | None = None, capt
         label = r.get("metric_plugin") or "" if r["metric"] in several else ""
         groups[(r["metric"], _variant(r), r.get("n"), label)].append(r)
     out = []
-    for (metric, variant, n, label), items in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0, kv[0][3])):
+    for (metric, variant, n, label), items in sorted(
+        groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0, kv[0][3])
+    ):
         unit = items[0].get("unit") or ""
-        protocols = sorted({r["protocol"] for r in items}, key=lambda p: ("O-O", "O-A", "A-A").index(p) if p in ("O-O", "O-A", "A-A") else 9)
+        protocols = sorted(
+            {r["protocol"] for r in items},
+            key=lambda p: ("O-O", "O-A", "A-A").index(p) if p in ("O-O", "O-A", "A-A") else 9,
+        )
         by_cell: dict[tuple, dict[str, dict]] = defaultdict(dict)
         row_keys = []
         for r in items:
@@ -60,8 +63,10 @@ def attack_tables(rows: list[dict[str, Any]], extra_key: str | None = None, capt
             by_cell[(key, r["protocol"])][r["gender"]] = r
         header = ([extra_key] if extra_key else []) + ["anonymizer", "attacker", "trained on"] + protocols
         body = [list(k) + [_cell(by_cell.get((k, p), {})) for p in protocols] for k in dict.fromkeys(row_keys)]
-        title = (f"### {metric}{' (' + variant + ')' if variant else ''}{' from ' + label if label else ''}, N = {n}"
-                 f"{' [' + unit + ']' if unit else ''}")
+        title = (
+            f"### {metric}{' (' + variant + ')' if variant else ''}{' from ' + label if label else ''}, N = {n}"
+            f"{' [' + unit + ']' if unit else ''}"
+        )
         text = title + "\n\n" + markdown_table(header, body) + undefined_notes(items)
         if caption is not None:
             text += "\n\n" + caption([r["anonymizer"] for r in items], [r["attacker"] for r in items], protocols, [n])
@@ -72,8 +77,13 @@ def attack_tables(rows: list[dict[str, Any]], extra_key: str | None = None, capt
 def undefined_notes(items: list[dict[str, Any]], most: int = 5) -> str:
     """Why cells read n/a: the distinct reasons metrics gave in their details (a metric that returns NaN
     says why, for example linkability with under 20 target trials)."""
-    reasons = list(dict.fromkeys(str(r["details"]["reason"]) for r in items
-                                 if r.get("value") is None and isinstance((r.get("details") or {}).get("reason"), str)))
+    reasons = list(
+        dict.fromkeys(
+            str(r["details"]["reason"])
+            for r in items
+            if r.get("value") is None and isinstance((r.get("details") or {}).get("reason"), str)
+        )
+    )
     if not reasons:
         return ""
     more = f" ({len(reasons) - most} more reasons in results.json)" if len(reasons) > most else ""
@@ -93,7 +103,11 @@ def _cell(genders: dict[str, dict]) -> str:
         return ""
     text = fmt_value(main)
     if "f" in genders and "m" in genders:
-        text += f" (f {genders['f']['value']:.2f}, m {genders['m']['value']:.2f})" if genders["f"]["value"] is not None and genders["m"]["value"] is not None else ""
+        text += (
+            f" (f {genders['f']['value']:.2f}, m {genders['m']['value']:.2f})"
+            if genders["f"]["value"] is not None and genders["m"]["value"] is not None
+            else ""
+        )
     return text
 
 
@@ -112,7 +126,14 @@ def speech_tables(rows: list[dict[str, Any]], extra_key: str | None = None, capt
     out = []
     for metric, items in sorted(groups.items()):
         unit = items[0].get("unit") or ""
-        header = ([extra_key] if extra_key else []) + ["speech", "attacker", "setting", "gender", "value", "metric entry"]
+        header = ([extra_key] if extra_key else []) + [
+            "speech",
+            "attacker",
+            "setting",
+            "gender",
+            "value",
+            "metric entry",
+        ]
         body = []
         produced_by: list[str] = []
         for r in items:
@@ -121,18 +142,31 @@ def speech_tables(rows: list[dict[str, Any]], extra_key: str | None = None, capt
                 if details.get(key):
                     produced_by.append(f"{key}: {details[key]}")
             setting = ", ".join(f"{k} {details[k]}" for k in SETTING_KEYS if k in details)
-            body.append(([str(r.get(extra_key, ""))] if extra_key else []) + [r["anonymizer"], r.get("attacker") or "", setting, r["gender"],
-                                                                              fmt_value(r), r.get("metric_plugin") or ""])
+            body.append(
+                ([str(r.get(extra_key, ""))] if extra_key else [])
+                + [
+                    r["anonymizer"],
+                    r.get("attacker") or "",
+                    setting,
+                    r["gender"],
+                    fmt_value(r),
+                    r.get("metric_plugin") or "",
+                ]
+            )
         body = merge_label_duplicates(body)
         header, body = drop_empty_columns(header, body, ("attacker", "setting", "metric entry"))
         text = f"### {metric}{' [' + unit + ']' if unit else ''}\n\n" + markdown_table(header, body)
         text += "".join("\n\n" + t for t in paper_row_tables(items, extra_key))
-        for table in dict.fromkeys(r["details"]["table"].strip() for r in items if isinstance((r.get("details") or {}).get("table"), str)):
+        for table in dict.fromkeys(
+            r["details"]["table"].strip() for r in items if isinstance((r.get("details") or {}).get("table"), str)
+        ):
             text += "\n\n" + table  # a metric may render its own table (for example seed 003's Table 6)
         if produced_by:
             text += "\n\n" + "\n".join(f"Produced by {p.rstrip('.')}." for p in dict.fromkeys(produced_by))
         if caption is not None:
-            text += "\n\n" + caption([r["anonymizer"] for r in items if r["anonymizer"] != "original"], [r.get("attacker") for r in items])
+            text += "\n\n" + caption(
+                [r["anonymizer"] for r in items if r["anonymizer"] != "original"], [r.get("attacker") for r in items]
+            )
         out.append(text)
     return out
 
@@ -157,19 +191,30 @@ def paper_row_tables(items: list[dict[str, Any]], extra_key: str | None) -> list
     layouts: dict[tuple, list[tuple[dict, list]]] = defaultdict(list)
     for r in items:
         for name, layout in (r.get("details") or {}).items():
-            if isinstance(layout, dict) and isinstance(layout.get("columns"), list) and isinstance(layout.get("row"), list):
+            if (
+                isinstance(layout, dict)
+                and isinstance(layout.get("columns"), list)
+                and isinstance(layout.get("row"), list)
+            ):
                 layouts[(name, tuple(layout["columns"]))].append((r, layout["row"]))
     out = []
     for (name, columns), entries in layouts.items():
         labels = {r.get("metric_plugin") for r, _ in entries}
-        header = ([extra_key] if extra_key else []) + ["speech"] + (["metric entry"] if len(labels) > 1 else []) + list(columns)
+        header = (
+            ([extra_key] if extra_key else [])
+            + ["speech"]
+            + (["metric entry"] if len(labels) > 1 else [])
+            + list(columns)
+        )
         body = []
         for r, values in entries:
             cells = ([str(r.get(extra_key, ""))] if extra_key else []) + [r["anonymizer"]]
             cells += [r.get("metric_plugin") or ""] if len(labels) > 1 else []
             body.append(cells + [f"{v:.2f}" if isinstance(v, (int, float)) else str(v) for v in values])
         unit = entries[0][0].get("unit") or ""
-        out.append(f"{name} layout ({', '.join(columns)}{' in ' + unit if unit else ''}):\n\n" + markdown_table(header, body))
+        out.append(
+            f"{name} layout ({', '.join(columns)}{' in ' + unit if unit else ''}):\n\n" + markdown_table(header, body)
+        )
     return out
 
 

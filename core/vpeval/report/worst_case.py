@@ -45,7 +45,9 @@ def worst_cases(rows: list[dict[str, Any]]) -> tuple[list[WorstCase], str, str]:
         # Ties go to the first attacker in the run's order, so the table is stable.
         lowest = min(items, key=lambda r: r["value"])
         linked = link_cell.get((anonymizer, protocol, n))
-        out.append(WorstCase(anonymizer, protocol, n, lowest, max(linked, key=lambda r: r["value"]) if linked else None))
+        out.append(
+            WorstCase(anonymizer, protocol, n, lowest, max(linked, key=lambda r: r["value"]) if linked else None)
+        )
     order = list(dict.fromkeys(r["anonymizer"] for r in eers))
     out.sort(key=lambda w: (order.index(w.anonymizer), protocol_sort_key(w.protocol), w.n or 0))
     return out, metric, note
@@ -59,7 +61,9 @@ def worst_case_tables(rows: list[dict[str, Any]], caption=None) -> list[str]:
     for anonymizer in dict.fromkeys(w.anonymizer for w in cases):
         mine = [w for w in cases if w.anonymizer == anonymizer]
         has_link = any(w.linkability for w in mine)
-        header = ["protocol", "N", f"lowest {metric}", "reached by"] + (["highest linkability", "reached by"] if has_link else [])
+        header = ["protocol", "N", f"lowest {metric}", "reached by"] + (
+            ["highest linkability", "reached by"] if has_link else []
+        )
         body = []
         for w in mine:
             cells = [w.protocol, str(w.n) if w.n is not None else "", fmt_value(w.eer), w.eer["attacker"]]
@@ -67,8 +71,10 @@ def worst_case_tables(rows: list[dict[str, Any]], caption=None) -> list[str]:
                 cells += [fmt_value(w.linkability), w.linkability["attacker"]] if w.linkability else ["", ""]
             body.append(cells)
         unit = mine[0].eer.get("unit") or ""
-        text = (f"### Worst case for {anonymizer}\n\nThe lowest {metric}{' [' + unit + ']' if unit else ''} over "
-                f"all attackers of this run{' (' + note + ')' if note else ''}: a privacy claim holds only against the strongest one.\n\n")
+        text = (
+            f"### Worst case for {anonymizer}\n\nThe lowest {metric}{' [' + unit + ']' if unit else ''} over "
+            f"all attackers of this run{' (' + note + ')' if note else ''}: a privacy claim holds only against the strongest one.\n\n"
+        )
         text += markdown_table(header, body)
         if caption is not None:
             attackers = [w.eer["attacker"] for w in mine] + [w.linkability["attacker"] for w in mine if w.linkability]

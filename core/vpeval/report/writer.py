@@ -7,7 +7,7 @@ import io
 import json
 import os
 import secrets
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,21 @@ from vpeval.report.provenance import RunInfo
 from vpeval.report.tables import attack_tables, speech_tables
 from vpeval.report.worst_case import worst_case_tables
 
-CSV_FIELDS = ["anonymizer", "attacker", "scenario", "protocol", "n", "metric", "metric_plugin", "gender", "value", "ci_low", "ci_high", "unit", "details"]
+CSV_FIELDS = [
+    "anonymizer",
+    "attacker",
+    "scenario",
+    "protocol",
+    "n",
+    "metric",
+    "metric_plugin",
+    "gender",
+    "value",
+    "ci_low",
+    "ci_high",
+    "unit",
+    "details",
+]
 
 
 def write_outputs(exp, result, plan, score_sets) -> None:
@@ -40,17 +54,28 @@ def write_outputs(exp, result, plan, score_sets) -> None:
     for s in score_sets:
         name = file_name(f"{s.anonymizer}__{s.attacker}__{s.protocol}__N{s.n}") + ".scores"
         write_text_atomic(folder / "scores" / name, kaldi_scores_text(s.scores))
-        index.append({"file": name, "anonymizer": s.anonymizer, "attacker": s.attacker, "scenario": s.scenario,
-                      "protocol": s.protocol, "n": s.n})
+        index.append(
+            {
+                "file": name,
+                "anonymizer": s.anonymizer,
+                "attacker": s.attacker,
+                "scenario": s.scenario,
+                "protocol": s.protocol,
+                "n": s.n,
+            }
+        )
     if index:  # which file holds which scores, for figures and other tools (names are sanitised)
         write_json_atomic(folder / "scores" / SCORE_INDEX, index)
     payload = {
         "experiment": exp.experiment.name,
         "seed": exp.experiment.seed,
         "vpeval_version": __version__,
-        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "corpus": {"fingerprint": plan.evaluation.fingerprint or None, "evaluation_speakers": len(plan.evaluation.speakers),
-                    "train_speakers": len(plan.train.speakers)},
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "corpus": {
+            "fingerprint": plan.evaluation.fingerprint or None,
+            "evaluation_speakers": len(plan.evaluation.speakers),
+            "train_speakers": len(plan.train.speakers),
+        },
         "trials": {str(n): len(t) for n, t in sorted(plan.trial_lists.items())},
         "plan_notes": list(plan.notes),
         "skipped_audio": [{"utterance": u, "path": p, "reason": r} for u, p, r in result.skipped_audio],
@@ -84,39 +109,69 @@ def rows_csv(rows: list[dict[str, Any]]) -> str:
     return buffer.getvalue()
 
 
-def report_markdown(exp, result, payload: dict[str, Any], info: RunInfo, figures: list[Figure] = (),
-                    paper: declared.DeclaredReport | None = None) -> str:
+def report_markdown(
+    exp,
+    result,
+    payload: dict[str, Any],
+    info: RunInfo,
+    figures: list[Figure] = (),
+    paper: declared.DeclaredReport | None = None,
+) -> str:
     """The worst case first, then the experiment's findings and paper tables (its `report:` section), the
     figures, every table, and under each what produced it."""
     e = exp.experiment
     lines = [f"# {e.name}", ""]
-    lines.append(f"Seed {e.seed}; corpus `{exp.corpus.use}` ({exp.corpus.distribution} {exp.corpus.version}); "
-                 f"{payload['corpus']['evaluation_speakers']} evaluation speakers, {payload['corpus']['train_speakers']} attacker-train speakers; "
-                 f"trials per N: {payload['trials']}.")
+    lines.append(
+        f"Seed {e.seed}; corpus `{exp.corpus.use}` ({exp.corpus.distribution} {exp.corpus.version}); "
+        f"{payload['corpus']['evaluation_speakers']} evaluation speakers, {payload['corpus']['train_speakers']} attacker-train speakers; "
+        f"trials per N: {payload['trials']}."
+    )
     lines.append("")
-    lines.append("Anonymizers: " + (", ".join(f"`{a.label}` (level {a.level})" for a in exp.anonymizers) or "none") + ".")
-    lines.append("Attackers: " + (", ".join(f"`{a.label}` trained on {a.train_on}" for a in exp.attackers) or "none") + ".")
-    lines.append("Protocols: O-O original enrollment and trials; O-A original enrollment, anonymized trials; A-A both anonymized.")
+    lines.append(
+        "Anonymizers: " + (", ".join(f"`{a.label}` (level {a.level})" for a in exp.anonymizers) or "none") + "."
+    )
+    lines.append(
+        "Attackers: " + (", ".join(f"`{a.label}` trained on {a.train_on}" for a in exp.attackers) or "none") + "."
+    )
+    lines.append(
+        "Protocols: O-O original enrollment and trials; O-A original enrollment, anonymized trials; A-A both anonymized."
+    )
     lines.append("Values with a bracket carry a 95 % speaker-level bootstrap confidence interval.")
     if payload.get("plan_notes"):
         lines += ["", "Data plan notes: " + "; ".join(payload["plan_notes"])]
     if result.skipped_audio:
-        lines += ["", f"**{len(result.skipped_audio)} unusable audio files (unreadable, NaN, silent, too short or beyond full scale) were skipped** (on_bad_audio: skip):", ""]
+        lines += [
+            "",
+            f"**{len(result.skipped_audio)} unusable audio files (unreadable, NaN, silent, too short or beyond full scale) were skipped** (on_bad_audio: skip):",
+            "",
+        ]
         lines += [f"- {u}: {p} ({r})" for u, p, r in result.skipped_audio]
-    worst = worst_case_tables(result.rows, caption=lambda an, at, pr, n: info.caption(anonymizers=[an], attackers=at, protocols=pr, n=n))
+    worst = worst_case_tables(
+        result.rows, caption=lambda an, at, pr, n: info.caption(anonymizers=[an], attackers=at, protocols=pr, n=n)
+    )
     if worst:
         lines += ["", "## Worst case at a glance", ""] + [t + "\n" for t in worst]
     if paper is not None and paper.findings:
-        lines += ["", "## Findings", "", "Each finding of the experiment's `report:` section, checked on this run's results.", ""]
+        lines += [
+            "",
+            "## Findings",
+            "",
+            "Each finding of the experiment's `report:` section, checked on this run's results.",
+            "",
+        ]
         lines += [f + "\n" for f in declared.findings_markdown(paper.findings)]
     if paper is not None and paper.tables:
         lines += ["", "## Paper tables", ""] + [t + "\n" for t in paper.tables]
     if paper is not None and (paper.figures or paper.notes):
-        lines += ["", "## Paper figures", ""] + [figure_markdown(f, folder=result.folder, info=info) + "\n" for f in paper.figures]
+        lines += ["", "## Paper figures", ""] + [
+            figure_markdown(f, folder=result.folder, info=info) + "\n" for f in paper.figures
+        ]
         lines += [f"- {note}" for note in paper.notes]
     if figures:
         lines += ["", "## Figures", ""] + [figure_markdown(f, folder=result.folder, info=info) + "\n" for f in figures]
-    attack = attack_tables(result.rows, caption=lambda an, at, pr, n: info.caption(anonymizers=an, attackers=at, protocols=pr, n=n))
+    attack = attack_tables(
+        result.rows, caption=lambda an, at, pr, n: info.caption(anonymizers=an, attackers=at, protocols=pr, n=n)
+    )
     if attack:
         lines += ["", "## Privacy (attacker) metrics", ""] + [t + "\n" for t in attack]
     speech = speech_tables(result.rows, caption=lambda an, at: info.caption(anonymizers=an, attackers=at))
@@ -130,7 +185,9 @@ def report_markdown(exp, result, payload: dict[str, Any], info: RunInfo, figures
 def figure_markdown(figure: Figure, folder: Path, info: RunInfo) -> str:
     """The figure embedded by its path relative to report.md, a link to its PDF and what produced it."""
     png, pdf = figure.png.relative_to(folder).as_posix(), figure.pdf.relative_to(folder).as_posix()
-    caption = info.caption(anonymizers=figure.anonymizers, attackers=figure.attackers, protocols=figure.protocols, n=figure.n)
+    caption = info.caption(
+        anonymizers=figure.anonymizers, attackers=figure.attackers, protocols=figure.protocols, n=figure.n
+    )
     note = f" Kept: {figure.note}." if figure.note else ""
     return f"### {figure.title}\n\n![{figure.title}]({png})\n\n{caption} [PDF]({pdf}).{note}"
 

@@ -46,9 +46,11 @@ def require_mono_samples(audio: np.ndarray, utt: Utterance, made_by: Anonymizer 
     got = f"audio of shape {audio.shape}" if audio.ndim != 1 else "no samples"
     if made_by is None:
         raise BadAudioError(utt.path, f"it reads as {got}, and an anonymizer takes mono audio with samples")
-    raise PluginError(f"anonymizer {made_by.name} returned {got} for utterance {utt.id}, where an anonymizer returns "
-                      f"mono audio with samples; this is a bug in {made_by.distribution} {made_by.version}: report it "
-                      "to its authors.")
+    raise PluginError(
+        f"anonymizer {made_by.name} returned {got} for utterance {utt.id}, where an anonymizer returns "
+        f"mono audio with samples; this is a bug in {made_by.distribution} {made_by.version}: report it "
+        "to its authors."
+    )
 
 
 def file_rate(path: str) -> int:
@@ -124,14 +126,23 @@ class AnonymizeTask:
         here = (cls.distribution, cls.version, code_fingerprint(cls))
         wanted = (resolved.distribution, resolved.version, resolved.code)
         if here != wanted:
-            raise PluginError(f"this worker has {resolved.kind} {resolved.use} from {' '.join(here)}, and the run uses "
-                              f"{' '.join(wanted)}; install the same plugin version and code on every worker.")
+            raise PluginError(
+                f"this worker has {resolved.kind} {resolved.use} from {' '.join(here)}, and the run uses "
+                f"{' '.join(wanted)}; install the same plugin version and code on every worker."
+            )
         context = self._context(plugin_work_dir(self.cache_root, "anonymizer", resolved.use, resolved.identity()))
         return build_resolved(get_plugin_manager(), resolved, context)  # type: ignore[return-value]
 
     def _context(self, work_dir: Path) -> PluginContext:
-        return PluginContext(seed=self.seed, work_dir=work_dir, threads=self.threads, workers=1,
-                             log=logging.getLogger("vpeval.worker"), plugin_factory=self._helper, options=self.options)
+        return PluginContext(
+            seed=self.seed,
+            work_dir=work_dir,
+            threads=self.threads,
+            workers=1,
+            log=logging.getLogger("vpeval.worker"),
+            plugin_factory=self._helper,
+            options=self.options,
+        )
 
     def _helper(self, kind: str, name: str, params: dict | None) -> Plugin:
         """Helper plugins (encoders, ASR) made as the run's process makes them (Runner._make_helper)."""

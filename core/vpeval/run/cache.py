@@ -228,7 +228,9 @@ def _read_manifest(folder: Path) -> tuple[int, dict[str, tuple[list[int], str]]]
         recorded = data["recorded_ns"]
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
-    if not isinstance(recorded, int) or any(len(stamp) != 4 or not isinstance(stamp[0], int) for stamp, _ in files.values()):
+    if not isinstance(recorded, int) or any(
+        len(stamp) != 4 or not isinstance(stamp[0], int) for stamp, _ in files.values()
+    ):
         return None
     return recorded, files
 

@@ -19,16 +19,26 @@ from typing import Any
 
 import numpy as np
 
-from vpeval.api import Anonymizer, Attacker, Executor, Frontend, Metric, MetricInputs, Plugin, PluginContext, SimilarityMatrix
+from vpeval.api import (
+    Anonymizer,
+    Attacker,
+    Executor,
+    Frontend,
+    Metric,
+    MetricInputs,
+    Plugin,
+    PluginContext,
+    SimilarityMatrix,
+)
 from vpeval.build import build_helper, build_resolved
 from vpeval.builtin.local_executor import LocalProcesses
 from vpeval.config import ResolvedAnonymizer, ResolvedAttacker, ResolvedExperiment, ResolvedPlugin
 from vpeval.errors import DataError, PluginError
 from vpeval.names import utterance_file
 from vpeval.plugins import get_plugin_manager
+from vpeval.run.anonymize_task import AnonymizeTask, voice_rng
 from vpeval.run.cache import StageCache, stable_key
 from vpeval.run.console import RunConsole
-from vpeval.run.anonymize_task import AnonymizeTask, voice_rng
 from vpeval.run.folder import claim_run_folder, experiment_run_folder, run_folder_lock
 from vpeval.run.stored import SpeechFiles, Stored, StoredMetricResults, StoredPlugin, StoredScores, StoredSpeech
 from vpeval.types import Corpus, EvaluationPlan, MetricResult, Scores, TrainingData, TrainingStage, TrialList
@@ -77,7 +87,9 @@ class RunState:
     stamps: dict[str, list[int]] = field(default_factory=dict)  # audio path -> its stat stamp when fingerprinted
     timings: dict[str, float] = field(default_factory=dict)
     executed: dict[str, list[str]] = field(default_factory=dict)  # stage -> labels computed (not reused)
-    anonymized: dict[tuple[str, str], tuple[str, Corpus]] = field(default_factory=dict)  # (label, part) -> (key, corpus)
+    anonymized: dict[tuple[str, str], tuple[str, Corpus]] = field(
+        default_factory=dict
+    )  # (label, part) -> (key, corpus)
     anonymizers: dict[str, list[Anonymizer]] = field(default_factory=dict)  # label -> chain instances
     prepared: set[str] = field(default_factory=set)  # labels whose instances ran prepare()
     metrics: dict[str, Metric] = field(default_factory=dict)  # metric label -> instance
@@ -154,8 +166,15 @@ class Runner:
 
         return build_helper(cls, params, context)
 
-    def _get_or_build(self, stage: str, label: str, key: str, stored: Stored, compute: Callable[[], Any],
-                      reads: Sequence[Corpus | None] | None = None) -> Any:
+    def _get_or_build(
+        self,
+        stage: str,
+        label: str,
+        key: str,
+        stored: Stored,
+        compute: Callable[[], Any],
+        reads: Sequence[Corpus | None] | None = None,
+    ) -> Any:
         """The cache-or-compute step of every stage: reuse the entry under `key`, or compute it, store it
         atomically and record its time. One process at a time builds an entry; others wait and reuse it.
 
@@ -200,8 +219,14 @@ class Runner:
                 log.info("%s %s: reused from cache (key %s)", stage, label, key[:12])
                 return value
         aside = self.cache.discard(stage, key)
-        log.warning("cache entry %s %s (key %s) was damaged (%s); recomputing it (the damaged copy is in %s)",
-                    stage, label, key[:12], problem, aside)
+        log.warning(
+            "cache entry %s %s (key %s) was damaged (%s); recomputing it (the damaged copy is in %s)",
+            stage,
+            label,
+            key[:12],
+            problem,
+            aside,
+        )
         return _DAMAGED
 
     def _check_unchanged(self, stage: str, label: str, key: str, reads: Sequence[Corpus | None] | None) -> None:
@@ -215,8 +240,10 @@ class Runner:
         changed = changed_file(paths, self.state.stamps)
         if changed is not None:
             self.cache.discard_partial(stage, key)  # what it holds may come from the new audio
-            raise DataError(f"Audio file {changed} changed during the run, after vpeval fingerprinted the corpus and "
-                            f"before {stage} {label} was stored; rerun the experiment to evaluate the new version.")
+            raise DataError(
+                f"Audio file {changed} changed during the run, after vpeval fingerprinted the corpus and "
+                f"before {stage} {label} was stored; rerun the experiment to evaluate the new version."
+            )
 
     def _timed(self, stage: str, label: str, started: float) -> None:
         took = time.perf_counter() - started
@@ -227,16 +254,24 @@ class Runner:
 
     def _executor(self, console: RunConsole) -> Executor:
         """The experiment's executor plugin (never part of a cache key); local for experiments resolved before it existed."""
-        context = PluginContext(seed=self.settings.seed, work_dir=self.cache.root / "work" / "executor", threads=self.settings.threads,
-                                workers=self.settings.workers, log=console.log.getChild("executor"),
-                                options={"cache_root": self.cache.root})
+        context = PluginContext(
+            seed=self.settings.seed,
+            work_dir=self.cache.root / "work" / "executor",
+            threads=self.settings.threads,
+            workers=self.settings.workers,
+            log=console.log.getChild("executor"),
+            options={"cache_root": self.cache.root},
+        )
         spec = self.exp.executor
         if spec is None:
             return LocalProcesses(context=context)
         executor = build_resolved(self.manager, spec, context)
         if executor.remote:
-            console.log.info("executor %s: anonymization and plugins' per-utterance stages (PluginContext.map: "
-                             "embeddings, features, transcripts) run on its workers; training runs here", spec.use)
+            console.log.info(
+                "executor %s: anonymization and plugins' per-utterance stages (PluginContext.map: "
+                "embeddings, features, transcripts) run on its workers; training runs here",
+                spec.use,
+            )
         return executor
 
     # -- the run -----------------------------------------------------------------------------
@@ -244,7 +279,10 @@ class Runner:
     def run(self) -> RunResult:
         try:
             claim_run_folder(self.folder, self.overwrite)
-            with run_folder_lock(self.folder, self.quiet), RunConsole(self.folder / "run.log", quiet=self.quiet) as console:
+            with (
+                run_folder_lock(self.folder, self.quiet),
+                RunConsole(self.folder / "run.log", quiet=self.quiet) as console,
+            ):
                 self._state = RunState(console, self._executor(console))
                 console.log.info("run %s -> %s (cache %s)", self.settings.name, self.folder, self.cache.root)
                 try:
@@ -266,12 +304,15 @@ class Runner:
         state.fingerprint = corpus.fingerprint
         score_sets: list[ScoreSet] = []
         attacker_rows: list[dict[str, Any]] = []  # of the per-attacker metric kinds, as each attacker trains
-        needs_train_anon = {a.label for a in self.exp.anonymizers} if any(
-            att.train_on == "anonymized" for att in self.exp.attackers
-        ) else set()
+        needs_train_anon = (
+            {a.label for a in self.exp.anonymizers}
+            if any(att.train_on == "anonymized" for att in self.exp.attackers)
+            else set()
+        )
         anonymized_eval: dict[str, Corpus] = {}
-        metrics_read_anonymized = any(kind.reads_anonymized and self._metrics(needs)
-                                      for needs, kind in METRIC_INPUTS.items())
+        metrics_read_anonymized = any(
+            kind.reads_anonymized and self._metrics(needs) for needs, kind in METRIC_INPUTS.items()
+        )
         for anon in self.exp.anonymizers:
             if {"O-A", "A-A"} & set(self.settings.protocols) or metrics_read_anonymized:
                 anonymized_eval[anon.label] = self._anonymize(anon, plan.evaluation, "evaluation")
@@ -360,8 +401,14 @@ class Runner:
     def _anonymize(self, anon: ResolvedAnonymizer, corpus: Corpus, part: str) -> Corpus:
         key = self._anonymizer_key(anon, corpus)
         label = f"{anon.label} ({part})"
-        result = self._get_or_build("anonymize", label, key, StoredSpeech(corpus),
-                                    lambda: self._anonymize_files(anon, corpus, key, label), reads=[corpus])
+        result = self._get_or_build(
+            "anonymize",
+            label,
+            key,
+            StoredSpeech(corpus),
+            lambda: self._anonymize_files(anon, corpus, key, label),
+            reads=[corpus],
+        )
         self.state.anonymized[(anon.label, part)] = (key, result)
         return result
 
@@ -391,12 +438,23 @@ class Runner:
         entries = [{"id": u.id, "file": utterance_file(u.id)} for u in corpus.utterances]
         todo = [u for u, e in zip(corpus.utterances, entries) if not (partial / e["file"]).exists()]
         # A picklable task: forked workers use these prepared steps, cluster workers rebuild the chain.
-        task = AnonymizeTask(anon, self.settings.seed, self.settings.threads, self.cache.root, partial,
-                             {"allow_pipes": self.allow_pipes, "cache_root": self.cache.root})
+        task = AnonymizeTask(
+            anon,
+            self.settings.seed,
+            self.settings.threads,
+            self.cache.root,
+            partial,
+            {"allow_pipes": self.allow_pipes, "cache_root": self.cache.root},
+        )
         task.remember(steps)
         console = self.state.console
         if len(todo) < len(entries):
-            console.log.info("anonymize %s: resuming, %d of %d utterances already done", label, len(entries) - len(todo), len(entries))
+            console.log.info(
+                "anonymize %s: resuming, %d of %d utterances already done",
+                label,
+                len(entries) - len(todo),
+                len(entries),
+            )
         try:
             results = self.state.executor.map(task, todo, f"anonymize {label}")
             for _ in console.track(results, total=len(todo), description=f"anonymize {label}"):
@@ -412,8 +470,12 @@ class Runner:
         assert att.frontend is not None
         key = self.cache.key(
             "frontend",
-            {"frontend": att.frontend.identity(), "seed": self.settings.seed, "data": self.state.fingerprint,
-             "train": stable_key([u.id for u in train.utterances])},
+            {
+                "frontend": att.frontend.identity(),
+                "seed": self.settings.seed,
+                "data": self.state.fingerprint,
+                "train": stable_key([u.id for u in train.utterances]),
+            },
         )
         frontend = self._instantiate(att.frontend, "frontend-" + att.frontend.use, key[:16])
 
@@ -423,7 +485,9 @@ class Runner:
 
         return self._get_or_build("frontend", att.frontend.label, key, StoredPlugin(frontend), fit, reads=[train])
 
-    def _training_data(self, att: ResolvedAttacker, system: ResolvedAnonymizer | None) -> tuple[TrainingData, list[str]]:
+    def _training_data(
+        self, att: ResolvedAttacker, system: ResolvedAnonymizer | None
+    ) -> tuple[TrainingData, list[str]]:
         plan, state = self.state.plan, self.state
         if system is None:
             stages = [TrainingStage("original", plan.train, "original")]
@@ -435,10 +499,16 @@ class Runner:
             keys = [state.anonymized[(system.label, "train")][0]]
             validation = self._anonymize(system, plan.validation, "validation") if plan.validation is not None else None
         if validation is not None:
-            keys.append(stable_key([u.id for u in validation.utterances]) if system is None else state.anonymized[(system.label, "validation")][0])
+            keys.append(
+                stable_key([u.id for u in validation.utterances])
+                if system is None
+                else state.anonymized[(system.label, "validation")][0]
+            )
         return TrainingData(stages, validation, att.train_on), keys
 
-    def _train(self, att: ResolvedAttacker, system: ResolvedAnonymizer | None, frontend: Frontend | None) -> tuple[Attacker, str]:
+    def _train(
+        self, att: ResolvedAttacker, system: ResolvedAnonymizer | None, frontend: Frontend | None
+    ) -> tuple[Attacker, str]:
         cls = self.manager.get("attacker", att.plugin.use)
         identity = {"attacker": att.plugin.identity(), "frontend": att.frontend.identity() if att.frontend else None}
         label = att.label + (f" on {system.label}" if system else "")
@@ -452,7 +522,9 @@ class Runner:
         if att.init_from is not None:
             ref = next(a for a in self.exp.attackers if a.label == att.init_from)
             _, start_key = self._train(ref, system if ref.train_on == "anonymized" else None, frontend)
-        key = self.cache.key("train", {**identity, "seed": self.settings.seed, "data": data_keys, "init_from": start_key})
+        key = self.cache.key(
+            "train", {**identity, "seed": self.settings.seed, "data": data_keys, "init_from": start_key}
+        )
         attacker = self._instantiate(att.plugin, "attacker-" + att.plugin.use, key[:16])
         attacker.frontend = frontend
 
@@ -471,29 +543,44 @@ class Runner:
         assert anonymized is not None
         return (original, anonymized) if protocol == "O-A" else (anonymized, anonymized)
 
-    def _score(self, att, attacker: Attacker, train_key: str, anon: ResolvedAnonymizer | None, plan, anonymized_eval) -> list[ScoreSet]:
+    def _score(
+        self, att, attacker: Attacker, train_key: str, anon: ResolvedAnonymizer | None, plan, anonymized_eval
+    ) -> list[ScoreSet]:
         out = []
         for protocol in self.settings.protocols:
             if protocol != "O-O" and anon is None:
                 continue
-            anon_key = self.state.anonymized[(anon.label, "evaluation")][0] if anon is not None and protocol != "O-O" else None
+            anon_key = (
+                self.state.anonymized[(anon.label, "evaluation")][0] if anon is not None and protocol != "O-O" else None
+            )
             for n, trial_list in sorted(plan.trial_lists.items()):
                 key = self.cache.key(
                     "score",
-                    {"train": train_key, "protocol": protocol, "anonymized": anon_key, "data": self.state.fingerprint,
-                     "trials": _trials_key(trial_list)},
+                    {
+                        "train": train_key,
+                        "protocol": protocol,
+                        "anonymized": anon_key,
+                        "data": self.state.fingerprint,
+                        "trials": _trials_key(trial_list),
+                    },
                 )
                 label = f"{att.label} {protocol} N={n}" + (f" vs {anon.label}" if anon else "")
 
                 def score(protocol=protocol, trial_list=trial_list, anon_key=anon_key) -> Scores:
-                    enroll_corpus, test_corpus = self._side_corpora(protocol, anonymized_eval.get(anon.label) if anon else None)
-                    return self._score_trials(attacker, train_key, trial_list, enroll_corpus, test_corpus, anon_key, protocol)
+                    enroll_corpus, test_corpus = self._side_corpora(
+                        protocol, anonymized_eval.get(anon.label) if anon else None
+                    )
+                    return self._score_trials(
+                        attacker, train_key, trial_list, enroll_corpus, test_corpus, anon_key, protocol
+                    )
 
                 scores = self._get_or_build("score", label, key, StoredScores, score, reads=[plan.evaluation])
                 out.append(ScoreSet(anon.label if anon else "none", att.label, att.train_on, protocol, n, scores, key))
         return out
 
-    def _represent(self, attacker: Attacker, train_key: str, sides: list[tuple[str, ...]], corpus: Corpus, version: str | None) -> np.ndarray:
+    def _represent(
+        self, attacker: Attacker, train_key: str, sides: list[tuple[str, ...]], corpus: Corpus, version: str | None
+    ) -> np.ndarray:
         memo = self.state.represented
         missing = [s for s in dict.fromkeys(sides) if (train_key, version, s) not in memo]
         if missing:
@@ -502,7 +589,9 @@ class Runner:
                 memo[(train_key, version, side)] = np.asarray(vec, dtype=np.float64)
         return np.stack([memo[(train_key, version, s)] for s in sides])
 
-    def _score_trials(self, attacker, train_key, trial_list: TrialList, enroll_corpus, test_corpus, anon_key, protocol) -> Scores:
+    def _score_trials(
+        self, attacker, train_key, trial_list: TrialList, enroll_corpus, test_corpus, anon_key, protocol
+    ) -> Scores:
         enroll_version = anon_key if protocol == "A-A" else None
         test_version = anon_key if protocol in ("O-A", "A-A") else None
         trials = trial_list.trials
@@ -531,14 +620,21 @@ class Runner:
         for m in self.exp.metrics:
             cls = self.manager.get("metric", m.use)
             if cls.needs not in METRIC_INPUTS:
-                raise PluginError(f"metric {m.use} reads '{cls.needs}', which vpeval does not provide (a metric "
-                                  f"reads one of: {', '.join(METRIC_INPUTS)}); this is a bug in {cls.distribution} "
-                                  f"{cls.version}: report it to its authors.")
+                raise PluginError(
+                    f"metric {m.use} reads '{cls.needs}', which vpeval does not provide (a metric "
+                    f"reads one of: {', '.join(METRIC_INPUTS)}); this is a bug in {cls.distribution} "
+                    f"{cls.version}: report it to its authors."
+                )
 
     def _attacker_metric_rows(self, scope: MetricScope) -> list[dict[str, Any]]:
         """The rows of the per-attacker metric kinds for the trained attacker in `scope`, kinds in table order."""
-        return [row for needs, kind in METRIC_INPUTS.items() if kind.per_attacker
-                for plugin in self._metrics(needs) for row in kind.rows(self, plugin, scope)]
+        return [
+            row
+            for needs, kind in METRIC_INPUTS.items()
+            if kind.per_attacker
+            for plugin in self._metrics(needs)
+            for row in kind.rows(self, plugin, scope)
+        ]
 
     def _metric_rows(self, scope: MetricScope, attacker_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Every metric row, in table order; the per-attacker kinds' rows (computed while each attacker was in
@@ -552,32 +648,56 @@ class Runner:
         return rows
 
     def _metric_results(
-        self, plugin: ResolvedPlugin, label: str, inputs_key: dict[str, Any], coords: dict[str, Any], inputs: Callable[[], MetricInputs]
+        self,
+        plugin: ResolvedPlugin,
+        label: str,
+        inputs_key: dict[str, Any],
+        coords: dict[str, Any],
+        inputs: Callable[[], MetricInputs],
     ) -> list[MetricResult]:
         """A metric's results, cached like any stage under its identity, the seed (bootstrap draws), the
         coordinates it is given and the keys of its inputs."""
         key = self.cache.key(
-            "metrics", {"metric": plugin.identity(), "seed": self.settings.seed, "inputs": inputs_key, "attributes": coords}
+            "metrics",
+            {"metric": plugin.identity(), "seed": self.settings.seed, "inputs": inputs_key, "attributes": coords},
         )
 
         def compute() -> list[MetricResult]:
             metric = self.state.metrics.get(plugin.label)
             if metric is None:
-                metric = self.state.metrics[plugin.label] = self._instantiate(plugin, "metric-" + plugin.use, stable_key(plugin.identity())[:16])
+                metric = self.state.metrics[plugin.label] = self._instantiate(
+                    plugin, "metric-" + plugin.use, stable_key(plugin.identity())[:16]
+                )
             return metric.compute(inputs())
 
-        return self._get_or_build("metrics", f"{plugin.label} on {label}", key, StoredMetricResults, compute,
-                                  reads=[self.state.plan.evaluation])
+        return self._get_or_build(
+            "metrics",
+            f"{plugin.label} on {label}",
+            key,
+            StoredMetricResults,
+            compute,
+            reads=[self.state.plan.evaluation],
+        )
 
     def _score_metric_rows(self, plugin: ResolvedPlugin, scope: MetricScope) -> list[dict[str, Any]]:
         """needs "scores": once per score set (attacker, protocol, N, anonymizer)."""
         rows = []
         for s in scope.score_sets:
-            coords = {"anonymizer": s.anonymizer, "attacker": s.attacker, "scenario": s.scenario,
-                      "protocol": s.protocol, "n": s.n}
+            coords = {
+                "anonymizer": s.anonymizer,
+                "attacker": s.attacker,
+                "scenario": s.scenario,
+                "protocol": s.protocol,
+                "n": s.n,
+            }
             label = f"{s.attacker} {s.protocol} N={s.n} vs {s.anonymizer}"
-            results = self._metric_results(plugin, label, {"scores": s.key}, coords,
-                                           lambda s=s, coords=coords: MetricInputs(scores=s.scores, attributes=coords))
+            results = self._metric_results(
+                plugin,
+                label,
+                {"scores": s.key},
+                coords,
+                lambda s=s, coords=coords: MetricInputs(scores=s.scores, attributes=coords),
+            )
             rows += [_row(coords, plugin, r) for r in results]
         return rows
 
@@ -591,12 +711,21 @@ class Runner:
         for anon in list(self.exp.anonymizers) or [None]:
             anonymized = scope.anonymized.get(anon.label) if anon else None
             anonymized_key = self.state.anonymized[(anon.label, "evaluation")][0] if anon else None
-            coords = {"anonymizer": anon.label if anon else "original", "attacker": "", "scenario": "", "protocol": "",
-                      "n": None}
+            coords = {
+                "anonymizer": anon.label if anon else "original",
+                "attacker": "",
+                "scenario": "",
+                "protocol": "",
+                "n": None,
+            }
             results = self._metric_results(
-                plugin, coords["anonymizer"], {"original": original_key, "anonymized": anonymized_key}, coords,
-                lambda anonymized=anonymized, coords=coords: MetricInputs(original=original, anonymized=anonymized,
-                                                                          attributes=coords),
+                plugin,
+                coords["anonymizer"],
+                {"original": original_key, "anonymized": anonymized_key},
+                coords,
+                lambda anonymized=anonymized, coords=coords: MetricInputs(
+                    original=original, anonymized=anonymized, attributes=coords
+                ),
             )
             for r in results:
                 c = dict(coords)
@@ -643,8 +772,12 @@ class Runner:
                     )
                 return MetricInputs(similarity=out, attributes=coords)
 
-            inputs_key = {"train": train_key, "anonymized": anon_key, "data": self.state.fingerprint,
-                          "pools": stable_key([plan.enroll_ids, plan.test_ids])}
+            inputs_key = {
+                "train": train_key,
+                "anonymized": anon_key,
+                "data": self.state.fingerprint,
+                "pools": stable_key([plan.enroll_ids, plan.test_ids]),
+            }
             results = self._metric_results(plugin, f"{att.label} vs {anon.label}", inputs_key, coords, matrices)
             rows += [_row(coords, plugin, r) for r in results]
         return rows
@@ -666,15 +799,24 @@ class Runner:
         for protocol, anon in versions:
             observed = scope.anonymized[anon.label] if anon is not None else plan.evaluation
             anon_key = self.state.anonymized[(anon.label, "evaluation")][0] if anon is not None else None
-            coords = {"anonymizer": anon.label if anon else "none", "attacker": att.label, "scenario": att.train_on,
-                      "protocol": protocol, "n": 1}
+            coords = {
+                "anonymizer": anon.label if anon else "none",
+                "attacker": att.label,
+                "scenario": att.train_on,
+                "protocol": protocol,
+                "n": 1,
+            }
 
             def inputs(observed=observed, coords=coords) -> MetricInputs:
                 recovered, target, speakers = attacker.inversion_embeddings(observed, plan.evaluation)
                 return MetricInputs(recovered=recovered, target=target, speakers=speakers, attributes=coords)
 
-            inputs_key = {"train": train_key, "anonymized": anon_key, "data": self.state.fingerprint,
-                          "utterances": stable_key([u.id for u in plan.evaluation.utterances])}
+            inputs_key = {
+                "train": train_key,
+                "anonymized": anon_key,
+                "data": self.state.fingerprint,
+                "utterances": stable_key([u.id for u in plan.evaluation.utterances]),
+            }
             label = f"{att.label} {protocol}" + (f" vs {anon.label}" if anon else "")
             rows += [_row(coords, plugin, r) for r in self._metric_results(plugin, label, inputs_key, coords, inputs)]
         return rows

@@ -19,7 +19,16 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from vpeval.api import ASR, Anonymizer, Attacker, CorpusSource, Frontend, MetricInputs, SpeakerEncoder, Transcript, Voice
+from vpeval.api import (
+    Anonymizer,
+    Attacker,
+    CorpusSource,
+    Frontend,
+    MetricInputs,
+    SpeakerEncoder,
+    Transcript,
+    Voice,
+)
 from vpeval.build import round_trip_problem, validate_params
 from vpeval.errors import MetricInputError
 from vpeval.plugins import LOAD_ENV, plugin_context
@@ -132,8 +141,12 @@ class AnonymizerContract(_Contract):
             pytest.skip("works on embeddings only")
         rate = self._rate()
         audio = _audio(rate)
-        first = self._prepared(tmp_path / "a").anonymize(audio.copy(), rate, Voice("k", "speaker", np.random.default_rng(5)))
-        second = self._prepared(tmp_path / "b").anonymize(audio.copy(), rate, Voice("k", "speaker", np.random.default_rng(5)))
+        first = self._prepared(tmp_path / "a").anonymize(
+            audio.copy(), rate, Voice("k", "speaker", np.random.default_rng(5))
+        )
+        second = self._prepared(tmp_path / "b").anonymize(
+            audio.copy(), rate, Voice("k", "speaker", np.random.default_rng(5))
+        )
         np.testing.assert_array_equal(first, second)
 
     def test_embeddings_shape_and_determinism(self, tmp_path):
@@ -165,7 +178,9 @@ class AttackerContract(_Contract):
             from vpeval.plugins import get_plugin_manager
 
             fcls = get_plugin_manager().get("frontend", self.frontend_name)
-            frontend = fcls(validate_params(fcls, self.frontend_params), plugin_context(seed=self.seed, work_dir=tmp_path / "fe"))
+            frontend = fcls(
+                validate_params(fcls, self.frontend_params), plugin_context(seed=self.seed, work_dir=tmp_path / "fe")
+            )
             frontend.fit(train)
             attacker.frontend = frontend
         return attacker
@@ -326,7 +341,9 @@ class CorpusContract(_Contract):
         assert len(corpus.speakers) >= 2, "speaker verification needs at least two speakers"
         for u in corpus.utterances:
             assert u.id and not re.search(r"\s", u.id), f"utterance id {u.id!r} is empty or has white space"
-            assert u.speaker and not re.search(r"\s", u.speaker), f"speaker {u.speaker!r} of {u.id} is empty or has white space"
+            assert u.speaker and not re.search(r"\s", u.speaker), (
+                f"speaker {u.speaker!r} of {u.id} is empty or has white space"
+            )
             assert u.gender in (None, "f", "m"), f"gender of {u.id} is {u.gender!r}, not f, m or None"
             assert u.sample_rate is None or u.sample_rate > 0
             assert Path(u.path).is_file(), f"{u.id}: {u.path} is not a file"
@@ -350,7 +367,9 @@ class CorpusContract(_Contract):
         assert isinstance(plan, EvaluationPlan)
         assert not set(plan.enroll_ids) & set(plan.test_ids), "an utterance is both enrollment and trial"
         assert set(plan.enroll_ids) | set(plan.test_ids) <= {u.id for u in plan.evaluation}
-        assert not set(plan.train.speakers) & set(plan.evaluation.speakers), "attacker training sees evaluation speakers"
+        assert not set(plan.train.speakers) & set(plan.evaluation.speakers), (
+            "attacker training sees evaluation speakers"
+        )
         for trials in plan.trial_lists.values():
             for t in trials.trials:
                 assert set(t.enroll) <= set(plan.enroll_ids) and set(t.test) <= set(plan.test_ids)
@@ -396,6 +415,8 @@ class ASRContract(_Contract):
         if given is None:
             pytest.skip("the plugin's tests give no recording with its words")
         audio, words = given
+
         def norm(text: str) -> str:
             return " ".join(re.sub(r"[^a-z0-9' ]", " ", text.lower()).split())
+
         assert norm(self.make(tmp_path).transcribe(audio).text) == norm(words)

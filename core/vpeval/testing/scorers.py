@@ -34,6 +34,7 @@ def mfcc_mean(audio: np.ndarray, rate: int, n_mels: int = 40, n_ceps: int = 20) 
 
 def cosine_trial_eer(enroll: dict, test: dict, speaker: dict) -> float:
     """EER of cosine scores over every (enroll, test) pair of different utterance ids."""
+
     def unit(v):
         return v / np.linalg.norm(v)
 

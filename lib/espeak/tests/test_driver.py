@@ -67,8 +67,9 @@ def test_ctrl_c_mid_synthesis_leaves_the_caller_to_report_it(tmp_path):
 
     script, ready = tmp_path / "speak.py", tmp_path / "spoke"
     script.write_text(SPEAKER)
-    process = subprocess.Popen([sys.executable, str(script), str(ready)], stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(ready)], stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + 60
         while not ready.exists() and time.monotonic() < deadline and process.poll() is None:

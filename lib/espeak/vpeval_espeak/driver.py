@@ -80,7 +80,8 @@ class EspeakServer:
         # A process group of its own: the terminal's Ctrl-C goes to the caller, which says once that the
         # run was interrupted; the server ends when the caller closes the connection or dies (EOF).
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "vpeval_espeak.driver", str(theirs.fileno())], pass_fds=[theirs.fileno()],
+            [sys.executable, "-m", "vpeval_espeak.driver", str(theirs.fileno())],
+            pass_fds=[theirs.fileno()],
             process_group=0,
         )
         theirs.close()
@@ -102,7 +103,9 @@ class EspeakServer:
             raise ValueError("voice lines must not set breath or flutter: their output is not reproducible")
         self._voice_lines = voice_lines
 
-    def synthesize(self, text: str, rate: int = 175, pitch: int = 50, pitch_range: int = 50, volume: int = 100) -> np.ndarray:
+    def synthesize(
+        self, text: str, rate: int = 175, pitch: int = 50, pitch_range: int = 50, volume: int = 100
+    ) -> np.ndarray:
         """int16 samples at `self.sample_rate` for `text` in the current voice.
 
         rate is words per minute; pitch and pitch_range are espeak-ng's 0-100 scales (50 = the

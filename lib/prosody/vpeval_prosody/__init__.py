@@ -19,9 +19,19 @@ import numpy as np
 RATE = 16000
 FEATURE_VERSION = "praat-two-pass-1"
 FEATURE_NAMES = (
-    "f0_median_st", "f0_mad_st", "f0_p90_p10_st", "f0_iqr_st", "f0_step_median_st", "voiced_fraction",
-    "voiced_onsets_per_second", "voiced_onsets_per_voiced_second", "intensity_std_db",
-    "intensity_p90_p10_db", "band_balance_db", "hnr_db", "log_duration",
+    "f0_median_st",
+    "f0_mad_st",
+    "f0_p90_p10_st",
+    "f0_iqr_st",
+    "f0_step_median_st",
+    "voiced_fraction",
+    "voiced_onsets_per_second",
+    "voiced_onsets_per_voiced_second",
+    "intensity_std_db",
+    "intensity_p90_p10_db",
+    "band_balance_db",
+    "hnr_db",
+    "log_duration",
 )
 N_FEATURES = len(FEATURE_NAMES)
 FIRST_PASS = (60.0, 600.0)
@@ -61,9 +71,22 @@ def prosodic_features(audio: np.ndarray, rate: int = RATE) -> np.ndarray:
     ltas = call(sound, "To Ltas", 100)
     balance = call(ltas, "Get mean", 1000, 4000, "energy") - call(ltas, "Get mean", 0, 1000, "energy")
     hnr = call(sound.to_harmonicity_cc(TIME_STEP, floor, 0.1, 1.0), "Get mean", 0, 0)
-    return np.nan_to_num(np.array([
-        median, np.median(np.abs(semitones - median)), p90 - p10, p75 - p25,
-        np.median(np.abs(np.diff(semitones))) if semitones.size > 1 else 0.0,
-        voiced.mean(), onsets / seconds, onsets / max(voiced.sum() * TIME_STEP, 0.1),
-        loud.std(), np.percentile(loud, 90) - np.percentile(loud, 10), balance, hnr, np.log(seconds),
-    ]))
+    return np.nan_to_num(
+        np.array(
+            [
+                median,
+                np.median(np.abs(semitones - median)),
+                p90 - p10,
+                p75 - p25,
+                np.median(np.abs(np.diff(semitones))) if semitones.size > 1 else 0.0,
+                voiced.mean(),
+                onsets / seconds,
+                onsets / max(voiced.sum() * TIME_STEP, 0.1),
+                loud.std(),
+                np.percentile(loud, 90) - np.percentile(loud, 10),
+                balance,
+                hnr,
+                np.log(seconds),
+            ]
+        )
+    )

@@ -13,6 +13,7 @@ from scipy.fft import dct
 
 def mel_bank(rate: int, bins: int, n_mels: int) -> np.ndarray:
     """Triangular mel filters [n_mels, bins] over 0 .. rate / 2."""
+
     def mel(f):
         return 2595.0 * np.log10(1.0 + f / 700.0)
 

@@ -53,8 +53,11 @@ def synthesize(features: WorldFeatures, rate: int, length: int, frame_period: fl
     """Waveform of exactly `length` samples from WORLD features."""
     pw = _pyworld()
     y = pw.synthesize(
-        np.ascontiguousarray(features.f0), np.ascontiguousarray(features.sp),
-        np.ascontiguousarray(features.ap), rate, frame_period,
+        np.ascontiguousarray(features.f0),
+        np.ascontiguousarray(features.sp),
+        np.ascontiguousarray(features.ap),
+        rate,
+        frame_period,
     )
     out = np.zeros(length)
     out[: min(length, len(y))] = y[:length]

@@ -27,9 +27,19 @@ def espeak_corpus(tmp_path_factory):
         speaker = PseudoVoice.draw(np.random.default_rng([99, s]), "f" if s % 2 == 0 else "m", (150.0, 160.0))
         for u, text in enumerate(SENTENCES):
             speech, rate = speak(text, speaker, speaker.rate_wpm)
-            audio = np.concatenate([np.zeros(4000, np.float32), resample(speech, rate, 16000), np.zeros(3200, np.float32)])
+            audio = np.concatenate(
+                [np.zeros(4000, np.float32), resample(speech, rate, 16000), np.zeros(3200, np.float32)]
+            )
             path = folder / f"s{s}-u{u}.wav"
             sf.write(path, 0.5 * audio / np.max(np.abs(audio)), 16000, subtype="PCM_16")
-            utterances.append(Utterance(id=f"s{s}-u{u}", speaker=f"s{s}", path=str(path), transcript=text,
-                                        gender=speaker.gender, sample_rate=16000))
+            utterances.append(
+                Utterance(
+                    id=f"s{s}-u{u}",
+                    speaker=f"s{s}",
+                    path=str(path),
+                    transcript=text,
+                    gender=speaker.gender,
+                    sample_rate=16000,
+                )
+            )
     return utterances

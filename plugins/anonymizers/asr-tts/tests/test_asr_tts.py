@@ -17,7 +17,6 @@ from vpeval.testing.scorers import mfcc_eers
 from vpeval_asr_tts.anonymizer import AsrTts, speech_span
 from vpeval_asr_tts.voice import F0_BANDS, PseudoVoice
 
-
 voice = functools.partial(seeded_voice, seed=6)
 
 

@@ -27,7 +27,6 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from vpeval.api import Anonymizer, Params, PluginRef, Transcript, Voice
-
 from vpeval_asr_tts.voice import PseudoVoice
 
 MIN_WPM, MAX_WPM = 80.0, 400.0  # espeak-ng's useful speaking-rate range (words per minute)
@@ -96,7 +95,9 @@ class AsrTts(Anonymizer):
         transcript = self._asr.transcribe(resample(audio, sample_rate, self._asr.sample_rate))
         return self.speak_transcript(transcript, pseudo, audio, sample_rate)
 
-    def speak_transcript(self, transcript: Transcript, pseudo: PseudoVoice, source: np.ndarray, rate: int) -> np.ndarray:
+    def speak_transcript(
+        self, transcript: Transcript, pseudo: PseudoVoice, source: np.ndarray, rate: int
+    ) -> np.ndarray:
         """The transcript spoken in the pseudo-voice: as many samples at `rate` as the source, its peak."""
         from vpeval.audio import resample
 

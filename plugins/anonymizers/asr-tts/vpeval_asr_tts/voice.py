@@ -52,7 +52,9 @@ class PseudoVoice:
     def voice_lines(self) -> str:
         """The espeak-ng voice-file lines: gender, pitch base and max, formants."""
         base = (self.f0_median - MEDIAN_MAX * self.pitch_width) / (MEDIAN_BASE + MEDIAN_MAX)
-        lines = [f"gender {'female' if self.gender == 'f' else 'male'}",
-                 f"pitch {int(round(base))} {int(round(base + self.pitch_width))}"]
+        lines = [
+            f"gender {'female' if self.gender == 'f' else 'male'}",
+            f"pitch {int(round(base))} {int(round(base + self.pitch_width))}",
+        ]
         lines += [f"formant {k} {f} {h} {w}" for k, (f, h, w) in enumerate(self.formants)]
         return "\n".join(lines)

@@ -14,8 +14,9 @@ from vpeval_embedding_anonymizers.synthetic import synthetic_embeddings
 def _make_voices(context: PluginContext, keys, level="utterance", emotions=None, genders=None):
     voices = []
     for i, key in enumerate(keys):
-        utt = SimpleNamespace(emotion=emotions[i] if emotions is not None else None,
-                              gender=genders[i] if genders is not None else None)
+        utt = SimpleNamespace(
+            emotion=emotions[i] if emotions is not None else None, gender=genders[i] if genders is not None else None
+        )
         voices.append(Voice(key=key, level=level, rng=context.rng("voice", key), utterance=utt))
     return voices
 

@@ -70,15 +70,21 @@ def test_alpha_reference_norm_rescales(pool_file, work_dir):
     np.testing.assert_allclose(anon.alphas[anon.emotions.index("happy")], 35 * norm / 100.0)
 
 
-def test_default_alpha_is_relative_so_unit_norm_encoders_keep_the_speaker(pool_file, work_dir, evaluation_set,
-                                                                         make_voices, tmp_path):
+def test_default_alpha_is_relative_so_unit_norm_encoders_keep_the_speaker(
+    pool_file, work_dir, evaluation_set, make_voices, tmp_path
+):
     """A unit-length encoder (GE2E-like): the paper's absolute 35 would replace the vector by 35 n_e."""
     from vpeval_embedding_anonymizers.compensation import REFERENCE_NORM
 
     pool = np.load(pool_file)
     unit_pool = tmp_path / "unit.npz"
-    np.savez(unit_pool, **{**{k: pool[k] for k in pool.files},
-                           "embeddings": pool["embeddings"] / np.linalg.norm(pool["embeddings"], axis=1, keepdims=True)})
+    np.savez(
+        unit_pool,
+        **{
+            **{k: pool[k] for k in pool.files},
+            "embeddings": pool["embeddings"] / np.linalg.norm(pool["embeddings"], axis=1, keepdims=True),
+        },
+    )
     x, _, _ = evaluation_set
     x = x / np.linalg.norm(x, axis=1, keepdims=True)
     params = EmotionCompensation.Params(pool_vectors=str(unit_pool), emotion_vectors=str(unit_pool), base_params=BASE)
@@ -94,9 +100,12 @@ def test_default_alpha_is_relative_so_unit_norm_encoders_keep_the_speaker(pool_f
     compensated = moved > 0
     cos = np.sum(z_edit * z, axis=1) / np.linalg.norm(z_edit, axis=1) / np.linalg.norm(z, axis=1)
     assert cos[compensated].mean() > 0.4
-    absolute = EmotionCompensation(EmotionCompensation.Params(
-        pool_vectors=str(unit_pool), emotion_vectors=str(unit_pool), base_params=BASE, alpha_units="absolute"),
-        PluginContext(7, work_dir / "ec-unit"))
+    absolute = EmotionCompensation(
+        EmotionCompensation.Params(
+            pool_vectors=str(unit_pool), emotion_vectors=str(unit_pool), base_params=BASE, alpha_units="absolute"
+        ),
+        PluginContext(7, work_dir / "ec-unit"),
+    )
     z_abs = absolute.anonymize_embeddings(x, make_voices(absolute.context, keys))
     cos_abs = np.sum(z_abs * z, axis=1) / np.linalg.norm(z_abs, axis=1) / np.linalg.norm(z, axis=1)
     assert cos_abs[compensated].mean() < 0.1  # the explicit absolute mode: speaker erased, as documented

@@ -55,8 +55,12 @@ def corpora(tmp_path_factory):
     pool = make_corpus(root / "pool", speakers=10, utterances=8, sample_rate=16000, seconds=0.5, seed=2)
     encoder = PitchEncoder()
     pool_file = root / "pool.npz"
-    np.savez(pool_file, embeddings=encoder.embed_corpus(pool), speakers=[u.speaker for u in pool.utterances],
-             emotions=[u.emotion for u in pool.utterances])
+    np.savez(
+        pool_file,
+        embeddings=encoder.embed_corpus(pool),
+        speakers=[u.speaker for u in pool.utterances],
+        emotions=[u.emotion for u in pool.utterances],
+    )
     return evaluation, str(pool_file)
 
 
@@ -66,9 +70,15 @@ def metric_params(pool_file: str) -> dict:
         "repeats": 1,
         "systems": [
             {"use": "ohnn", "params": {"pool_vectors": pool_file, "epochs": 60}},
-            {"use": "emotion-compensation",
-             "params": {"pool_vectors": pool_file, "emotion_vectors": pool_file, "base_params": {"epochs": 60},
-                        "alpha_reference_norm": 35.0}},
+            {
+                "use": "emotion-compensation",
+                "params": {
+                    "pool_vectors": pool_file,
+                    "emotion_vectors": pool_file,
+                    "base_params": {"epochs": 60},
+                    "alpha_reference_norm": 35.0,
+                },
+            },
         ],
     }
 
@@ -85,8 +95,13 @@ def results(corpora, tmp_path_factory):
 
 
 def value(results, metric, system, protocol=None):
-    hits = [r.value for r in results if r.metric == metric and r.details["system"] == system
-            and (protocol is None or r.details["protocol"] == protocol)]
+    hits = [
+        r.value
+        for r in results
+        if r.metric == metric
+        and r.details["system"] == system
+        and (protocol is None or r.details["protocol"] == protocol)
+    ]
     assert len(hits) == 1, (metric, system, protocol)
     return hits[0]
 
@@ -120,15 +135,18 @@ def test_deterministic_and_embeddings_cached(corpora, results, tmp_path):
     calls = PitchEncoder.calls
     again = make_metric(tmp_path, pool_file).compute(MetricInputs(original=evaluation))
     assert PitchEncoder.calls == calls  # second run read the cached embeddings
-    as_tuples = [[(r.metric, r.value, r.details["system"], r.details.get("protocol")) for r in rows]
-                 for rows in (results, first, again)]
+    as_tuples = [
+        [(r.metric, r.value, r.details["system"], r.details.get("protocol")) for r in rows]
+        for rows in (results, first, again)
+    ]
     assert as_tuples[0] == as_tuples[1] == as_tuples[2]
 
 
 def test_only_the_first_anonymizer_call_reports(corpora, tmp_path):
     evaluation, pool_file = corpora
-    metric = make_metric(tmp_path, pool_file, systems=[{"use": "ohnn", "params": {"pool_vectors": pool_file,
-                                                                                  "epochs": 20}}])
+    metric = make_metric(
+        tmp_path, pool_file, systems=[{"use": "ohnn", "params": {"pool_vectors": pool_file, "epochs": 20}}]
+    )
     assert metric.compute(MetricInputs(original=evaluation, anonymized=evaluation))
     assert metric.compute(MetricInputs(original=evaluation, anonymized=evaluation)) == []
 

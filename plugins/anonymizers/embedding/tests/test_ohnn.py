@@ -57,8 +57,9 @@ def test_far_from_originals_but_speakers_distinct(trained, evaluation_set, conte
     assert pairwise_eer(z, z, speakers) == pytest.approx(pairwise_eer(x, x, speakers), abs=1e-9)
 
 
-def test_pseudo_speaker_differs_per_utterance_and_is_one_per_speaker(per_voice, trained, evaluation_set, context,
-                                                                     make_voices):
+def test_pseudo_speaker_differs_per_utterance_and_is_one_per_speaker(
+    per_voice, trained, evaluation_set, context, make_voices
+):
     x, speakers, _ = evaluation_set
     # Utterance level: the same vector under 12 utterance keys gets (almost always) 12 pseudo-speakers.
     same = np.repeat(x[:1], 12, axis=0)
@@ -74,7 +75,9 @@ def test_pseudo_speaker_differs_per_utterance_and_is_one_per_speaker(per_voice, 
     rows = np.flatnonzero(speakers == speakers[0])
     zs = per_voice.anonymize_embeddings(x[rows], make_voices(context, [speakers[0]] * len(rows), level="speaker"))
     np.testing.assert_allclose(zs @ zs.T, x[rows] @ x[rows].T, atol=1e-8)
-    other = per_voice.anonymize_embeddings(x[rows], make_voices(context, [speakers[0] + "b"] * len(rows), level="speaker"))
+    other = per_voice.anonymize_embeddings(
+        x[rows], make_voices(context, [speakers[0] + "b"] * len(rows), level="speaker")
+    )
     assert not np.allclose(zs, other)
 
 
@@ -98,7 +101,6 @@ def test_voice_rotation_is_orthogonal_and_sends_pool_speakers_to_others(per_voic
     moved = (centres @ span) @ r @ span.T
     nearest = np.argmax(moved @ centres.T, axis=1)
     assert np.mean(nearest != np.arange(len(centres))) > 0.9  # pool speakers become other pool speakers
-
 
 
 def test_pool_speakers_map_to_their_targets(trained):

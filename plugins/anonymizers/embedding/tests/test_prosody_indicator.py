@@ -69,7 +69,10 @@ def test_prosody_indicator_recognises_styles_of_unseen_speakers(tmp_path, pool_f
             writer.writerow([u.path, u.speaker, u.emotion])
     test = write_corpus(tmp_path, speakers=range(12, 20, 2), per_emotion=1)
     params = EmotionCompensation.Params(
-        pool_vectors=pool_file, emotion_vectors=None, indicator="prosody", base_params={"epochs": 20},
+        pool_vectors=pool_file,
+        emotion_vectors=None,
+        indicator="prosody",
+        base_params={"epochs": 20},
         emotion_corpus={"use": "manifest", "params": {"path": str(manifest)}},
     )
     anon = EmotionCompensation(params, plugin_context(seed=0, work_dir=tmp_path / "work"))

@@ -113,8 +113,10 @@ class FakeEncoder(SpeakerEncoder):
 
 def test_pool_from_corpus_and_encoder_is_cached(tmp_path, make_voices):
     x, speakers, emotions = synthetic_embeddings(12, 3, seed=5)
-    utts = [Utterance(id=f"{s}-{i}", speaker=s, path=f"fake/{i}.wav", emotion=e)
-            for i, (s, e) in enumerate(zip(speakers, emotions))]
+    utts = [
+        Utterance(id=f"{s}-{i}", speaker=s, path=f"fake/{i}.wav", emotion=e)
+        for i, (s, e) in enumerate(zip(speakers, emotions))
+    ]
     corpus = Corpus(name="pool", utterances=utts, fingerprint="pool-5")
 
     class FakeCorpus(CorpusSource):

@@ -41,7 +41,9 @@ def test_compensation_base_must_be_an_installed_embedding_anonymizer():
 
 
 def test_pool_and_emotion_corpus_params_are_validated():
-    msg = error(ANONYMIZER, selection="emotion-compensation", params="{emotion_corpus: {use: synth, params: {preset: huge}}}")
+    msg = error(
+        ANONYMIZER, selection="emotion-compensation", params="{emotion_corpus: {use: synth, params: {preset: huge}}}"
+    )
     assert "(anonymizers[0].params.selection_params.emotion_corpus.params.preset)" in msg
     msg = error(ANONYMIZER, selection="ohnn", params="{encoder: {use: ecapa, params: {checkpoint: 5}}}")
     assert "(anonymizers[0].params.selection_params.encoder.params.checkpoint)" in msg

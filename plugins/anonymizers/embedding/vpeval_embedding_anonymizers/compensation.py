@@ -21,7 +21,6 @@ from pydantic import Field
 from vpeval.api import PluginRef, Voice, stable_int
 from vpeval.errors import DataError
 from vpeval.speakers import POOL_SEED, CorpusSpec, PoolEmbeddings, load_pool
-
 from vpeval_embedding_anonymizers.base import EmbeddingAnonymizer, PoolParams
 
 # Emotion data defaults to the synth corpus's acted-emotion preset, with a seed of its own (disjoint
@@ -44,7 +43,8 @@ class EmotionCompensation(EmbeddingAnonymizer):
         """Paper defaults: OHNN base, alpha 35 / 0 / -35 / 35, SVMs on original embeddings."""
 
         base: Annotated[str, PluginRef("anonymizer", params="base_params", works_on="embedding")] = Field(
-            "ohnn", description="The embedding anonymizer whose output is compensated.")
+            "ohnn", description="The embedding anonymizer whose output is compensated."
+        )
         base_params: dict = Field(
             default_factory=dict,
             description="Its parameters; pool, encoder and pool_vectors default to this plugin's own.",
@@ -96,8 +96,12 @@ class EmotionCompensation(EmbeddingAnonymizer):
         from vpeval_embedding_anonymizers.ohnn import OHNNAnonymizer
         from vpeval_embedding_anonymizers.selection import Selection
 
-        params = {"pool": self.params.pool.model_dump(), "encoder": self.params.encoder.model_dump(),
-                  "pool_vectors": self.params.pool_vectors, **self.params.base_params}
+        params = {
+            "pool": self.params.pool.model_dump(),
+            "encoder": self.params.encoder.model_dump(),
+            "pool_vectors": self.params.pool_vectors,
+            **self.params.base_params,
+        }
         ours = {cls.name: cls for cls in (OHNNAnonymizer, Selection)}
         if self.params.base in ours:
             cls = ours[self.params.base]
@@ -126,8 +130,9 @@ class EmotionCompensation(EmbeddingAnonymizer):
         from vpeval_prosody import FEATURE_VERSION, RATE, prosodic_features
 
         if self.params.emotion_vectors:
-            raise DataError("emotion-compensation indicator 'prosody' needs audio: set emotion_corpus, "
-                            "not emotion_vectors.")
+            raise DataError(
+                "emotion-compensation indicator 'prosody' needs audio: set emotion_corpus, not emotion_vectors."
+            )
         spec = self.params.emotion_corpus
         corpus = self.context.get("corpus", spec.use, dict(spec.params)).load()
         utts = [u for u in corpus.utterances if u.emotion in self.params.alpha]
@@ -178,11 +183,19 @@ class EmotionCompensation(EmbeddingAnonymizer):
             if largest >= median_norm:
                 self.context.log.warning(
                     "emotion-compensation: absolute alpha up to %g against vectors of median norm %.3g: the step "
-                    "is longer than the speaker vector and replaces it; use alpha_units: relative.", largest, median_norm)
+                    "is longer than the speaker vector and replaces it; use alpha_units: relative.",
+                    largest,
+                    median_norm,
+                )
             return 1.0
         scale = median_norm / self.params.alpha_reference_norm
-        self.context.log.info("emotion-compensation: vectors' median norm %.3g, reference %.3g: alpha up to %g "
-                              "becomes %.3g", median_norm, self.params.alpha_reference_norm, largest, largest * scale)
+        self.context.log.info(
+            "emotion-compensation: vectors' median norm %.3g, reference %.3g: alpha up to %g becomes %.3g",
+            median_norm,
+            self.params.alpha_reference_norm,
+            largest,
+            largest * scale,
+        )
         return scale
 
     @property
@@ -195,8 +208,10 @@ class EmotionCompensation(EmbeddingAnonymizer):
         if self.indicator == "prosody":
             missing = [v.key for v in voices if v.utterance is None or not hasattr(v.utterance, "load")]
             if missing:
-                raise DataError(f"emotion-compensation indicator 'prosody' needs each voice's utterance audio; "
-                                f"{missing[0]} has none; use indicator: classifier.")
+                raise DataError(
+                    f"emotion-compensation indicator 'prosody' needs each voice's utterance audio; "
+                    f"{missing[0]} has none; use indicator: classifier."
+                )
             return self.prosody_model.predict(np.stack([self.utterance_features(v.utterance) for v in voices])).tolist()
         labels = [v.utterance.emotion if v.utterance is not None else None for v in voices]
         unknown = [v.key for v, e in zip(voices, labels, strict=True) if e not in self.params.alpha]

@@ -22,6 +22,7 @@ from vpeval.stats import equal_error_rate as eer
 
 def pairwise_eer(enroll: np.ndarray, test: np.ndarray, speakers: np.ndarray) -> float:
     """EER of cosine scores between every enroll row and every test row of another utterance."""
+
     def unit(x):
         return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
@@ -44,8 +45,14 @@ def split_rows(emotions: np.ndarray, speakers: np.ndarray | None, seed: int) -> 
     return next(splitter.split(rows, groups=speakers))
 
 
-def emotion_uar(vectors: np.ndarray, emotions: np.ndarray, seed: int = 0, patience: int = 10,
-                max_epochs: int = 300, speakers: np.ndarray | None = None) -> tuple[float, float]:
+def emotion_uar(
+    vectors: np.ndarray,
+    emotions: np.ndarray,
+    seed: int = 0,
+    patience: int = 10,
+    max_epochs: int = 300,
+    speakers: np.ndarray | None = None,
+) -> tuple[float, float]:
     """(first-epoch UAR, final UAR) of a D -> 128 -> E classifier on an 85 / 15 split.
 
     As in seed 003 section 5: trained epoch by epoch, stopped when the development loss has not
@@ -86,16 +93,22 @@ class Row:
     uar_final: float
 
 
-def mean_uar(vectors: np.ndarray, emotions: np.ndarray, seed: int, repeats: int,
-             speakers: np.ndarray | None = None) -> tuple[float, float]:
+def mean_uar(
+    vectors: np.ndarray, emotions: np.ndarray, seed: int, repeats: int, speakers: np.ndarray | None = None
+) -> tuple[float, float]:
     """emotion_uar averaged over `repeats` random 85 / 15 splits (one split, as in the paper, is noisy)."""
     runs = np.array([emotion_uar(vectors, emotions, seed + r, speakers=speakers) for r in range(repeats)])
     return float(runs[:, 0].mean()), float(runs[:, 1].mean())
 
 
 def embedding_space_table(
-    original: np.ndarray, speakers: np.ndarray, emotions: np.ndarray, systems: dict[str, np.ndarray],
-    seed: int = 0, repeats: int = 1, split: str = "utterance",
+    original: np.ndarray,
+    speakers: np.ndarray,
+    emotions: np.ndarray,
+    systems: dict[str, np.ndarray],
+    seed: int = 0,
+    repeats: int = 1,
+    split: str = "utterance",
 ) -> list[Row]:
     """Rows for 'original' and each anonymized system (vectors in the same row order as original)."""
     speakers, emotions = np.asarray(speakers), np.asarray(emotions)
@@ -103,8 +116,14 @@ def embedding_space_table(
     oo = pairwise_eer(original, original, speakers)
     rows = [Row("original", oo, oo, *mean_uar(original, emotions, seed, repeats, groups))]
     for name, vectors in systems.items():
-        rows.append(Row(name, pairwise_eer(original, vectors, speakers), pairwise_eer(vectors, vectors, speakers),
-                        *mean_uar(vectors, emotions, seed, repeats, groups)))
+        rows.append(
+            Row(
+                name,
+                pairwise_eer(original, vectors, speakers),
+                pairwise_eer(vectors, vectors, speakers),
+                *mean_uar(vectors, emotions, seed, repeats, groups),
+            )
+        )
     return rows
 
 
@@ -112,6 +131,8 @@ def format_table(rows: list[Row]) -> str:
     """Plain-text table: EER O-A / A-A and UAR first / final epoch, in percent."""
     lines = [f"{'speaker embeddings':24s} {'EER O-A':>8s} {'EER A-A':>8s} {'UAR first':>10s} {'UAR final':>10s}"]
     for r in rows:
-        lines.append(f"{r.system:24s} {100 * r.eer_oa:8.2f} {100 * r.eer_aa:8.2f} "
-                     f"{100 * r.uar_first:10.2f} {100 * r.uar_final:10.2f}")
+        lines.append(
+            f"{r.system:24s} {100 * r.eer_oa:8.2f} {100 * r.eer_aa:8.2f} "
+            f"{100 * r.uar_first:10.2f} {100 * r.uar_final:10.2f}"
+        )
     return "\n".join(lines)

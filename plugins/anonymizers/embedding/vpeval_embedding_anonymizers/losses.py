@@ -6,8 +6,9 @@ import torch
 import torch.nn.functional as F
 
 
-def aam_softmax(embeddings: torch.Tensor, centres: torch.Tensor, targets: torch.Tensor,
-                margin: float, scale: float) -> torch.Tensor:
+def aam_softmax(
+    embeddings: torch.Tensor, centres: torch.Tensor, targets: torch.Tensor, margin: float, scale: float
+) -> torch.Tensor:
     """Additive angular margin softmax (ArcFace / AAM): target logit s cos(theta + m), others s cos(theta)."""
     cos = F.normalize(embeddings, dim=1) @ F.normalize(centres, dim=1).T
     theta = torch.acos(cos.clamp(-1 + 1e-7, 1 - 1e-7))

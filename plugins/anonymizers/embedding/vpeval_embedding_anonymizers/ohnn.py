@@ -37,7 +37,6 @@ from pydantic import Field
 from vpeval.api import Voice
 from vpeval.errors import DataError, MissingModelError
 from vpeval.speakers import PoolEmbeddings
-
 from vpeval_embedding_anonymizers.base import EmbeddingAnonymizer, PoolParams
 
 
@@ -58,15 +57,26 @@ class OHNNAnonymizer(EmbeddingAnonymizer):
         """Training settings of the OHNN; AAM margin/scale are the ECAPA recipe's."""
 
         reflections: int | None = Field(
-            None, ge=1, le=8192, description="Householder reflections K; None = embedding dimension (any rotation reachable)."
+            None,
+            ge=1,
+            le=8192,
+            description="Householder reflections K; None = embedding dimension (any rotation reachable).",
         )
-        margin: float = Field(0.2, ge=0.0, lt=1.5, description="AAM softmax additive angular margin m (radians, below pi/2).")
-        scale: float = Field(30.0, gt=0.0, le=100.0, description="AAM softmax scale s (float32 logits overflow far above).")
+        margin: float = Field(
+            0.2, ge=0.0, lt=1.5, description="AAM softmax additive angular margin m (radians, below pi/2)."
+        )
+        scale: float = Field(
+            30.0, gt=0.0, le=100.0, description="AAM softmax scale s (float32 logits overflow far above)."
+        )
         aam_weight: float = Field(1.0, ge=0.0, le=1000.0, description="Weight of the AAM classification loss.")
-        cos_weight: float = Field(1.0, ge=0.0, le=1000.0, description="Weight of the cosine similarity to the original.")
+        cos_weight: float = Field(
+            1.0, ge=0.0, le=1000.0, description="Weight of the cosine similarity to the original."
+        )
         epochs: int = Field(300, ge=1, le=100_000, description="Full-batch training steps over the pool vectors.")
         lr: float = Field(0.01, gt=0.0, le=1.0, description="Adam learning rate.")
-        rotations: int = Field(1, ge=1, le=100, description="Independently seeded OHNNs; each voice draws one from its rng.")
+        rotations: int = Field(
+            1, ge=1, le=100, description="Independently seeded OHNNs; each voice draws one from its rng."
+        )
         voice_target: Literal["random-pool-speaker", "none"] = Field(
             "random-pool-speaker",
             description="'random-pool-speaker': each voice (utterance, or speaker at level speaker) draws a "
@@ -89,8 +99,11 @@ class OHNNAnonymizer(EmbeddingAnonymizer):
     def checkpoint_path(self, pool: PoolEmbeddings, index: int):
         digest = hashlib.sha256(np.ascontiguousarray(pool.embeddings).tobytes())
         # Only what training reads: a bigger bank or another voice_target reuses the trained OHNNs.
-        digest.update(self.params.model_dump_json(exclude={"pool", "encoder", "pool_vectors", "rotations",
-                                                           "voice_target"}).encode())
+        digest.update(
+            self.params.model_dump_json(
+                exclude={"pool", "encoder", "pool_vectors", "rotations", "voice_target"}
+            ).encode()
+        )
         digest.update(f"{self.context.seed}-{index}".encode())
         return self.context.folder("ohnn") / f"ohnn-{index}-{digest.hexdigest()[:16]}.pt"
 

@@ -22,7 +22,6 @@ from pydantic import Field
 from vpeval.api import Metric, MetricInputs, Params, PluginRef, Voice
 from vpeval.errors import MetricInputError
 from vpeval.types import Corpus, MetricResult
-
 from vpeval_embedding_anonymizers.evaluation import Row, mean_uar, pairwise_eer
 
 SYSTEM_LABELS = {"ohnn": "+ OHNN", "emotion-compensation": "+ OHNN + EC", "selection": "+ selection"}
@@ -32,7 +31,8 @@ class SystemSpec(Params):
     """One embedding anonymizer of the table."""
 
     use: Annotated[str, PluginRef("anonymizer", params="params", works_on="embedding")] = Field(
-        description="Embedding anonymizer plugin name (ohnn, emotion-compensation, selection, ...).")
+        description="Embedding anonymizer plugin name (ohnn, emotion-compensation, selection, ...)."
+    )
     params: dict[str, Any] = Field(
         default_factory=dict, description="Its parameters; `encoder` defaults to the metric's encoder."
     )
@@ -52,7 +52,8 @@ class EmbeddingPrivacy(Metric):
 
     class Params(Params):
         encoder: Annotated[str, PluginRef("encoder", params="encoder_params")] = Field(
-            "ge2e", description="Speaker encoder plugin that embeds the evaluation speech.")
+            "ge2e", description="Speaker encoder plugin that embeds the evaluation speech."
+        )
         encoder_params: dict[str, Any] = Field(default_factory=dict, description="Its parameters.")
         systems: list[SystemSpec] = Field(
             default_factory=_default_systems,
@@ -61,9 +62,12 @@ class EmbeddingPrivacy(Metric):
         level: Literal["speaker", "utterance"] = Field(
             "utterance", description="Pseudo-speaker per utterance or per speaker (the Voice key and its rng)."
         )
-        repeats: int = Field(5, ge=1, le=1000, description="Random 85 / 15 splits the emotion UAR is averaged over (as table6.py).")
+        repeats: int = Field(
+            5, ge=1, le=1000, description="Random 85 / 15 splits the emotion UAR is averaged over (as table6.py)."
+        )
         split: Literal["utterance", "speaker"] = Field(
-            "utterance", description="Emotion classifier split: random utterances (the paper; test speakers are "
+            "utterance",
+            description="Emotion classifier split: random utterances (the paper; test speakers are "
             "seen in training) or held-out speakers (as VoicePrivacy's speaker-independent emotion evaluator).",
         )
 
@@ -115,8 +119,14 @@ class EmbeddingPrivacy(Metric):
         oo = pairwise_eer(original, original, speakers)
         rows = [Row("original", oo, oo, *uar(original))]
         for label, vectors in systems.items():
-            rows.append(Row(label, pairwise_eer(original, vectors, speakers),
-                            pairwise_eer(vectors, vectors, speakers), *uar(vectors)))
+            rows.append(
+                Row(
+                    label,
+                    pairwise_eer(original, vectors, speakers),
+                    pairwise_eer(vectors, vectors, speakers),
+                    *uar(vectors),
+                )
+            )
         note, indicator_results = indicator_notes(indicators, emotions, labelled)
         results = self.results(rows, markdown_table(rows, corpus, self.params) + note)
         for r in results:
@@ -133,14 +143,25 @@ class EmbeddingPrivacy(Metric):
             else:
                 eers = [("O-A", row.eer_oa), ("A-A", row.eer_aa)]
             for protocol, value in eers:
-                out.append(MetricResult("embedding-eer", 100.0 * value, unit="%",
-                                        details={"protocol": protocol, "system": row.system}))
-            out.append(MetricResult("embedding-uar", 100.0 * row.uar_final, unit="%",
-                                    details={"system": row.system, "uar_first_epoch": 100.0 * row.uar_first}))
+                out.append(
+                    MetricResult(
+                        "embedding-eer", 100.0 * value, unit="%", details={"protocol": protocol, "system": row.system}
+                    )
+                )
+            out.append(
+                MetricResult(
+                    "embedding-uar",
+                    100.0 * row.uar_final,
+                    unit="%",
+                    details={"system": row.system, "uar_first_epoch": 100.0 * row.uar_first},
+                )
+            )
         out[0].details["table"] = table
         for r in out:
             r.details["evaluator"] = (
-                "cosine scoring on speaker vectors" if r.metric == "embedding-eer" else "D-128-E classifier on speaker vectors"
+                "cosine scoring on speaker vectors"
+                if r.metric == "embedding-eer"
+                else "D-128-E classifier on speaker vectors"
             )
         return out
 
@@ -195,10 +216,22 @@ def indicator_notes(indicators: dict, emotions: np.ndarray, labelled: np.ndarray
         predicted = np.asarray(predicted)[labelled]
         uar = 100.0 * balanced_accuracy_score(emotions[labelled], predicted)
         accuracy = 100.0 * float(np.mean(predicted == emotions[labelled]))
-        lines.append(f"Emotion indicator of {label} ({kind}) on this speech: UAR {uar:.2f} %, accuracy {accuracy:.2f} %.")
-        results.append(MetricResult("emotion-indicator-uar", uar, unit="%",
-                                    details={"system": label, "indicator": kind, "accuracy": accuracy,
-                                             "evaluator": f"{kind} emotion indicator"}))
+        lines.append(
+            f"Emotion indicator of {label} ({kind}) on this speech: UAR {uar:.2f} %, accuracy {accuracy:.2f} %."
+        )
+        results.append(
+            MetricResult(
+                "emotion-indicator-uar",
+                uar,
+                unit="%",
+                details={
+                    "system": label,
+                    "indicator": kind,
+                    "accuracy": accuracy,
+                    "evaluator": f"{kind} emotion indicator",
+                },
+            )
+        )
     return ("\n\n" + "\n".join(lines) if lines else ""), results
 
 
@@ -213,6 +246,8 @@ def markdown_table(rows: list[Row], corpus: Corpus, params) -> str:
         "|---|---:|---:|---:|---:|",
     ]
     for r in rows:
-        lines.append(f"| {r.system} | {100 * r.eer_oa:.2f} | {100 * r.eer_aa:.2f} | "
-                     f"{100 * r.uar_first:.2f} | {100 * r.uar_final:.2f} |")
+        lines.append(
+            f"| {r.system} | {100 * r.eer_oa:.2f} | {100 * r.eer_aa:.2f} | "
+            f"{100 * r.uar_first:.2f} | {100 * r.uar_final:.2f} |"
+        )
     return "\n".join(lines)

@@ -17,7 +17,6 @@ from pydantic import Field, field_validator
 
 from vpeval.api import Voice
 from vpeval.speakers import POOL_SEED, CorpusSpec, PoolEmbeddings
-
 from vpeval_embedding_anonymizers.base import EmbeddingAnonymizer, PoolParams
 
 B1_POOL_SIZE = 1160  # LibriTTS train-other-500 speakers, the pool the B1 counts refer to
@@ -65,13 +64,19 @@ class Selection(EmbeddingAnonymizer):
             "enough for B1's fractions to average 5 speakers per gender).",
         )
 
-        farthest: int = Field(200, ge=1, le=100_000, description="How many least-similar pool speakers form the candidate set.")
-        select: int = Field(100, ge=1, le=100_000, description="How many candidates (drawn from the voice's rng) are averaged.")
+        farthest: int = Field(
+            200, ge=1, le=100_000, description="How many least-similar pool speakers form the candidate set."
+        )
+        select: int = Field(
+            100, ge=1, le=100_000, description="How many candidates (drawn from the voice's rng) are averaged."
+        )
         same_gender: bool = Field(
             True, description="Restrict the pool to the source's gender when both are known (B1 does)."
         )
         min_averaged: int = Field(
-            MIN_AVERAGED, ge=1, le=100_000,
+            MIN_AVERAGED,
+            ge=1,
+            le=100_000,
             description="When the pool is smaller than `farthest`, average at least this many speakers "
             "(or select, or the whole pool, if fewer).",
         )

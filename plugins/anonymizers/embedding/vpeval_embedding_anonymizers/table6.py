@@ -20,7 +20,6 @@ import numpy as np
 
 from vpeval.api import PluginContext, Voice
 from vpeval.plugins import plugin_context
-
 from vpeval_embedding_anonymizers.evaluation import embedding_space_table, format_table
 
 
@@ -41,8 +40,12 @@ def corpus_split(context: PluginContext, name: str, preset: str, encoder: str, w
     ids = sorted(set(vectors.speakers.tolist()))
     in_pool = np.isin(vectors.speakers, ids[: len(ids) // 2])
     pool_file = work / "pool.npz"
-    np.savez(pool_file, embeddings=vectors.embeddings[in_pool], speakers=vectors.speakers[in_pool],
-             emotions=vectors.emotions[in_pool])
+    np.savez(
+        pool_file,
+        embeddings=vectors.embeddings[in_pool],
+        speakers=vectors.speakers[in_pool],
+        emotions=vectors.emotions[in_pool],
+    )
     manifest = work / "pool.csv"
     with open(manifest, "w", newline="") as handle:
         writer = csv.writer(handle)
@@ -51,8 +54,14 @@ def corpus_split(context: PluginContext, name: str, preset: str, encoder: str, w
             if keep:
                 writer.writerow([u.path, u.speaker, u.gender or "", u.transcript or "", u.emotion or ""])
     rows = ~in_pool
-    return (pool_file, manifest, vectors.embeddings[rows], vectors.speakers[rows], vectors.emotions[rows],
-            [u for u, r in zip(utts, rows, strict=True) if r])
+    return (
+        pool_file,
+        manifest,
+        vectors.embeddings[rows],
+        vectors.speakers[rows],
+        vectors.emotions[rows],
+        [u for u, r in zip(utts, rows, strict=True) if r],
+    )
 
 
 def main() -> None:
@@ -60,14 +69,25 @@ def main() -> None:
     parser.add_argument("--corpus")
     parser.add_argument("--preset", default="demo")
     parser.add_argument("--encoder", default="ge2e")
-    parser.add_argument("--alpha-reference-norm", type=float, default=None,
-                        help="alpha in relative units against this norm; without it alpha is absolute")
-    parser.add_argument("--indicator", choices=["classifier", "prosody"],
-                        help="default: prosody with --corpus, classifier on synthetic embeddings")
+    parser.add_argument(
+        "--alpha-reference-norm",
+        type=float,
+        default=None,
+        help="alpha in relative units against this norm; without it alpha is absolute",
+    )
+    parser.add_argument(
+        "--indicator",
+        choices=["classifier", "prosody"],
+        help="default: prosody with --corpus, classifier on synthetic embeddings",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=5, help="random 85/15 splits the UAR is averaged over")
-    parser.add_argument("--split", default="utterance", choices=["utterance", "speaker"],
-                        help="emotion classifier split: random utterances (paper) or held-out speakers")
+    parser.add_argument(
+        "--split",
+        default="utterance",
+        choices=["utterance", "speaker"],
+        help="emotion classifier split: random utterances (paper) or held-out speakers",
+    )
     parser.add_argument("--work", help="work folder to reuse (generated corpus, embeddings)")
     args = parser.parse_args()
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="vpeval-table6-"))
@@ -75,8 +95,9 @@ def main() -> None:
     context = plugin_context(seed=args.seed, work_dir=work)
     args.indicator = args.indicator or ("prosody" if args.corpus else "classifier")
     if args.corpus:
-        pool_file, manifest, x, speakers, emotions, utts = corpus_split(context, args.corpus, args.preset,
-                                                                        args.encoder, work)
+        pool_file, manifest, x, speakers, emotions, utts = corpus_split(
+            context, args.corpus, args.preset, args.encoder, work
+        )
     else:
         from vpeval_embedding_anonymizers.synthetic import synthetic_embeddings
 
@@ -95,14 +116,19 @@ def main() -> None:
         return [Voice(f"u{i}", "utterance", context.rng("voice", i), utterance=u) for i, u in enumerate(utts)]
 
     common = {"pool_vectors": str(pool_file)}
-    emotion_source = ({"emotion_corpus": {"use": "manifest", "params": {"path": str(manifest)}}}
-                      if args.indicator == "prosody" else {"emotion_vectors": str(pool_file)})
-    ec = EmotionCompensation(EmotionCompensation.Params(
-        **common, **emotion_source, indicator=args.indicator, **alpha_units(args)),
-        context.child("ec"))
-    ec_label = EmotionCompensation(EmotionCompensation.Params(
-        **common, emotion_vectors=str(pool_file), **alpha_units(args),
-        indicator="label"), context.child("ec"))
+    emotion_source = (
+        {"emotion_corpus": {"use": "manifest", "params": {"path": str(manifest)}}}
+        if args.indicator == "prosody"
+        else {"emotion_vectors": str(pool_file)}
+    )
+    ec = EmotionCompensation(
+        EmotionCompensation.Params(**common, **emotion_source, indicator=args.indicator, **alpha_units(args)),
+        context.child("ec"),
+    )
+    ec_label = EmotionCompensation(
+        EmotionCompensation.Params(**common, emotion_vectors=str(pool_file), **alpha_units(args), indicator="label"),
+        context.child("ec"),
+    )
     compensated = ec.anonymize_embeddings(x, voices())
     predicted = np.array(ec.source_emotions(x, voices()))
     systems = {
@@ -113,10 +139,17 @@ def main() -> None:
     }
     from sklearn.metrics import balanced_accuracy_score
 
-    print(f"{len(x)} evaluation vectors, {len(set(speakers.tolist()))} speakers; {args.indicator} indicator "
-          f"accuracy {100 * np.mean(predicted == emotions):.1f} %, UAR {100 * balanced_accuracy_score(emotions, predicted):.1f} %")
-    print(format_table(embedding_space_table(x, speakers, emotions, systems, seed=args.seed, repeats=args.repeats,
-                                            split=args.split)))
+    print(
+        f"{len(x)} evaluation vectors, {len(set(speakers.tolist()))} speakers; {args.indicator} indicator "
+        f"accuracy {100 * np.mean(predicted == emotions):.1f} %, UAR {100 * balanced_accuracy_score(emotions, predicted):.1f} %"
+    )
+    print(
+        format_table(
+            embedding_space_table(
+                x, speakers, emotions, systems, seed=args.seed, repeats=args.repeats, split=args.split
+            )
+        )
+    )
 
 
 if __name__ == "__main__":

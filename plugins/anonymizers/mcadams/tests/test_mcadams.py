@@ -15,7 +15,6 @@ from vpeval_mcadams.lpc import all_pole_rows, burg_lpc, fir_rows, poly_from_root
 from vpeval_mcadams.reference import mcadams_reference
 from vpeval_mcadams.transform import mcadams
 
-
 voice = functools.partial(seeded_voice, seed=3)
 
 

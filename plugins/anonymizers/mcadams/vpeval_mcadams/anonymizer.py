@@ -9,7 +9,6 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from vpeval.api import Anonymizer, Params, Voice
-
 from vpeval_mcadams.transform import mcadams
 
 ALPHA_MIN, ALPHA_MAX = 0.2, 2.0
@@ -33,19 +32,26 @@ class McAdams(Anonymizer):
         # Pole angles phi in (0, pi] become phi ** alpha: alpha = 1 is the identity; far below 0.2 every
         # formant collapses to about 1 rad, far above 2 they split to 0 and pi (clipped). VPC uses 0.5-0.9.
         alpha: float | None = Field(
-            None, ge=ALPHA_MIN, le=ALPHA_MAX,
+            None,
+            ge=ALPHA_MIN,
+            le=ALPHA_MAX,
             description=f"Fixed McAdams coefficient in [{ALPHA_MIN}, {ALPHA_MAX}] for every voice (VPC 2020/2022 "
             "B2: 0.8); complex pole angles phi become phi ** alpha. Set it instead of alpha_range.",
         )
-        alpha_range: tuple[Annotated[float, Field(ge=ALPHA_MIN, le=ALPHA_MAX)],
-                           Annotated[float, Field(ge=ALPHA_MIN, le=ALPHA_MAX)]] = Field(
+        alpha_range: tuple[
+            Annotated[float, Field(ge=ALPHA_MIN, le=ALPHA_MAX)], Annotated[float, Field(ge=ALPHA_MIN, le=ALPHA_MAX)]
+        ] = Field(
             VPC2024_ALPHA_RANGE,
             description="[low, high]: alpha drawn uniformly per voice (VPC 2024 B2: [0.5, 0.9]); at speaker "
             "level every utterance of a speaker gets the same alpha. Ignored when alpha is set.",
         )
         # Windows of at least 5 ms hold 40 samples at 8 kHz, more than the highest LPC order allowed.
-        win_ms: float = Field(20.0, ge=5.0, le=200.0, description="Analysis window length in ms (VPC B2 winLengthinms).")
-        shift_ms: float = Field(10.0, ge=1.0, le=200.0, description="Hop between frames in ms, at most win_ms (VPC B2 shiftLengthinms).")
+        win_ms: float = Field(
+            20.0, ge=5.0, le=200.0, description="Analysis window length in ms (VPC B2 winLengthinms)."
+        )
+        shift_ms: float = Field(
+            10.0, ge=1.0, le=200.0, description="Hop between frames in ms, at most win_ms (VPC B2 shiftLengthinms)."
+        )
         lp_order: int = Field(20, ge=2, le=32, description="LPC order of the Burg analysis (VPC B2 lp_order).")
         output_level: Literal["full-scale", "input-peak", "unscaled"] = Field(
             "full-scale",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 import csv
+import functools
 import tempfile
 from pathlib import Path
 
@@ -148,8 +148,12 @@ def test_farthest_random_picks_a_far_speaker(tmp_path, corpus):
 
 
 def test_embedding_anonymizer_choice(tmp_path, corpus):
-    params = PoolVC.Params(pool=POOL, encoder={"use": "mfcc-mean"}, selection="selection",
-                           selection_params={"farthest": 4, "select": 2, "same_gender": False})
+    params = PoolVC.Params(
+        pool=POOL,
+        encoder={"use": "mfcc-mean"},
+        selection="selection",
+        selection_params={"farthest": 4, "select": 2, "same_gender": False},
+    )
     anon = PoolVC(params, encoder_context(tmp_path))
     audio, rate = load(corpus.utterances[0])
     out = anon.anonymize(audio, rate, voice("u"))

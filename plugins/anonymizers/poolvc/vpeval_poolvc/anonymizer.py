@@ -19,10 +19,9 @@ from pydantic import Field, field_validator
 from vpeval.api import Anonymizer, Params, PluginRef, Voice
 from vpeval.errors import DataError
 from vpeval.speakers import POOL_SEED, CorpusSpec, EncoderSpec, embed_corpus, embedding_anonymizer_in_space
-
 from vpeval_poolvc.choice import farthest_count, farthest_random_choice, nearest_speaker, random_choice
-from vpeval_world.matching import envelope_cepstra, knn_average, mean_normalised
 from vpeval_poolvc.pool import AnalysisSettings, PoolSpeakers
+from vpeval_world.matching import envelope_cepstra, knn_average, mean_normalised
 from vpeval_world.vocoder import WorldFeatures, analyse, synthesize
 
 MIN_SECONDS = 0.1  # WORLD needs a few frames; shorter input is zero-padded for analysis
@@ -46,8 +45,12 @@ class PoolVC(Anonymizer):
             description="External pool corpus {use, params}, speaker-disjoint from the evaluation data "
             "(default: 20 synth speakers, preset tiny, with a seed of their own).",
         )
-        selection: Annotated[str, PluginRef("anonymizer", params="selection_params", works_on="embedding",
-                                            keywords=("random", "farthest-random"))] = Field(
+        selection: Annotated[
+            str,
+            PluginRef(
+                "anonymizer", params="selection_params", works_on="embedding", keywords=("random", "farthest-random")
+            ),
+        ] = Field(
             "farthest-random",
             description="'farthest-random' (B1 rule; needs encoder, else falls back to 'random'), 'random', or "
             "the name of an embedding anonymizer whose pseudo-speaker vector picks the nearest pool speaker.",
@@ -59,7 +62,10 @@ class PoolVC(Anonymizer):
             None, description="Speaker encoder {use, params} for farthest-random and embedding-anonymizer choice."
         )
         farthest: int = Field(
-            200, ge=1, le=100_000, description="Farthest pool speakers to pick from (B1: 200 of 1,160; smaller pools scale)."
+            200,
+            ge=1,
+            le=100_000,
+            description="Farthest pool speakers to pick from (B1: 200 of 1,160; smaller pools scale).",
         )
         k: int = Field(4, ge=1, le=1000, description="Nearest pool frames averaged per source frame (kNN-VC: 4).")
         f0_method: Literal["dio", "harvest"] = Field(
@@ -69,8 +75,12 @@ class PoolVC(Anonymizer):
         # the spectral envelope's bins, or more cepstra than bands, mean nothing.
         frame_period: float = Field(5.0, ge=1.0, le=50.0, description="WORLD frame period in ms.")
         n_mels: int = Field(40, ge=8, le=128, description="Mel bands of the matching cepstra.")
-        n_ceps: int = Field(20, ge=2, le=128, description="Cepstra per frame, at most n_mels (c0, the energy, is dropped).")
-        max_pool_seconds: float = Field(120.0, gt=0.0, le=3600.0, description="Speech analysed per pool speaker at most.")
+        n_ceps: int = Field(
+            20, ge=2, le=128, description="Cepstra per frame, at most n_mels (c0, the energy, is dropped)."
+        )
+        max_pool_seconds: float = Field(
+            120.0, gt=0.0, le=3600.0, description="Speech analysed per pool speaker at most."
+        )
         normalize: bool = Field(True, description="Scale the output to the input's peak amplitude.")
 
         @field_validator("n_ceps")
@@ -78,7 +88,9 @@ class PoolVC(Anonymizer):
         def _ceps_within_bands(cls, value, info):
             bands = info.data.get("n_mels")
             if bands is not None and value > bands:
-                raise ValueError(f"n_ceps ({value}) must not exceed n_mels ({bands}): a DCT of {bands} bands has {bands} cepstra")
+                raise ValueError(
+                    f"n_ceps ({value}) must not exceed n_mels ({bands}): a DCT of {bands} bands has {bands} cepstra"
+                )
             return value
 
     def prepare(self) -> None:
@@ -116,7 +128,11 @@ class PoolVC(Anonymizer):
         does not set them."""
         p = self.params
         return embedding_anonymizer_in_space(
-            self.context, p.selection, p.selection_params, p.pool, p.encoder,
+            self.context,
+            p.selection,
+            p.selection_params,
+            p.pool,
+            p.encoder,
             f"poolvc selection '{p.selection}' does not work on speaker embeddings; name "
             "'random', 'farthest-random' or an embedding anonymizer such as selection or ohnn.",
         )

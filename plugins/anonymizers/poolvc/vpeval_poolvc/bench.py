@@ -6,7 +6,6 @@ import csv
 
 from vpeval.api import PluginContext
 from vpeval.testing.dummies import make_corpus
-
 from vpeval_poolvc.anonymizer import PoolVC
 
 

@@ -10,7 +10,6 @@ import numpy as np
 
 from vpeval.api import PluginContext, stable_int
 from vpeval.types import Corpus
-
 from vpeval_world.pool import PoolAnalysis, PoolFrameFiles, PoolFrames
 
 
@@ -37,8 +36,16 @@ class PoolSpeakers:
 
     def cache_file(self, speaker: str, rate: int) -> Path:
         s = self.settings
-        key = stable_int(self.corpus.fingerprint or self.corpus.name, speaker, rate, s.f0_method, s.frame_period,
-                         s.n_mels, s.n_ceps, s.max_seconds)
+        key = stable_int(
+            self.corpus.fingerprint or self.corpus.name,
+            speaker,
+            rate,
+            s.f0_method,
+            s.frame_period,
+            s.n_mels,
+            s.n_ceps,
+            s.max_seconds,
+        )
         return self.context.folder("poolvc") / f"{key:016x}.npz"
 
     def audios(self, speaker: str, rate: int) -> Iterator[np.ndarray]:

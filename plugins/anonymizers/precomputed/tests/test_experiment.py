@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -55,7 +55,9 @@ metrics: [eer, linkability]
 @pytest.fixture(autouse=True)
 def _attackers_and_metrics_installed():
     installed = get_plugin_manager().registry
-    absent = [f"{kind} {name}" for kind, names in NEEDED.items() for name in names if name not in installed.get(kind, {})]
+    absent = [
+        f"{kind} {name}" for kind, names in NEEDED.items() for name in names if name not in installed.get(kind, {})
+    ]
     if absent:
         pytest.skip(f"needs the installed plugins {', '.join(absent)}")
 
@@ -66,7 +68,9 @@ def experiment_text(recipe, tmp_path, folders=None, sets="sets: []"):
 
 
 def run(text, tmp_path):
-    return Runner(load_experiment_text(text, "exp.yaml"), cache_root=tmp_path / "cache", output=tmp_path / "run", quiet=True).run()
+    return Runner(
+        load_experiment_text(text, "exp.yaml"), cache_root=tmp_path / "cache", output=tmp_path / "run", quiet=True
+    ).run()
 
 
 def test_every_attacker_and_metric_runs_on_the_external_speech(recipe, tmp_path):
@@ -74,7 +78,9 @@ def test_every_attacker_and_metric_runs_on_the_external_speech(recipe, tmp_path)
     rows = [r for r in result.rows if r["metric"] == "eer" and r["gender"] == "all"]
     got = {(r["attacker"], r["protocol"]) for r in rows}
     assert got == {(a, p) for a in ("ge2e", "ecapa-semi") for p in ("O-O", "O-A", "A-A")}
-    assert all(np.isfinite(float(r["value"])) for r in result.rows if r["value"] is not None), [r for r in result.rows if r["value"] is None]
+    assert all(np.isfinite(float(r["value"])) for r in result.rows if r["value"] is not None), [
+        r for r in result.rows if r["value"] is None
+    ]
     assert {r["metric"] for r in result.rows} >= {"eer", "linkability"}
     # The evaluated speech is the other toolkit's, resampled from 22.05 to the originals' 16 kHz.
     anonymized = result.anonymized["external"]
@@ -104,9 +110,13 @@ def ge2e_only(text):
 
 def test_missing_utterances_are_refused_before_any_audio_is_anonymized(recipe, tmp_path):
     folders = [f for f in recipe.anonymized_folders if not f.endswith("dev_trials_m_anon")]
-    with pytest.raises(DataError, match=r"\d+ of the \d+ utterances to anonymize have no audio in .*_anon and 2 more sources"):
+    with pytest.raises(
+        DataError, match=r"\d+ of the \d+ utterances to anonymize have no audio in .*_anon and 2 more sources"
+    ):
         run(ge2e_only(experiment_text(recipe, tmp_path, folders)), tmp_path)
-    written = list((tmp_path / "cache" / "anonymize").rglob("*.wav")) if (tmp_path / "cache" / "anonymize").exists() else []
+    written = (
+        list((tmp_path / "cache" / "anonymize").rglob("*.wav")) if (tmp_path / "cache" / "anonymize").exists() else []
+    )
     assert written == []  # refused before the first utterance, not part-way through
 
 
@@ -117,7 +127,9 @@ def test_regenerated_external_files_are_not_served_from_the_cache(make_recipe, t
     text = ge2e_only(experiment_text(own, tmp_path))
     first = run(text, tmp_path)
     assert first.executed["anonymize"] == ["external (evaluation)"]
-    again = Runner(load_experiment_text(text, "exp.yaml"), cache_root=tmp_path / "cache", output=tmp_path / "run", quiet=True).run()
+    again = Runner(
+        load_experiment_text(text, "exp.yaml"), cache_root=tmp_path / "cache", output=tmp_path / "run", quiet=True
+    ).run()
     assert "anonymize" not in again.executed  # unchanged files: reused
     # The other toolkit writes new files in the same folders (same size and names: only bytes differ).
     victim = Path(_path(own, first.anonymized["external"].utterances[0].id))
@@ -130,7 +142,9 @@ def test_regenerated_external_files_are_not_served_from_the_cache(make_recipe, t
 
 def test_anonymized_copies_loaded_as_corpus_data_get_a_hint_about_sets(recipe, tmp_path):
     # Without `sets`, the kaldi corpus also loads the _anon folders, so shared ids get folder prefixes.
-    with pytest.raises(DataError, match=r"prefixed with the folder name .*list only the original folders in its `sets`"):
+    with pytest.raises(
+        DataError, match=r"prefixed with the folder name .*list only the original folders in its `sets`"
+    ):
         run(experiment_text(recipe, tmp_path, sets=""), tmp_path)
 
 
@@ -138,9 +152,23 @@ def test_the_cli_ends_a_missing_folder_with_one_sentence_and_exit_code_2(recipe,
     path = tmp_path / "exp.yaml"
     path.write_text(experiment_text(recipe, tmp_path, [str(tmp_path / "no-such-folder")]))
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-m", "vpeval", "--experiment", str(path), "--cache", str(tmp_path / "cache"),
-                           "--output", str(tmp_path / "run"), "--quiet"],
-                          capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vpeval",
+            "--experiment",
+            str(path),
+            "--cache",
+            str(tmp_path / "cache"),
+            "--output",
+            str(tmp_path / "run"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert done.returncode == 2
     assert "`folders` names" in done.stderr and "no-such-folder, which is not a folder" in done.stderr
     assert "Traceback" not in done.stderr

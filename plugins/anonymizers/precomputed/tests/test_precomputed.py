@@ -20,7 +20,9 @@ RATE = 16000
 
 
 def make(tmp_path, options=None, **params) -> Precomputed:
-    anonymizer = Precomputed(Precomputed.Params(**params), PluginContext(seed=0, work_dir=tmp_path / "work", options=options or {}))
+    anonymizer = Precomputed(
+        Precomputed.Params(**params), PluginContext(seed=0, work_dir=tmp_path / "work", options=options or {})
+    )
     anonymizer.prepare()
     return anonymizer
 
@@ -71,9 +73,13 @@ def test_a_manifest_of_anonymized_files_works_like_a_folder(recipe, tmp_path):
     anonymizer = make(tmp_path, manifest=str(manifest))
     anonymizer.expect(subset.utterances)
     utt = subset.utterances[-1]
-    np.testing.assert_array_equal(anonymizer.anonymize(utt.load(RATE), RATE, voice(utt)), read_audio(rows[-1]["path"], RATE)[0])
+    np.testing.assert_array_equal(
+        anonymizer.anonymize(utt.load(RATE), RATE, voice(utt)), read_audio(rows[-1]["path"], RATE)[0]
+    )
     # folders and a manifest together: an id may come from one of them only.
-    with pytest.raises(DataError, match=f"utterance {subset.utterances[0].id} is in .*dev_trials_f_anon and in .*anon.jsonl"):
+    with pytest.raises(
+        DataError, match=f"utterance {subset.utterances[0].id} is in .*dev_trials_f_anon and in .*anon.jsonl"
+    ):
         make(tmp_path, folders=recipe.anonymized_folders, manifest=str(manifest))
 
 
@@ -109,7 +115,11 @@ def test_a_listed_file_that_is_gone_is_refused_before_any_audio(recipe, tmp_path
     folder = tmp_path / "copy"
     shutil.copytree(recipe.anonymized("dev_enrolls"), folder)
     first = recipe.sets["dev_enrolls"].utterances[0]
-    (folder / "wav.scp").write_text((folder / "wav.scp").read_text().replace(_external_path(recipe, "dev_enrolls", first.id), str(tmp_path / "gone.wav")))
+    (folder / "wav.scp").write_text(
+        (folder / "wav.scp")
+        .read_text()
+        .replace(_external_path(recipe, "dev_enrolls", first.id), str(tmp_path / "gone.wav"))
+    )
     anonymizer = make(tmp_path, folders=[str(folder)])
     with pytest.raises(DataError, match=r"1 of the .* precomputed files do not exist \(first: .*gone.wav\)"):
         anonymizer.expect(recipe.sets["dev_enrolls"].utterances)

@@ -24,7 +24,9 @@ def folder(tmp_path):
 
 
 def _load(tmp_path, folders=(), manifest=None):
-    return load_precomputed([str(f) for f in folders], None if manifest is None else str(manifest), False, tmp_path / "pipes")
+    return load_precomputed(
+        [str(f) for f in folders], None if manifest is None else str(manifest), False, tmp_path / "pipes"
+    )
 
 
 def test_a_bom_and_crlf_in_the_toolkits_files_keep_every_id(folder, tmp_path):
@@ -45,7 +47,10 @@ def test_latin1_in_utt2spk_names_the_line(folder, tmp_path):
 
 
 def test_a_manifest_with_a_list_for_a_speaker_is_refused(folder, tmp_path):
-    rows = [{"path": line.split()[1], "speaker": "x", "id": line.split()[0]} for line in (folder / "wav.scp").read_text().splitlines()]
+    rows = [
+        {"path": line.split()[1], "speaker": "x", "id": line.split()[0]}
+        for line in (folder / "wav.scp").read_text().splitlines()
+    ]
     rows[1]["speaker"] = ["x"]
     manifest = tmp_path / "anon.jsonl"
     manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -58,12 +63,16 @@ def test_dev_null_or_a_folder_as_the_manifest_is_named_for_what_it_is(folder, tm
         _load(tmp_path, manifest="/dev/null")
     with pytest.raises(DataError, match=rf"`manifest` names {folder}, which is a folder, not a file"):
         _load(tmp_path, manifest=folder)
-    with pytest.raises(DataError, match=r"`folders` names /dev/null, which is a device \(such as /dev/null\), not a folder"):
+    with pytest.raises(
+        DataError, match=r"`folders` names /dev/null, which is a device \(such as /dev/null\), not a folder"
+    ):
         _load(tmp_path, folders=["/dev/null"])
 
 
 def test_the_same_file_under_two_ids_is_refused(folder, tmp_path):
     lines = (folder / "wav.scp").read_text().splitlines()
-    (folder / "wav.scp").write_text("\n".join(lines[:1] + [f"{lines[1].split()[0]} {lines[0].split()[1]}"] + lines[2:]) + "\n")
+    (folder / "wav.scp").write_text(
+        "\n".join(lines[:1] + [f"{lines[1].split()[0]} {lines[0].split()[1]}"] + lines[2:]) + "\n"
+    )
     with pytest.raises(DataError, match=r"wav\.scp line 2 lists .*, which line 1 lists already"):
         _load(tmp_path, [folder])

@@ -71,7 +71,9 @@ class Precomputed(Anonymizer):
                 f"(first: {first}); write them or fix the paths in {index.origin[absent[0]]}."
             )
         self.context.log.info(
-            "precomputed: all %d utterances have audio; %d more in the set are not used", len(wanted), len(index) - len(wanted)
+            "precomputed: all %d utterances have audio; %d more in the set are not used",
+            len(wanted),
+            len(index) - len(wanted),
         )
 
     def input_fingerprint(self) -> str:
@@ -96,5 +98,7 @@ class Precomputed(Anonymizer):
         if self._set is None:
             # Pipes run commands: only the person running vpeval allows them (--allow-pipes), never a file.
             allow_pipes = bool(self.context.options.get("allow_pipes"))
-            self._set = load_precomputed(self.params.folders, self.params.manifest, allow_pipes, self.context.folder("pipes"))
+            self._set = load_precomputed(
+                self.params.folders, self.params.manifest, allow_pipes, self.context.folder("pipes")
+            )
         return self._set

@@ -80,7 +80,11 @@ def load_precomputed(
     for folder in folders:
         if not Path(folder).is_dir():
             problem = file_problem(folder)
-            what = "is not a folder" if problem and "exist" in problem else f"{(problem or 'is a file').split(',')[0]}, not a folder"
+            what = (
+                "is not a folder"
+                if problem and "exist" in problem
+                else f"{(problem or 'is a file').split(',')[0]}, not a folder"
+            )
             raise DataError(
                 f"anonymizer precomputed: `folders` names {folder}, which {what}; give the Kaldi data "
                 "folders of your anonymized speech (each with a wav.scp)."

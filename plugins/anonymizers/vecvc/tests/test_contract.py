@@ -24,5 +24,9 @@ POOL = {"use": "manifest", "params": {"path": write_pool(Path(tempfile.mkdtemp(p
 
 class TestVectorVCContract(AnonymizerContract):
     plugin_name = "vector-vc"
-    params = {"pool": POOL, "anonymizer": "selection", "anonymizer_params": {"farthest": 2, "select": 2},
-              "refine_steps": 1}
+    params = {
+        "pool": POOL,
+        "anonymizer": "selection",
+        "anonymizer_params": {"farthest": 2, "select": 2},
+        "refine_steps": 1,
+    }

@@ -27,10 +27,9 @@ from pydantic import Field
 from vpeval.api import Anonymizer, Params, PluginRef, Voice
 from vpeval.errors import ConfigError, DataError
 from vpeval.speakers import POOL_SEED, CorpusSpec, EncoderSpec, embed_corpus, embedding_anonymizer_in_space
-
-from vpeval_world.matching import envelope_cepstra, knn_average, mean_normalised
 from vpeval_vecvc.mixing import fit_weights, nearest_weights, unit
 from vpeval_vecvc.pool import Analysis, PoolVoices
+from vpeval_world.matching import envelope_cepstra, knn_average, mean_normalised
 from vpeval_world.vocoder import WorldFeatures, analyse, synthesize
 
 MIN_SECONDS = 0.1  # WORLD needs a few frames; shorter input is zero-padded for analysis
@@ -48,28 +47,39 @@ class VectorVC(Anonymizer):
         """Embedding anonymizer, pool, mixing and WORLD settings."""
 
         anonymizer: Annotated[str, PluginRef("anonymizer", params="anonymizer_params", works_on="embedding")] = Field(
-            "ohnn", description="Embedding anonymizer that turns the source's speaker vector into the requested "
-            "pseudo-speaker vector (selection, ohnn, emotion-compensation, ...).")
+            "ohnn",
+            description="Embedding anonymizer that turns the source's speaker vector into the requested "
+            "pseudo-speaker vector (selection, ohnn, emotion-compensation, ...).",
+        )
         anonymizer_params: dict[str, Any] = Field(
-            default_factory=dict, description="Its parameters; pool and encoder default to this plugin's.")
+            default_factory=dict, description="Its parameters; pool and encoder default to this plugin's."
+        )
         pool: CorpusSpec = Field(
             default_factory=lambda: CorpusSpec(use="synth", params=dict(DEFAULT_POOL)),
             description="Pool corpus {use, params}, speaker-disjoint from the evaluation data (default: 20 synth "
-            "speakers, preset tiny, a seed of their own).")
+            "speakers, preset tiny, a seed of their own).",
+        )
         encoder: EncoderSpec = Field(
             default_factory=lambda: EncoderSpec(use="ge2e"),
-            description="Speaker encoder {use, params} whose space the vectors live in (default: pretrained GE2E).")
+            description="Speaker encoder {use, params} whose space the vectors live in (default: pretrained GE2E).",
+        )
         voices: Literal["speaker-emotion", "speaker"] = Field(
-            "speaker-emotion", description="Pool voices to mix: each speaker's utterances per emotion label "
-            "(emotion edits can reach emotional voices), or whole speakers.")
+            "speaker-emotion",
+            description="Pool voices to mix: each speaker's utterances per emotion label "
+            "(emotion edits can reach emotional voices), or whole speakers.",
+        )
         mixing: Literal["fit", "nearest"] = Field(
-            "fit", description="'fit': non-negative least squares mixture of pool voices; 'nearest': all weight on "
-            "the nearest voice (snapping, as poolvc does; for comparison).")
+            "fit",
+            description="'fit': non-negative least squares mixture of pool voices; 'nearest': all weight on "
+            "the nearest voice (snapping, as poolvc does; for comparison).",
+        )
         max_voices: int = Field(6, ge=1, le=64, description="Pool voices mixed at most per utterance.")
         refine_steps: int = Field(2, ge=0, le=10, description="Re-embed-and-refit steps after the first synthesis.")
         f0_spread: Literal["mixture", "utterance"] = Field(
-            "mixture", description="log-F0 spread after conversion: the mixture's, or the utterance's own (the "
-            "mean always moves to the mixture's).")
+            "mixture",
+            description="log-F0 spread after conversion: the mixture's, or the utterance's own (the "
+            "mean always moves to the mixture's).",
+        )
         k: int = Field(4, ge=1, le=1000, description="Nearest pool frames averaged per source frame and voice.")
         frame_period: float = Field(5.0, ge=1.0, le=50.0, description="WORLD frame period in ms.")
         n_mels: int = Field(40, ge=8, le=128, description="Mel bands of the matching cepstra.")
@@ -102,7 +112,11 @@ class VectorVC(Anonymizer):
         has fields of those names that anonymizer_params leaves unset (its vectors must live in our space)."""
         p = self.params
         return embedding_anonymizer_in_space(
-            self.context, p.anonymizer, p.anonymizer_params, p.pool, p.encoder,
+            self.context,
+            p.anonymizer,
+            p.anonymizer_params,
+            p.pool,
+            p.encoder,
             f"vector-vc anonymizer '{p.anonymizer}' does not work on speaker embeddings; name an "
             "embedding anonymizer such as selection, ohnn or emotion-compensation.",
         )
@@ -154,15 +168,23 @@ class VectorVC(Anonymizer):
             peak = float(np.max(np.abs(out)))
             if peak > 0:
                 out = out * (float(np.max(np.abs(audio))) / peak)
-        record = {"cosine": cosine, "first_cosine": cosines[0], "voices": int(np.count_nonzero(weights)),
-                  "obtained": obtained}
+        record = {
+            "cosine": cosine,
+            "first_cosine": cosines[0],
+            "voices": int(np.count_nonzero(weights)),
+            "obtained": obtained,
+        }
         return np.nan_to_num(out).astype(np.float32), record
 
     def log(self, key: str, record: dict[str, Any]) -> None:
         row = {"key": key, **{k: v for k, v in record.items() if k != "obtained"}}
         self.records.append(row)
-        self.context.log.info("vector-vc %s: requested-vs-obtained cosine %.3f (first synthesis %.3f)", key,
-                              record["cosine"], record["first_cosine"])
+        self.context.log.info(
+            "vector-vc %s: requested-vs-obtained cosine %.3f (first synthesis %.3f)",
+            key,
+            record["cosine"],
+            record["first_cosine"],
+        )
         # One line per utterance in the work folder, so runs with several worker processes keep them all.
         with open(self.context.folder("vector-vc") / "fidelity.jsonl", "a") as handle:
             handle.write(json.dumps({**row, "pid": os.getpid()}) + "\n")
@@ -173,8 +195,13 @@ class VectorVC(Anonymizer):
             return {"utterances": 0}
         cos = np.array([r["cosine"] for r in self.records])
         first = np.array([r["first_cosine"] for r in self.records])
-        return {"utterances": len(cos), "mean": float(cos.mean()), "median": float(np.median(cos)),
-                "min": float(cos.min()), "first_synthesis_mean": float(first.mean())}
+        return {
+            "utterances": len(cos),
+            "mean": float(cos.mean()),
+            "median": float(np.median(cos)),
+            "min": float(cos.min()),
+            "first_synthesis_mean": float(first.mean()),
+        }
 
 
 class _Renderer:
@@ -188,7 +215,9 @@ class _Renderer:
     def voice_envelope(self, index: int) -> np.ndarray:
         if index not in self._knn:
             frames = self.owner._voices.frames(self.owner._voices.ids[index], self.rate)
-            self._knn[index] = knn_average(self.query, frames.cepstra, frames.log_sp, self.owner.params.k).astype(np.float64)
+            self._knn[index] = knn_average(self.query, frames.cepstra, frames.log_sp, self.owner.params.k).astype(
+                np.float64
+            )
         return self._knn[index]
 
     def render(self, weights: np.ndarray) -> np.ndarray:

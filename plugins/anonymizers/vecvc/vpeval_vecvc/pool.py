@@ -17,7 +17,6 @@ import numpy as np
 from vpeval.api import PluginContext, stable_int
 from vpeval.speakers import PoolEmbeddings
 from vpeval.types import Corpus
-
 from vpeval_world.pool import PoolAnalysis, PoolFrameFiles, PoolFrames
 
 
@@ -36,8 +35,9 @@ def voice_id(speaker: str, emotion: str | None, by_emotion: bool) -> str:
 class PoolVoices:
     """Voices of a pool corpus; frames analysed per voice on first use and cached on disk."""
 
-    def __init__(self, corpus: Corpus, vectors: PoolEmbeddings, by_emotion: bool, context: PluginContext,
-                 analysis: Analysis):
+    def __init__(
+        self, corpus: Corpus, vectors: PoolEmbeddings, by_emotion: bool, context: PluginContext, analysis: Analysis
+    ):
         self.corpus, self.context, self.analysis = corpus, context, analysis
         self.members: dict[str, list] = {}
         for utt in corpus.utterances:
@@ -45,8 +45,12 @@ class PoolVoices:
         self.ids = sorted(self.members)
         # Mean vector per voice, from the encoder's per-utterance vectors (same order as the corpus).
         emotions = vectors.emotions if vectors.emotions is not None else [None] * len(vectors.speakers)
-        rows = np.array([self.ids.index(voice_id(s, e or None, by_emotion))
-                         for s, e in zip(vectors.speakers, emotions, strict=True)])
+        rows = np.array(
+            [
+                self.ids.index(voice_id(s, e or None, by_emotion))
+                for s, e in zip(vectors.speakers, emotions, strict=True)
+            ]
+        )
         sums = np.zeros((len(self.ids), vectors.embeddings.shape[1]))
         np.add.at(sums, rows, vectors.embeddings)
         self.means = sums / np.bincount(rows, minlength=len(self.ids))[:, None]
@@ -54,8 +58,9 @@ class PoolVoices:
 
     def cache_file(self, voice: str, rate: int) -> Path:
         a = self.analysis
-        key = stable_int(self.corpus.fingerprint or self.corpus.name, voice, rate, a.frame_period, a.n_mels,
-                         a.n_ceps, a.max_seconds)
+        key = stable_int(
+            self.corpus.fingerprint or self.corpus.name, voice, rate, a.frame_period, a.n_mels, a.n_ceps, a.max_seconds
+        )
         return self.context.folder("voices") / f"{key:016x}.npz"
 
     def audios(self, voice: str, rate: int) -> Iterator[np.ndarray]:

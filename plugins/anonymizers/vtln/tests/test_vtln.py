@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+
 import numpy as np
 import pytest
 import soundfile as sf
@@ -76,7 +77,9 @@ def test_spectrum_warp_moves_f0_by_the_low_frequency_slope(corpus, direction):
 @pytest.mark.parametrize("direction", ["up", "down"])
 def test_envelope_warp_keeps_f0_and_moves_the_spectral_centroid(corpus, warping, direction):
     audio, rate = load(corpus.utterances[5])
-    anon = VTLN(VTLN.Params(target="envelope", warping=warping, alpha=(0.12, 0.12), factor=(1.2, 1.2), direction=direction))
+    anon = VTLN(
+        VTLN.Params(target="envelope", warping=warping, alpha=(0.12, 0.12), factor=(1.2, 1.2), direction=direction)
+    )
     out = anon.anonymize(audio, rate, voice("u"))
     assert median_f0(out, rate) == pytest.approx(median_f0(audio, rate), rel=0.02)
     shift = centroid(out, rate) / centroid(audio, rate)
@@ -125,8 +128,10 @@ def test_vtln_raises_eer_of_mfcc_scorer(corpus):
     anon = VTLN()
     rises = []
     for seed in (2, 4, 7):
+
         def anonymize(audio, rate, key, seed=seed):
             return anon.anonymize(audio, rate, Voice(key, "utterance", PluginContext(seed=seed).rng("voice", key)))
+
         eer_oo, eer_oa = mfcc_eers(anonymize, corpus)
         rises.append(eer_oa - eer_oo)
     # Measured: +0.13, +0.065, +0.062 (O-O 0.228).

@@ -19,7 +19,6 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from vpeval.api import Anonymizer, Params, Voice
-
 from vpeval_vtln.transform import vtln
 from vpeval_vtln.warping import bilinear, piecewise_linear, piecewise_linear_inverse
 
@@ -78,17 +77,24 @@ class VTLN(Anonymizer):
             "VoiceMask-style) or only the spectral envelope (F0 and harmonics kept, Sundermann-style).",
         )
         corner: float = Field(
-            0.8, ge=0.3, le=0.95,
+            0.8,
+            ge=0.3,
+            le=0.95,
             description="Piecewise-linear corner as a share of the Nyquist frequency (divided by the slope when "
             "it is above 1); above it the warp runs straight to the band edge.",
         )
         direction: Literal["random", "up", "down"] = Field(
-            "random", description="Envelope up (shorter tract) or down (longer), drawn per voice with even odds, or fixed."
+            "random",
+            description="Envelope up (shorter tract) or down (longer), drawn per voice with even odds, or fixed.",
         )
-        win_ms: float = Field(40.0, ge=10.0, le=100.0, description="STFT window (Hann) in ms; long enough to resolve harmonics.")
+        win_ms: float = Field(
+            40.0, ge=10.0, le=100.0, description="STFT window (Hann) in ms; long enough to resolve harmonics."
+        )
         hop_ms: float = Field(10.0, ge=1.0, le=50.0, description="STFT hop in ms, at most half the window.")
         lifter_ms: float = Field(
-            1.8, ge=0.5, le=5.0,
+            1.8,
+            ge=0.5,
+            le=5.0,
             description="Cepstral lifter of the envelope in ms of quefrency; below the shortest pitch period "
             "(1.8 ms: F0 up to about 550 Hz).",
         )
@@ -98,7 +104,9 @@ class VTLN(Anonymizer):
         @classmethod
         def _ordered(cls, value, info):
             if value[0] > value[1]:
-                raise ValueError(f"{info.field_name} must be [low, high] with low <= high, got {list(value)}; swap them")
+                raise ValueError(
+                    f"{info.field_name} must be [low, high] with low <= high, got {list(value)}; swap them"
+                )
             return value
 
         @field_validator("hop_ms")

@@ -72,8 +72,16 @@ def warp_envelope_gain(frames: np.ndarray, n_fft: int, lifter: int, source_frequ
     return frames * np.exp(np.clip(warped - envelope, -gain_limit, gain_limit))
 
 
-def vtln(audio: np.ndarray, rate: int, forward, source_frequencies_of, mode: str = "spectrum",
-         win_ms: float = 40.0, hop_ms: float = 10.0, lifter_ms: float = 1.8) -> np.ndarray:
+def vtln(
+    audio: np.ndarray,
+    rate: int,
+    forward,
+    source_frequencies_of,
+    mode: str = "spectrum",
+    win_ms: float = 40.0,
+    hop_ms: float = 10.0,
+    lifter_ms: float = 1.8,
+) -> np.ndarray:
     """VTLN-warped copy of `audio` (float64, same length).
 
     `forward(w)` maps source frequencies (radians per sample, 0..pi) to target ones; and
@@ -84,16 +92,16 @@ def vtln(audio: np.ndarray, rate: int, forward, source_frequencies_of, mode: str
     win, hop, n_fft = frame_sizes(rate, win_ms, hop_ms)
     x = np.zeros(max(len(audio), win))  # the STFT needs one full window; the tail is trimmed again
     x[: len(audio)] = audio
-    _, _, spec = stft(x, fs=rate, window="hann", nperseg=win, noverlap=win - hop, nfft=n_fft, boundary="even",
-                      padded=True)
+    _, _, spec = stft(
+        x, fs=rate, window="hann", nperseg=win, noverlap=win - hop, nfft=n_fft, boundary="even", padded=True
+    )
     frames = spec.T  # [frames, bins]
     if mode == "spectrum":
         warped = warp_spectrum(frames, hop, n_fft, forward, source_frequencies_of)
     else:
         lifter = max(2, int(round(lifter_ms * 1e-3 * rate)))
         warped = warp_envelope_gain(frames, n_fft, lifter, source_frequencies_of)
-    _, y = istft(warped.T, fs=rate, window="hann", nperseg=win, noverlap=win - hop, nfft=n_fft,
-                 boundary=True)
+    _, y = istft(warped.T, fs=rate, window="hann", nperseg=win, noverlap=win - hop, nfft=n_fft, boundary=True)
     out = np.zeros(len(audio))
     out[: min(len(audio), len(y))] = y[: len(audio)]
     return out

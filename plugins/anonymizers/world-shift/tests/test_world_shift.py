@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+
 import numpy as np
 import pytest
 import soundfile as sf
@@ -10,9 +11,8 @@ from pydantic import ValidationError
 
 from vpeval.testing.dummies import make_corpus, seeded_voice
 from vpeval.testing.scorers import mfcc_eers
-from vpeval_world_shift.anonymizer import ShiftVoice, WorldShift
 from vpeval_world.vocoder import analyse, warp_frequency_axis
-
+from vpeval_world_shift.anonymizer import ShiftVoice, WorldShift
 
 voice = functools.partial(seeded_voice, seed=2)
 
@@ -39,7 +39,9 @@ def median_f0(audio, rate):
 def test_median_f0_moves_by_the_requested_ratio(corpus, semitones):
     audio, rate = load(corpus.utterances[1])
     direction = "up" if semitones > 0 else "down"
-    anon = WorldShift(WorldShift.Params(f0_semitones=(abs(semitones),) * 2, formant_ratio=(1.0, 1.0), direction=direction))
+    anon = WorldShift(
+        WorldShift.Params(f0_semitones=(abs(semitones),) * 2, formant_ratio=(1.0, 1.0), direction=direction)
+    )
     out = anon.anonymize(audio, rate, voice("u"))
     measured = median_f0(out, rate) / median_f0(audio, rate)
     assert measured == pytest.approx(2 ** (semitones / 12), rel=0.04), measured
@@ -51,15 +53,20 @@ def best_warp_ratio(source_sp, target_sp, rate):
     freqs = np.linspace(0, rate / 2, source_sp.shape[1])
     band = (freqs > 200) & (freqs < 4000)
     candidates = np.linspace(0.7, 1.4, 141)
-    errors = [np.mean((np.log(warp_frequency_axis(source_sp, r)) - np.log(target_sp))[:, band] ** 2) for r in candidates]
+    errors = [
+        np.mean((np.log(warp_frequency_axis(source_sp, r)) - np.log(target_sp))[:, band] ** 2) for r in candidates
+    ]
     return float(candidates[int(np.argmin(errors))])
 
 
 @pytest.mark.parametrize("ratio, direction", [(1.15, "up"), (1.15, "down")])
 def test_envelope_moves_by_the_formant_ratio(corpus, ratio, direction):
     audio, rate = load(corpus.utterances[3])
-    anon = WorldShift(WorldShift.Params(
-        f0_semitones=(0.0, 0.0), formant_ratio=(ratio, ratio), direction=direction, f0_method="harvest"))
+    anon = WorldShift(
+        WorldShift.Params(
+            f0_semitones=(0.0, 0.0), formant_ratio=(ratio, ratio), direction=direction, f0_method="harvest"
+        )
+    )
     out = anon.anonymize(audio, rate, voice("u"))
     # harvest: dio finds almost no voiced frames in these synthetic vowels
     source, target = analyse(audio, rate, "harvest"), analyse(out, rate, "harvest")

@@ -21,7 +21,6 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from vpeval.api import Anonymizer, Params, Voice
-
 from vpeval_world.vocoder import WorldFeatures, analyse, synthesize, warp_frequency_axis
 
 MIN_SECONDS = 0.1  # WORLD needs a few frames; shorter input is zero-padded for analysis
@@ -101,7 +100,9 @@ class WorldShift(Anonymizer):
             sign = 1.0 if p.direction == "up" else -1.0
         if p.formant_direction == "same":
             formant_sign = sign
-        return ShiftVoice(f0_ratio=2.0 ** (sign * semitones / 12.0), formant_ratio=float(np.exp(formant_sign * log_ratio)))
+        return ShiftVoice(
+            f0_ratio=2.0 ** (sign * semitones / 12.0), formant_ratio=float(np.exp(formant_sign * log_ratio))
+        )
 
     def anonymize(self, audio: np.ndarray, sample_rate: int, voice: Voice) -> np.ndarray:
         shift = self.pseudo_voice(voice)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-from vpeval_asv.backends import Backend, Plda, cosine_matrix, cosine_pairs
 from vpeval.stats import equal_error_rate
+from vpeval_asv.backends import Backend, Plda, cosine_matrix, cosine_pairs
 
 
 def speechbrain_style_eer(pos: np.ndarray, neg: np.ndarray) -> float:

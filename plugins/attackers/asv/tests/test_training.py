@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from vpeval.api import PluginContext
-from vpeval.plugins import plugin_context
 from vpeval.errors import ConfigError, MissingModelError
+from vpeval.plugins import plugin_context
+from vpeval.stats import equal_error_rate
 from vpeval.testing.dummies import make_corpus
 from vpeval.types import TrainingData, TrainingStage
 from vpeval_asv.attacker import EcapaAttacker
-from vpeval.stats import equal_error_rate
 from vpeval_asv.encoders import EcapaEncoder, XvectorEncoder
 
 TRAIN_SPEAKERS = 16
@@ -94,7 +94,9 @@ def test_save_load_gives_identical_vectors_and_uses_weights_only(trained, heldou
     assert calls and all(k.get("weights_only") is True for k in calls)
     sides = [heldout.utterances[:3], heldout.utterances[3:4]]
     np.testing.assert_array_equal(restored.represent_many(sides), attacker.represent_many(sides))
-    assert set(torch.load(folder / "embedding_model.pt", weights_only=True)) == set(attacker.embedder.model.state_dict())
+    assert set(torch.load(folder / "embedding_model.pt", weights_only=True)) == set(
+        attacker.embedder.model.state_dict()
+    )
 
 
 def test_side_is_the_mean_of_normalised_utterance_embeddings(trained, heldout):
@@ -131,7 +133,9 @@ def test_init_from_starts_from_the_checkpoint(trained):
     with pytest.raises(ConfigError, match="channels"):
         EcapaAttacker(EcapaAttacker.Params(**wider, init_from=str(folder)), PluginContext())._fresh_embedder()
     with pytest.raises(MissingModelError):
-        EcapaAttacker(EcapaAttacker.Params(**TINY, init_from=str(Path(folder) / "missing")), PluginContext())._fresh_embedder()
+        EcapaAttacker(
+            EcapaAttacker.Params(**TINY, init_from=str(Path(folder) / "missing")), PluginContext()
+        )._fresh_embedder()
 
 
 def test_encoder_trains_itself_once_on_a_named_corpus(corpus, heldout, tmp_path):
@@ -143,8 +147,9 @@ def test_encoder_trains_itself_once_on_a_named_corpus(corpus, heldout, tmp_path)
         writer.writerow(["path", "speaker", "gender"])
         for u in corpus.with_speakers(corpus.speakers[:TRAIN_SPEAKERS]).utterances:
             writer.writerow([u.path, u.speaker, u.gender or ""])
-    params = EcapaEncoder.Params(train_corpus={"use": "manifest", "params": {"path": str(manifest)}},
-                                 train_params={**TINY, "epochs": 6})
+    params = EcapaEncoder.Params(
+        train_corpus={"use": "manifest", "params": {"path": str(manifest)}}, train_params={**TINY, "epochs": 6}
+    )
     encoder = EcapaEncoder(params, plugin_context(seed=1, work_dir=tmp_path / "work"))
     vectors = np.stack([encoder.embed(u.load(16000)) for u in heldout.utterances])
     assert vectors.shape == (len(heldout), TINY["embedding_dim"])
@@ -162,4 +167,5 @@ def test_encoder_trains_itself_once_on_a_named_corpus(corpus, heldout, tmp_path)
     assert model.stat().st_mtime_ns == stamp
     with pytest.raises(MissingModelError, match="train_corpus needs `use"):
         EcapaEncoder(EcapaEncoder.Params(train_corpus={"params": {}}), PluginContext(work_dir=tmp_path)).embed(
-            heldout.utterances[0].load(16000))
+            heldout.utterances[0].load(16000)
+        )

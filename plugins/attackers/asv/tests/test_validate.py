@@ -40,5 +40,7 @@ def test_train_corpus_must_be_installed():
 
 
 def test_good_settings_validate():
-    load_experiment_text(EXPERIMENT.replace("ENCODER", "ecapa").replace("CORPUS", "synth")
-                         .replace("CHANNELS", "[64, 64, 64, 64, 192]"), "exp.yaml")
+    load_experiment_text(
+        EXPERIMENT.replace("ENCODER", "ecapa").replace("CORPUS", "synth").replace("CHANNELS", "[64, 64, 64, 64, 192]"),
+        "exp.yaml",
+    )

@@ -18,7 +18,6 @@ import numpy as np
 from vpeval.api import Attacker
 from vpeval.errors import DataError
 from vpeval.types import TrainingData, Utterance
-
 from vpeval_asv.params import AsvParams, EcapaParams, XvectorParams
 
 
@@ -100,8 +99,9 @@ class AsvAttacker(Attacker):
         # more). Fixed per run, so a seed still gives the same weights on the same machine.
         torch.set_num_threads(max(1, self.context.threads, self.context.workers))
         try:
-            self.training_result = train_network(self._embedder, train_utts, trials, self.params, self.context,
-                                                 self.name)
+            self.training_result = train_network(
+                self._embedder, train_utts, trials, self.params, self.context, self.name
+            )
         finally:
             self.context.apply_threads()
         self._embedder.forget()
@@ -122,8 +122,9 @@ class AsvAttacker(Attacker):
         for utts in by_speaker.values():
             keep = rng.permutation(len(utts))[: p.backend_utterances_per_speaker]
             chosen.extend(utts[i] for i in sorted(keep))
-        embeddings = self.embedder.embed_utterances(chosen, description=f"{self.name}: back-end embeddings",
-                                                   context=self.context)
+        embeddings = self.embedder.embed_utterances(
+            chosen, description=f"{self.name}: back-end embeddings", context=self.context
+        )
         speakers = np.array([u.speaker for u in chosen])
         plda = Plda.fit(embeddings, speakers, p.plda_dim) if p.backend == "plda" else None
         cohort = None
@@ -176,10 +177,13 @@ class AsvAttacker(Attacker):
         self.context.apply_threads()
         for side in sides:
             if len(side) == 0:
-                raise DataError(f"A trial side given to the {self.name} attacker has no utterances; check the trial list.")
+                raise DataError(
+                    f"A trial side given to the {self.name} attacker has no utterances; check the trial list."
+                )
         flat = [u for side in sides for u in side]
-        embeddings = length_normalise(self.embedder.embed_utterances(flat, description=f"{self.name}: embed",
-                                                                         context=self.context))
+        embeddings = length_normalise(
+            self.embedder.embed_utterances(flat, description=f"{self.name}: embed", context=self.context)
+        )
         out = np.empty((len(sides), embeddings.shape[1]), dtype=np.float64)
         start = 0
         for i, side in enumerate(sides):

@@ -10,7 +10,6 @@ import torch
 
 from vpeval.errors import ConfigError, MissingModelError
 from vpeval.torchload import load_weights_only
-
 from vpeval_asv.models import ModelConfig, build_embedding_model
 from vpeval_asv.params import MAX_CHANNELS, MAX_MELS
 
@@ -36,7 +35,9 @@ def resolve(path: str | Path, field: str) -> tuple[Path, Path]:
         )
     config = weights.parent / CONFIG
     if not config.is_file():
-        raise MissingModelError(f"{field}: the model {weights} has no {CONFIG} next to it; copy the whole saved folder.")
+        raise MissingModelError(
+            f"{field}: the model {weights} has no {CONFIG} next to it; copy the whole saved folder."
+        )
     return weights, config
 
 
@@ -48,8 +49,12 @@ def read_config(path: str | Path, field: str) -> ModelConfig:
         raise MissingModelError(f"{field}: {config} is not a readable model configuration ({exc}).") from exc
     # The same bounds as the attackers' parameters: an edited config.json must not build a network of
     # a trillion channels before its weights fail to load.
-    sizes_ok = (len(model.channels) == 5 and all(1 <= c <= MAX_CHANNELS for c in model.channels)
-                and 8 <= model.n_mels <= MAX_MELS and 2 <= model.embedding_dim <= MAX_CHANNELS)
+    sizes_ok = (
+        len(model.channels) == 5
+        and all(1 <= c <= MAX_CHANNELS for c in model.channels)
+        and 8 <= model.n_mels <= MAX_MELS
+        and 2 <= model.embedding_dim <= MAX_CHANNELS
+    )
     if model.architecture not in ("ecapa", "xvector") or not sizes_ok:
         raise MissingModelError(
             f"{field}: {config} describes {_describe(model)}, which no ecapa/xvector attacker saves; "
@@ -58,7 +63,9 @@ def read_config(path: str | Path, field: str) -> ModelConfig:
     return model
 
 
-def load_weights(path: str | Path, field: str, expected: ModelConfig | None = None) -> tuple[ModelConfig, torch.nn.Module]:
+def load_weights(
+    path: str | Path, field: str, expected: ModelConfig | None = None
+) -> tuple[ModelConfig, torch.nn.Module]:
     """Rebuild the network of a saved folder and load its weights (torch.load weights_only=True)."""
     weights, _ = resolve(path, field)
     config = read_config(path, field)

@@ -10,7 +10,6 @@ import torch
 from vpeval.api import PluginContext
 from vpeval.content_cache import cached_map, identity_digest, source_digest
 from vpeval.types import Utterance
-
 from vpeval_asv.models import ModelConfig, build_embedding_model
 from vpeval_torch.fbank import FbankFeatures
 
@@ -90,8 +89,11 @@ class Embedder:
 
             state = [t.detach().cpu().numpy() for t in self.model.state_dict().values()]
             self._identity = "asv-" + identity_digest(
-                torch.__version__, source_digest(fbank, models, padding, _this_module()), self.config,
-                self.max_samples, *state,
+                torch.__version__,
+                source_digest(fbank, models, padding, _this_module()),
+                self.config,
+                self.max_samples,
+                *state,
             )
         return self._identity
 

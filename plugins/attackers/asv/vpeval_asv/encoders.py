@@ -24,7 +24,8 @@ class CheckpointParams(Params):
         None, description="Folder a trained ecapa/xvector attacker saved (embedding_model.pt + config.json)."
     )
     train_corpus: Annotated[dict[str, Any] | None, PluginRef("corpus")] = Field(
-        None, description="Without a checkpoint: {use, params} of a corpus to train the same-named attacker on "
+        None,
+        description="Without a checkpoint: {use, params} of a corpus to train the same-named attacker on "
         "(every speaker; its validation share held out), once; the model is cached in the encoder's work folder.",
     )
     train_params: dict[str, Any] = Field(
@@ -78,8 +79,11 @@ class CheckpointEncoder(SpeakerEncoder):
         if "use" not in spec:
             raise MissingModelError(f"{self.name}.train_corpus needs `use: <corpus plugin>`, got {spec}.")
         corpus = self.context.get("corpus", spec["use"], dict(spec.get("params") or {})).load()
-        identity = json.dumps([self.name, corpus.fingerprint or corpus.name, self.params.train_params,
-                               self.context.seed], sort_keys=True, default=str)
+        identity = json.dumps(
+            [self.name, corpus.fingerprint or corpus.name, self.params.train_params, self.context.seed],
+            sort_keys=True,
+            default=str,
+        )
         folder = self.context.folder("trained") / f"{stable_int(identity):016x}"
         if (folder / "embedding_model.pt").is_file():
             return folder
@@ -114,7 +118,8 @@ class EcapaEncoder(CheckpointEncoder):
 
     class Params(CheckpointParams):
         train_params: Annotated[dict[str, Any], PluginRef("attacker", name="ecapa")] = Field(
-            default_factory=dict, description="Parameters of the ecapa attacker trained on train_corpus.")
+            default_factory=dict, description="Parameters of the ecapa attacker trained on train_corpus."
+        )
 
 
 class XvectorEncoder(CheckpointEncoder):
@@ -126,4 +131,5 @@ class XvectorEncoder(CheckpointEncoder):
 
     class Params(CheckpointParams):
         train_params: Annotated[dict[str, Any], PluginRef("attacker", name="xvector")] = Field(
-            default_factory=dict, description="Parameters of the xvector attacker trained on train_corpus.")
+            default_factory=dict, description="Parameters of the xvector attacker trained on train_corpus."
+        )

@@ -17,9 +17,9 @@ import torch.nn.functional as F
 
 
 def _reflect_indices(length: int, left: int, right: int) -> torch.Tensor:
-    return torch.cat([
-        torch.arange(left, 0, -1), torch.arange(length), torch.arange(length - 2, length - 2 - right, -1)
-    ])
+    return torch.cat(
+        [torch.arange(left, 0, -1), torch.arange(length), torch.arange(length - 2, length - 2 - right, -1)]
+    )
 
 
 def _same_padding(self, x: torch.Tensor, kernel_size: int, dilation: int, stride: int) -> torch.Tensor:

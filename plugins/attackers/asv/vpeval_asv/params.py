@@ -13,7 +13,6 @@ from pydantic import Field, model_validator
 
 from vpeval.api import Params
 
-
 MAX_MELS = 128  # a 25 ms window at 16 kHz has 201 frequency bins
 MAX_CHANNELS = 8192
 Channel = Annotated[int, Field(ge=1, le=MAX_CHANNELS)]
@@ -28,17 +27,23 @@ class AsvParams(Params):
     channels: tuple[Channel, ...] = Field(
         (512, 512, 512, 512, 1536), description=f"Channels of the five TDNN / SE-Res2Net blocks (1-{MAX_CHANNELS})."
     )
-    embedding_dim: int = Field(192, ge=2, le=MAX_CHANNELS, description="Speaker embedding size (the last linear layer).")
+    embedding_dim: int = Field(
+        192, ge=2, le=MAX_CHANNELS, description="Speaker embedding size (the last linear layer)."
+    )
 
     # -- loss -----------------------------------------------------------------------------
     loss: Literal["aam", "softmax"] = Field(
         "aam", description="aam: additive angular margin softmax on a cosine classifier; softmax: plain cross-entropy."
     )
     margin: float = Field(0.2, ge=0.0, lt=1.5, description="Angular margin of the AAM softmax (radians, below pi/2).")
-    scale: float = Field(30.0, gt=0.0, le=100.0, description="Scale of the AAM softmax logits (float32 overflows far above).")
+    scale: float = Field(
+        30.0, gt=0.0, le=100.0, description="Scale of the AAM softmax logits (float32 overflows far above)."
+    )
 
     # -- optimisation ---------------------------------------------------------------------
-    epochs: int = Field(10, ge=1, le=10_000, description="Training epochs (an epoch visits every crop-length stretch of audio once).")
+    epochs: int = Field(
+        10, ge=1, le=10_000, description="Training epochs (an epoch visits every crop-length stretch of audio once)."
+    )
     batch_size: int = Field(256, ge=2, le=8192, description="Crops per batch.")
     lr: float = Field(0.01, gt=0.0, le=1.0, description="Peak learning rate of AdamW.")
     weight_decay: float = Field(2e-6, ge=0.0, le=1.0, description="AdamW weight decay.")
@@ -48,18 +53,30 @@ class AsvParams(Params):
         "linear: per epoch from lr to final_lr; constant: lr throughout.",
     )
     base_lr: float = Field(1e-8, ge=0.0, le=1.0, description="Lower bound of the cyclic schedule.")
-    cyclic_step_size: int = Field(65000, ge=1, le=10_000_000, description="Batches per half cycle of the cyclic schedule.")
+    cyclic_step_size: int = Field(
+        65000, ge=1, le=10_000_000, description="Batches per half cycle of the cyclic schedule."
+    )
     final_lr: float = Field(1e-4, ge=0.0, le=1.0, description="Last-epoch learning rate of the linear schedule.")
     crop_seconds: float = Field(3.0, ge=0.2, le=60.0, description="Length of the random training crops (seconds).")
 
     # -- validation and early stopping -----------------------------------------------------
     validation_share: float = Field(
-        0.1, ge=0.0, lt=1.0, description="Share of each speaker's utterances held out when no validation corpus is given."
+        0.1,
+        ge=0.0,
+        lt=1.0,
+        description="Share of each speaker's utterances held out when no validation corpus is given.",
     )
-    validation_trials: int = Field(2000, ge=10, le=10_000_000, description="Random validation trial pairs (half target, half non-target).")
-    validation_max_utterances: int = Field(1000, ge=4, le=1_000_000, description="Most validation utterances embedded per epoch.")
+    validation_trials: int = Field(
+        2000, ge=10, le=10_000_000, description="Random validation trial pairs (half target, half non-target)."
+    )
+    validation_max_utterances: int = Field(
+        1000, ge=4, le=1_000_000, description="Most validation utterances embedded per epoch."
+    )
     patience: int | None = Field(
-        2, ge=1, le=10_000, description="Stop after this many epochs without a lower validation EER; null never stops early."
+        2,
+        ge=1,
+        le=10_000,
+        description="Stop after this many epochs without a lower validation EER; null never stops early.",
     )
     min_epochs: int = Field(2, ge=1, le=10_000, description="Epochs trained before early stopping may stop.")
     init_from: str | None = Field(
@@ -68,18 +85,25 @@ class AsvParams(Params):
 
     # -- embedding and back-end -------------------------------------------------------------
     embed_max_seconds: float | None = Field(
-        None, ge=0.2, le=3600.0, description="Embed at most this many seconds of each utterance (its start); null embeds all."
+        None,
+        ge=0.2,
+        le=3600.0,
+        description="Embed at most this many seconds of each utterance (its start); null embeds all.",
     )
     backend: Literal["cosine", "plda"] = Field(
         "cosine", description="Scoring: cosine of length-normalised vectors, or two-covariance PLDA."
     )
     plda_dim: int = Field(150, ge=1, le=MAX_CHANNELS, description="LDA dimension before PLDA (capped at speakers - 1).")
-    as_norm: bool = Field(False, description="Adaptive symmetric score normalisation against the training-speaker cohort.")
+    as_norm: bool = Field(
+        False, description="Adaptive symmetric score normalisation against the training-speaker cohort."
+    )
     cohort_top_k: int = Field(200, ge=1, le=100_000, description="Closest cohort speakers used by AS-norm.")
     backend_utterances_per_speaker: int = Field(
         10, ge=1, le=100_000, description="Training utterances per speaker embedded for the cohort and PLDA."
     )
-    audio_cache_mb: int = Field(2048, ge=0, le=1_048_576, description="Training audio kept in memory between epochs (MB).")
+    audio_cache_mb: int = Field(
+        2048, ge=0, le=1_048_576, description="Training audio kept in memory between epochs (MB)."
+    )
 
     @model_validator(mode="after")
     def _check_channels(self) -> AsvParams:
@@ -105,7 +129,9 @@ class XvectorParams(AsvParams):
     channels: tuple[Channel, ...] = Field(
         (512, 512, 512, 512, 1500), description=f"Channels of the five TDNN layers (1-{MAX_CHANNELS})."
     )
-    embedding_dim: int = Field(512, ge=2, le=MAX_CHANNELS, description="x-vector size (the segment-level linear layer).")
+    embedding_dim: int = Field(
+        512, ge=2, le=MAX_CHANNELS, description="x-vector size (the segment-level linear layer)."
+    )
     loss: Literal["aam", "softmax"] = Field(
         "softmax", description="softmax: cross-entropy over a linear classifier (the recipe's); aam: angular margin."
     )

@@ -17,7 +17,6 @@ import torch
 
 from vpeval.api import PluginContext
 from vpeval.types import Utterance
-
 from vpeval_asv.audio import AudioCache, crops_per_utterance, random_crop
 from vpeval_asv.embedding import Embedder
 from vpeval_asv.models import SpeakerClassifier
@@ -103,9 +102,7 @@ def _train(
     crop_length = int(params.crop_seconds * config.sample_rate)
 
     # One entry per crop-length stretch of each utterance (the recipe's segment list).
-    durations = [
-        u.duration if u.duration else cache.load(u).size / config.sample_rate for u in utterances
-    ]
+    durations = [u.duration if u.duration else cache.load(u).size / config.sample_rate for u in utterances]
     segments = np.repeat(np.arange(len(utterances)), [crops_per_utterance(d, params.crop_seconds) for d in durations])
 
     with torch.random.fork_rng(devices=[]):
@@ -117,7 +114,11 @@ def _train(
     )
     context.log.info(
         "%s: training on %d utterances of %d speakers (%d crops of %.1f s per epoch), %d validation trials",
-        name, len(utterances), len(speakers), len(segments), params.crop_seconds,
+        name,
+        len(utterances),
+        len(speakers),
+        len(segments),
+        params.crop_seconds,
         0 if validation is None else len(validation.target),
     )
 
@@ -152,12 +153,19 @@ def _train(
             losses.append(loss.item())
         lr = optimizer.param_groups[0]["lr"]
         eer = _validation_eer(embedder, validation, cache)
-        record = EpochRecord(epoch, float(np.mean(losses)) if losses else math.nan, eer, lr, time.perf_counter() - started)
+        record = EpochRecord(
+            epoch, float(np.mean(losses)) if losses else math.nan, eer, lr, time.perf_counter() - started
+        )
         result.history.append(record)
         context.log.info(
             "%s epoch %d/%d: loss %.4f, validation EER %s, lr %.2e, %.1f s",
-            name, epoch, params.epochs, record.loss,
-            "n/a" if eer is None else f"{100 * eer:.2f}%", lr, record.seconds,
+            name,
+            epoch,
+            params.epochs,
+            record.loss,
+            "n/a" if eer is None else f"{100 * eer:.2f}%",
+            lr,
+            record.seconds,
         )
         keep, stop = stopping.update(epoch, eer)
         if keep:
@@ -183,7 +191,11 @@ def _warn_if_cyclic_lr_stays_low(params: AsvParams, crops: int, context: PluginC
         context.log.warning(
             "%s: with cyclic_step_size %d and %d batches in all, the learning rate never exceeds %.1e (lr is %.1e); "
             "for a corpus this small set lr_schedule: constant or a smaller cyclic_step_size",
-            name, params.cyclic_step_size, total, peak, params.lr,
+            name,
+            params.cyclic_step_size,
+            total,
+            peak,
+            params.lr,
         )
 
 

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vpeval.types import Corpus, Utterance
-
 from vpeval.stats import equal_error_rate
+from vpeval.types import Corpus, Utterance
 from vpeval_asv.embedding import length_normalise
 
 

@@ -17,8 +17,9 @@ def _one_thread():
 
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory):
-    return make_corpus(tmp_path_factory.mktemp("dast-audio"), speakers=TRAIN_SPEAKERS + 8, utterances=6,
-                       seconds=1.5, seed=0)
+    return make_corpus(
+        tmp_path_factory.mktemp("dast-audio"), speakers=TRAIN_SPEAKERS + 8, utterances=6, seconds=1.5, seed=0
+    )
 
 
 @pytest.fixture(scope="session")
@@ -38,10 +39,19 @@ def tiny_wavlm(tmp_path_factory):
     from transformers import WavLMConfig, WavLMModel
 
     torch.manual_seed(0)
-    config = WavLMConfig(hidden_size=64, num_hidden_layers=3, num_attention_heads=4, intermediate_size=128,
-                         conv_dim=(128, 128, 128), conv_stride=(5, 8, 8), conv_kernel=(10, 8, 8),
-                         num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4, num_buckets=32,
-                         max_bucket_distance=64)
+    config = WavLMConfig(
+        hidden_size=64,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=128,
+        conv_dim=(128, 128, 128),
+        conv_stride=(5, 8, 8),
+        conv_kernel=(10, 8, 8),
+        num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=4,
+        num_buckets=32,
+        max_bucket_distance=64,
+    )
     folder = tmp_path_factory.mktemp("wavlm")
     WavLMModel(config).save_pretrained(folder)
     return folder
@@ -53,10 +63,23 @@ def tiny_whisper(tmp_path_factory):
     from transformers import WhisperConfig, WhisperForConditionalGeneration
 
     torch.manual_seed(0)
-    config = WhisperConfig(vocab_size=100, num_mel_bins=80, d_model=64, encoder_layers=2, decoder_layers=1,
-                           encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
-                           decoder_ffn_dim=128, max_source_positions=1500, max_target_positions=32,
-                           decoder_start_token_id=1, pad_token_id=0, eos_token_id=2, bos_token_id=1)
+    config = WhisperConfig(
+        vocab_size=100,
+        num_mel_bins=80,
+        d_model=64,
+        encoder_layers=2,
+        decoder_layers=1,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=128,
+        decoder_ffn_dim=128,
+        max_source_positions=1500,
+        max_target_positions=32,
+        decoder_start_token_id=1,
+        pad_token_id=0,
+        eos_token_id=2,
+        bos_token_id=1,
+    )
     folder = tmp_path_factory.mktemp("whisper")
     WhisperForConditionalGeneration(config).save_pretrained(folder)
     return folder

@@ -25,11 +25,19 @@ MCADAMS = {"use": "mcadams", "params": {"alpha_range": [0.7, 0.9]}}
 
 def stage_params(tiny, **changes):
     quick = {"epochs": 2, "batch_size": 8, "grad_accumulation": 1}
-    return DastAttacker.Params(**{**tiny, "stage1": {**quick, "dropout": 0.0}, "stage2": {**quick, "dropout": 0.3,
-                                  "optimizer": "muon"}, "stage3": {**quick, "dropout": 0.3}, **changes})
+    return DastAttacker.Params(
+        **{
+            **tiny,
+            "stage1": {**quick, "dropout": 0.0},
+            "stage2": {**quick, "dropout": 0.3, "optimizer": "muon"},
+            "stage3": {**quick, "dropout": 0.3},
+            **changes,
+        }
+    )
 
 
 # -- Stage II / target overlap ----------------------------------------------------------------
+
 
 def test_overlap_with_a_target_is_refused_naming_both():
     params = {"stages": ["I", "II", "III"], "stage2_anonymizers": [{"use": "mcadams"}, {"use": "world-shift"}]}
@@ -43,13 +51,16 @@ def test_overlap_with_a_target_is_refused_naming_both():
     assert DastAttacker.check_experiment({**params, "stages": ["I", "III"]}, ["mcadams"]) == []
 
 
-@pytest.mark.parametrize(("changes", "message"), [
-    ({"stages": ["III", "I"]}, "curriculum order"),
-    ({"stages": []}, "at least one"),
-    ({"stages": ["I", "II"]}, "stage2_anonymizers"),
-    ({"stage3_fraction": 0.01}, "greater than or equal to 0.05"),
-    ({"stage2_anonymizers": [{"use": "mcadams"}, {"use": "mcadams"}], "stages": ["II"]}, "same name"),
-])
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"stages": ["III", "I"]}, "curriculum order"),
+        ({"stages": []}, "at least one"),
+        ({"stages": ["I", "II"]}, "stage2_anonymizers"),
+        ({"stage3_fraction": 0.01}, "greater than or equal to 0.05"),
+        ({"stage2_anonymizers": [{"use": "mcadams"}, {"use": "mcadams"}], "stages": ["II"]}, "same name"),
+    ],
+)
 def test_bad_curriculum_parameters_are_refused(changes, message):
     with pytest.raises(ValidationError, match=message):
         DastAttacker.Params(**changes)
@@ -78,6 +89,7 @@ def test_a_stage_given_in_part_keeps_that_stages_paper_settings():
 
 
 # -- stage data -------------------------------------------------------------------------------
+
 
 def test_stage3_keeps_a_share_of_every_speaker(corpus):
     context = plugin_context(seed=4)
@@ -132,11 +144,14 @@ def test_stages_one_and_two_need_original_speech(train_corpus, tmp_path, tiny):
 
 # -- the whole curriculum, and Stage III from a saved Stage II ------------------------------------
 
+
 @pytest.fixture(scope="module")
 def stage2_model(train_corpus, tmp_path_factory, tiny_shared):
     tmp = tmp_path_factory.mktemp("stage2")
-    attacker = DastAttacker(stage_params(tiny_shared, stages=["I", "II"], stage2_anonymizers=[MCADAMS]),
-                            plugin_context(seed=2, work_dir=tmp / "work"))
+    attacker = DastAttacker(
+        stage_params(tiny_shared, stages=["I", "II"], stage2_anonymizers=[MCADAMS]),
+        plugin_context(seed=2, work_dir=tmp / "work"),
+    )
     # six speakers keep the McAdams conversions of Stage II short
     attacker.train(TrainingData([TrainingStage("original", train_corpus.with_speakers(train_corpus.speakers[:6]))]))
     attacker.save(tmp / "saved")
@@ -184,7 +199,9 @@ def test_stage3_starts_from_a_saved_stage2(stage2_model, train_corpus, heldout, 
 
 def test_init_from_another_shape_is_refused(stage2_model, tmp_path, tiny):
     _, folder = stage2_model
-    attacker = DastAttacker(stage_params(tiny, stages=["I"], embedding_dim=24), plugin_context(seed=2, work_dir=tmp_path))
+    attacker = DastAttacker(
+        stage_params(tiny, stages=["I"], embedding_dim=24), plugin_context(seed=2, work_dir=tmp_path)
+    )
     with pytest.raises(ConfigError, match="embedding_dim=16"):
         load_into(attacker._new_embedder().network, folder, "init_from")
 

@@ -51,7 +51,9 @@ def test_stage3_starts_from_the_cached_stage2_model(tmp_path):
     exp = load_experiment_text(EXPERIMENT, "dast.yaml")
     first = Runner(exp, cache_root=tmp_path / "cache", output=tmp_path / "run", quiet=True).run()
     trained = first.executed["train"]
-    assert any("dast-I+II+III" in label for label in trained) and any(label.startswith("dast-I+II") for label in trained)
+    assert any("dast-I+II+III" in label for label in trained) and any(
+        label.startswith("dast-I+II") for label in trained
+    )
     stage2 = list((tmp_path / "cache" / "train").rglob("stages/II/network.pt"))
     stage3 = list((tmp_path / "cache" / "train").rglob("stages/III/network.pt"))
     assert len(stage2) == 1 and len(stage3) == 1  # the Stage I+II model was trained once
@@ -59,7 +61,9 @@ def test_stage3_starts_from_the_cached_stage2_model(tmp_path):
 
     done = json.loads((stage3[0].parent.parent.parent / "config.json").read_text())["stages_done"]
     assert done == ["I", "II", "III"]
-    eers = {(r["attacker"], r["protocol"]): r["value"] for r in first.rows if r["metric"] == "eer" and r["gender"] == "all"}
+    eers = {
+        (r["attacker"], r["protocol"]): r["value"] for r in first.rows if r["metric"] == "eer" and r["gender"] == "all"
+    }
     assert any(a.startswith("dast-I+II+III") for a, _ in eers)
     again = Runner(exp, cache_root=tmp_path / "cache", output=tmp_path / "run2", quiet=True).run()
     assert not again.executed.get("train")

@@ -11,8 +11,9 @@ from vpeval_dast.attacker import DastAttacker
 
 # The product of two randomly initialised streams starts slower than one stream: mid gets more epochs.
 @pytest.mark.parametrize(("fusion", "epochs"), [("fbank", 6), ("ssl", 6), ("raw", 6), ("mid", 10)])
-def test_fusion_variant_beats_chance_on_heldout_speakers(fusion, epochs, train_corpus, heldout, tiny_wavlm, tmp_path,
-                                                         tiny, eer_on):
+def test_fusion_variant_beats_chance_on_heldout_speakers(
+    fusion, epochs, train_corpus, heldout, tiny_wavlm, tmp_path, tiny, eer_on
+):
     tiny["stage1"] = {**tiny["stage1"], "epochs": epochs}
     params = DastAttacker.Params(**tiny, fusion=fusion, ssl={"kind": "wavlm", "path": str(tiny_wavlm)})
     attacker = DastAttacker(params, plugin_context(seed=1, work_dir=tmp_path))

@@ -45,8 +45,9 @@ def test_specaugment_applies_in_training_only(train_corpus, tmp_path, tiny):
 @pytest.fixture(scope="module")
 def trained(train_corpus, tmp_path_factory, tiny_shared):
     folder = tmp_path_factory.mktemp("saved")
-    attacker = DastAttacker(DastAttacker.Params(**{**tiny_shared, "fusion": "fbank"}),
-                            plugin_context(seed=1, work_dir=folder / "work"))
+    attacker = DastAttacker(
+        DastAttacker.Params(**{**tiny_shared, "fusion": "fbank"}), plugin_context(seed=1, work_dir=folder / "work")
+    )
     attacker.train(TrainingData([TrainingStage("original", train_corpus)]))
     attacker.save(folder / "model")
     return attacker, folder / "model"

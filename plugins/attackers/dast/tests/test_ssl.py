@@ -46,7 +46,8 @@ def test_ct2_whisper_weights_map_onto_transformers_encoder(tiny_whisper, tmp_pat
     from transformers import WhisperModel
 
     ctranslate2.converters.TransformersConverter(str(tiny_whisper), load_as_float16=False).convert(
-        str(tmp_path / "ct2"), quantization="float32")
+        str(tmp_path / "ct2"), quantization="float32"
+    )
     blob = (tmp_path / "ct2" / "model.bin").read_bytes()
     parts = [tmp_path / "model.bin.part1", tmp_path / "model.bin.part2"]
     parts[0].write_bytes(blob[: len(blob) // 3])

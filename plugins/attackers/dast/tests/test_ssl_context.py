@@ -9,8 +9,8 @@ import pytest
 
 from vpeval.plugins import plugin_context
 from vpeval.types import TrainingData, TrainingStage
-from vpeval_dast.attacker import DastAttacker
 from vpeval_dast import embedding
+from vpeval_dast.attacker import DastAttacker
 from vpeval_dast.embedding import random_crop, random_crop_with_frames
 
 HOP = 320
@@ -45,11 +45,13 @@ def test_short_audio_repeats_frames_like_samples():
 
 
 @pytest.mark.parametrize("fusion", ["ssl", "mid"])
-def test_utterance_context_runs_the_ssl_model_once_per_utterance(fusion, train_corpus, heldout, tiny_wavlm,
-                                                                   tmp_path, tiny, eer_on):
+def test_utterance_context_runs_the_ssl_model_once_per_utterance(
+    fusion, train_corpus, heldout, tiny_wavlm, tmp_path, tiny, eer_on
+):
     tiny["stage1"] = {**tiny["stage1"], "epochs": 6 if fusion == "ssl" else 10}
-    params = DastAttacker.Params(**tiny, fusion=fusion, ssl={"kind": "wavlm", "path": str(tiny_wavlm)},
-                                 ssl_context="utterance")
+    params = DastAttacker.Params(
+        **tiny, fusion=fusion, ssl={"kind": "wavlm", "path": str(tiny_wavlm)}, ssl_context="utterance"
+    )
     embedding._SHARED_SSL_CACHES.clear()
     attacker = DastAttacker(params, plugin_context(seed=1, work_dir=tmp_path))
     attacker._ssl_stream()
@@ -63,7 +65,9 @@ def test_utterance_context_runs_the_ssl_model_once_per_utterance(fusion, train_c
         heldout_calls = len(calls) - len(train_corpus.utterances)
         assert heldout_calls == len(heldout.utterances)
         # a second attacker of the run with the same SSL model trains and embeds on the stored states
-        other = DastAttacker(params.model_copy(update={"fusion": "ssl"}), plugin_context(seed=2, work_dir=tmp_path / "b"))
+        other = DastAttacker(
+            params.model_copy(update={"fusion": "ssl"}), plugin_context(seed=2, work_dir=tmp_path / "b")
+        )
         other.train(TrainingData([TrainingStage("original", train_corpus)]))
         other.represent_many([[u] for u in heldout.utterances])
         assert len(calls) == len(train_corpus.utterances) + len(heldout.utterances)
@@ -74,7 +78,9 @@ def test_utterance_context_runs_the_ssl_model_once_per_utterance(fusion, train_c
 
 def test_cached_states_embed_like_computed_ones(train_corpus, tiny_wavlm, tmp_path, tiny):
     """Embedding from the stored float16 states differs from the float32 computation by rounding only."""
-    params = DastAttacker.Params(**tiny, fusion="mid", ssl={"kind": "wavlm", "path": str(tiny_wavlm)}, ssl_context="utterance")
+    params = DastAttacker.Params(
+        **tiny, fusion="mid", ssl={"kind": "wavlm", "path": str(tiny_wavlm)}, ssl_context="utterance"
+    )
     attacker = DastAttacker(params, plugin_context(seed=1, work_dir=tmp_path))
     attacker._embedder = attacker._new_embedder()
     utterance = train_corpus.utterances[0]

@@ -15,7 +15,6 @@ import numpy as np
 from vpeval.api import Attacker
 from vpeval.errors import DataError
 from vpeval.types import TrainingData, Utterance
-
 from vpeval_dast.params import DastParams
 
 
@@ -39,8 +38,9 @@ class DastAttacker(Attacker):
     # -- experiment validation --------------------------------------------------------------
 
     @classmethod
-    def check_experiment(cls, params: Mapping[str, Any] | DastParams,
-                         target_anonymizers: Mapping[str, Sequence[str]] | Sequence[str]) -> list[str]:
+    def check_experiment(
+        cls, params: Mapping[str, Any] | DastParams, target_anonymizers: Mapping[str, Sequence[str]] | Sequence[str]
+    ) -> list[str]:
         """Sentences for what the experiment as a whole gets wrong: Stage II anonymizers that are also targets.
 
         target_anonymizers: {label: plugin names of its steps} of the anonymizers the attacker is evaluated
@@ -49,7 +49,9 @@ class DastAttacker(Attacker):
         from vpeval_dast.curriculum import overlap_errors
 
         p = params if isinstance(params, DastParams) else cls.Params.model_validate(dict(params))
-        targets = target_anonymizers if isinstance(target_anonymizers, Mapping) else {n: [n] for n in target_anonymizers}
+        targets = (
+            target_anonymizers if isinstance(target_anonymizers, Mapping) else {n: [n] for n in target_anonymizers}
+        )
         return overlap_errors(p, targets)
 
     # -- model ------------------------------------------------------------------------------
@@ -65,8 +67,15 @@ class DastAttacker(Attacker):
         from vpeval_dast.model import NetworkConfig
 
         p, ssl = self.params, self._ssl_stream()
-        return NetworkConfig(p.fusion, p.n_mels, ssl.layers if ssl else 0, ssl.dim if ssl else 0, tuple(p.channels),
-                             p.attention_channels, p.embedding_dim)
+        return NetworkConfig(
+            p.fusion,
+            p.n_mels,
+            ssl.layers if ssl else 0,
+            ssl.dim if ssl else 0,
+            tuple(p.channels),
+            p.attention_channels,
+            p.embedding_dim,
+        )
 
     def _new_embedder(self):
         import torch
@@ -80,8 +89,11 @@ class DastAttacker(Attacker):
             network = DastNetwork(self.network_config())
         augment = SpecAugment(p.freq_masks, p.freq_mask_width, p.time_masks, p.time_mask_width)
         ssl = self._ssl_stream()
-        cache = (shared_ssl_cache(p.ssl.model_dump_json(), ssl, p.ssl_cache_mb)
-                 if ssl is not None and p.ssl_context == "utterance" else None)
+        cache = (
+            shared_ssl_cache(p.ssl.model_dump_json(), ssl, p.ssl_cache_mb)
+            if ssl is not None and p.ssl_context == "utterance"
+            else None
+        )
         return Embedder(network, ssl, augment, p.embed_max_seconds, cache)
 
     @property
@@ -109,8 +121,10 @@ class DastAttacker(Attacker):
                 "in a dast attacker with train_on: original and start this one from it with init_from."
             )
         if target is None and "III" in p.stages:
-            raise DataError(f"The {self.name} attacker's Stage III adapts to the target anonymizer's output; set "
-                            "train_on: anonymized, or leave III out of stages.")
+            raise DataError(
+                f"The {self.name} attacker's Stage III adapts to the target anonymizer's output; set "
+                "train_on: anonymized, or leave III out of stages."
+            )
 
     def stage_utterances(self, data: TrainingData) -> dict[str, list[Utterance]]:
         """Each declared stage's training utterances (Stage II's converted here)."""
@@ -128,8 +142,10 @@ class DastAttacker(Attacker):
             else:
                 out[stage] = fraction_per_speaker(target, p.stage3_fraction, self.context)
             if len({u.speaker for u in out[stage]}) < 2:
-                raise DataError(f"Stage {stage} of the {self.name} attacker needs speech of at least two speakers; "
-                                "give the experiment more attacker-training speakers.")
+                raise DataError(
+                    f"Stage {stage} of the {self.name} attacker needs speech of at least two speakers; "
+                    "give the experiment more attacker-training speakers."
+                )
         return out
 
     def train(self, data: TrainingData) -> None:

@@ -11,7 +11,6 @@ import torch
 
 from vpeval.errors import ConfigError, MissingModelError
 from vpeval.torchload import load_weights_only
-
 from vpeval_dast.model import DastNetwork, NetworkConfig
 
 WEIGHTS = "network.pt"
@@ -20,11 +19,15 @@ HISTORY = "history.json"
 STAGES = "stages"
 
 
-def save_network(folder: Path, network: DastNetwork | dict, config: NetworkConfig, ssl: dict, stages_done: list[str]) -> None:
+def save_network(
+    folder: Path, network: DastNetwork | dict, config: NetworkConfig, ssl: dict, stages_done: list[str]
+) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     state = network.state_dict() if isinstance(network, torch.nn.Module) else network
     torch.save(state, folder / WEIGHTS)
-    (folder / CONFIG).write_text(json.dumps({"network": config.to_json(), "ssl": ssl, "stages_done": stages_done}, indent=2))
+    (folder / CONFIG).write_text(
+        json.dumps({"network": config.to_json(), "ssl": ssl, "stages_done": stages_done}, indent=2)
+    )
 
 
 def read_checkpoint(path: str | Path, field: str) -> tuple[NetworkConfig, dict, list[str], dict]:
@@ -32,8 +35,10 @@ def read_checkpoint(path: str | Path, field: str) -> tuple[NetworkConfig, dict, 
     folder = Path(path).expanduser()
     folder = folder.parent if folder.name == WEIGHTS else folder
     if not (folder / WEIGHTS).is_file() or not (folder / CONFIG).is_file():
-        raise MissingModelError(f"{field}: {folder} has no {WEIGHTS} and {CONFIG}; give a folder a dast attacker saved "
-                                f"(or one of its {STAGES}/<stage> folders).")
+        raise MissingModelError(
+            f"{field}: {folder} has no {WEIGHTS} and {CONFIG}; give a folder a dast attacker saved "
+            f"(or one of its {STAGES}/<stage> folders)."
+        )
     try:
         meta = json.loads((folder / CONFIG).read_text())
         config = NetworkConfig.from_json(meta["network"])
@@ -46,8 +51,10 @@ def load_into(network: DastNetwork, path: str | Path, field: str) -> list[str]:
     """Load a saved network's weights into `network` (same shape required); return the stages it had done."""
     config, _, stages_done, state = read_checkpoint(path, field)
     if config != network.config:
-        raise ConfigError(f"{field}: the model in {path} is {describe(config)}, but this attacker's parameters ask "
-                          f"for {describe(network.config)}; set the same fusion, ssl and sizes, or another checkpoint.")
+        raise ConfigError(
+            f"{field}: the model in {path} is {describe(config)}, but this attacker's parameters ask "
+            f"for {describe(network.config)}; set the same fusion, ssl and sizes, or another checkpoint."
+        )
     try:
         network.load_state_dict(state)
     except (RuntimeError, TypeError, AttributeError) as exc:
@@ -58,5 +65,7 @@ def load_into(network: DastNetwork, path: str | Path, field: str) -> list[str]:
 
 def describe(config: NetworkConfig) -> str:
     ssl = f", ssl {config.ssl_layers} layers x {config.ssl_dim}" if config.fusion != "fbank" else ""
-    return (f"fusion {config.fusion} with n_mels={config.n_mels}{ssl}, channels={list(config.channels)}, "
-            f"attention_channels={config.attention_channels}, embedding_dim={config.embedding_dim}")
+    return (
+        f"fusion {config.fusion} with n_mels={config.n_mels}{ssl}, channels={list(config.channels)}, "
+        f"attention_channels={config.attention_channels}, embedding_dim={config.embedding_dim}"
+    )

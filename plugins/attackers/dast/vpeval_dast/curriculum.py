@@ -17,7 +17,6 @@ import numpy as np
 from vpeval.api import PluginContext, Voice
 from vpeval.errors import DataError, PluginError
 from vpeval.types import Corpus, TrainingData, Utterance
-
 from vpeval_dast.params import DastParams
 
 
@@ -44,8 +43,10 @@ def split_stages(data: TrainingData) -> tuple[Corpus | None, Corpus | None]:
     original = [s.corpus for s in data.stages if s.system == "original"]
     anonymized = [s.corpus for s in data.stages if s.system != "original"]
     if len(anonymized) > 1:
-        raise DataError(f"DAST's Stage III adapts to one target anonymizer, but the training data holds "
-                        f"{len(anonymized)} anonymized stages; give one.")
+        raise DataError(
+            f"DAST's Stage III adapts to one target anonymizer, but the training data holds "
+            f"{len(anonymized)} anonymized stages; give one."
+        )
     return (original[0] if original else None), (anonymized[0] if anonymized else None)
 
 
@@ -73,8 +74,15 @@ def _conversion_folder(system, anonymizer, params: DastParams, context: PluginCo
     root = context.options.get("cache_root")
     if not root:
         return context.folder("stage2", _folder_name(system.name))
-    identity = identity_digest(system.use, json.dumps(system.params, sort_keys=True), system.name, params.stage2_level,
-                               context.seed, code_fingerprint(type(anonymizer)), anonymizer.sample_rate)
+    identity = identity_digest(
+        system.use,
+        json.dumps(system.params, sort_keys=True),
+        system.name,
+        params.stage2_level,
+        context.seed,
+        code_fingerprint(type(anonymizer)),
+        anonymizer.sample_rate,
+    )
     folder = Path(root) / "work" / "dast-stage2" / f"{_folder_name(system.name)}-{identity[:16]}"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
@@ -96,7 +104,9 @@ def convert_for_stage2(corpus: Corpus, params: DastParams, context: PluginContex
     for system in params.stage2_anonymizers:
         anonymizer = context.get("anonymizer", system.use, system.params)
         if "waveform" not in anonymizer.works_on:
-            raise PluginError(f"stage2_anonymizers: {system.use} works on speaker embeddings only; name a waveform anonymizer.")
+            raise PluginError(
+                f"stage2_anonymizers: {system.use} works on speaker embeddings only; name a waveform anonymizer."
+            )
         anonymizer.prepare()
         folder = _conversion_folder(system, anonymizer, params, context)
 
@@ -117,6 +127,7 @@ def convert_for_stage2(corpus: Corpus, params: DastParams, context: PluginContex
 
         results = context.map(convert, corpus.utterances, description=f"stage II: convert with {system.name}")
         for u, (path, rate, size) in zip(corpus.utterances, results):
-            out.append(u.replace(id=f"{system.name}/{u.id}", path=path, sample_rate=rate, duration=size / rate,
-                                 channel=None))
+            out.append(
+                u.replace(id=f"{system.name}/{u.id}", path=path, sample_rate=rate, duration=size / rate, channel=None)
+            )
     return out

@@ -10,7 +10,6 @@ import numpy as np
 import torch
 
 from vpeval.types import Utterance
-
 from vpeval_dast.model import DastNetwork, SpecAugment
 from vpeval_dast.ssl import FrozenSsl
 from vpeval_torch.fbank import FbankFeatures
@@ -19,8 +18,14 @@ SAMPLE_RATE = 16000
 
 
 class Embedder:
-    def __init__(self, network: DastNetwork, ssl: FrozenSsl | None, specaugment: SpecAugment,
-                 embed_max_seconds: float | None = None, ssl_cache: SslCache | None = None):
+    def __init__(
+        self,
+        network: DastNetwork,
+        ssl: FrozenSsl | None,
+        specaugment: SpecAugment,
+        embed_max_seconds: float | None = None,
+        ssl_cache: SslCache | None = None,
+    ):
         self.network = network
         self.ssl = ssl
         self.ssl_cache = ssl_cache if ssl is not None else None  # ssl_context: utterance
@@ -42,13 +47,17 @@ class Embedder:
         """The embedding of one whole utterance; given the utterance, its SSL states come from ssl_cache."""
         audio = np.asarray(audio, dtype=np.float32)[: self.max_samples]
         if audio.size < SAMPLE_RATE // 10:  # shorter than the convolutions' reach: repeat it
-            audio = np.tile(audio if audio.size else np.zeros(1, np.float32), -(-(SAMPLE_RATE // 10) // max(1, audio.size)))
+            audio = np.tile(
+                audio if audio.size else np.zeros(1, np.float32), -(-(SAMPLE_RATE // 10) // max(1, audio.size))
+            )
         hidden = None
         if self.ssl_cache is not None and utterance is not None and self.max_samples is None:
             hidden = torch.from_numpy(self.ssl_cache.load(utterance, audio)[:, None]).float()
         self.network.eval()
         with torch.no_grad():
-            return self.network(*self.inputs(torch.from_numpy(audio)[None], hidden=hidden))[0].numpy().astype(np.float64)
+            return (
+                self.network(*self.inputs(torch.from_numpy(audio)[None], hidden=hidden))[0].numpy().astype(np.float64)
+            )
 
     def embed_utterances(self, utterances: Sequence[Utterance], context=None, description: str = "") -> np.ndarray:
         """Embeddings [U, E], each distinct utterance embedded once."""
@@ -86,8 +95,9 @@ class AudioCache(_Lru):
     """Mono float32 16 kHz audio kept in memory up to a byte budget (least recently used out)."""
 
     def load(self, utterance: Utterance) -> np.ndarray:
-        return self._get((utterance.path, utterance.channel),
-                         lambda: np.asarray(utterance.load(SAMPLE_RATE), dtype=np.float32))
+        return self._get(
+            (utterance.path, utterance.channel), lambda: np.asarray(utterance.load(SAMPLE_RATE), dtype=np.float32)
+        )
 
 
 class SslCache(_Lru):
@@ -135,8 +145,9 @@ def random_crop(audio: np.ndarray, length: int, rng: np.random.Generator) -> np.
     return audio[start : start + length]
 
 
-def random_crop_with_frames(audio: np.ndarray, hidden: np.ndarray, length: int, hop: int,
-                            rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def random_crop_with_frames(
+    audio: np.ndarray, hidden: np.ndarray, length: int, hop: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """A random stretch of `length` samples and the SSL frames [L, length // hop, D] of the same stretch
     (hidden holds the whole utterance's frames, one per `hop` samples); shorter audio is repeated to fill
     it, its frames likewise. One draw from rng, as random_crop makes."""

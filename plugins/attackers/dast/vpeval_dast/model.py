@@ -73,8 +73,12 @@ class DastNetwork(torch.nn.Module):
         c = config
         if c.fusion != "fbank":
             self.layer_weights = LayerWeightedSum(c.ssl_layers)
-        inputs = {"fbank": {"fbank": c.n_mels}, "ssl": {"ssl": c.ssl_dim}, "raw": {"raw": c.n_mels + c.ssl_dim},
-                  "mid": {"fbank": c.n_mels, "ssl": c.ssl_dim}}[c.fusion]
+        inputs = {
+            "fbank": {"fbank": c.n_mels},
+            "ssl": {"ssl": c.ssl_dim},
+            "raw": {"raw": c.n_mels + c.ssl_dim},
+            "mid": {"fbank": c.n_mels, "ssl": c.ssl_dim},
+        }[c.fusion]
         self.encoders = torch.nn.ModuleDict(
             {stream: FrameEncoder(size, c.channels, c.attention_channels) for stream, size in inputs.items()}
         )
@@ -121,8 +125,10 @@ class SpecAugment:
         out = feats.clone()
         batch, frames, bins = feats.shape
         for b in range(batch):
-            for axis, count, width, size in ((1, self.time_masks, self.time_width, frames),
-                                             (2, self.freq_masks, self.freq_width, bins)):
+            for axis, count, width, size in (
+                (1, self.time_masks, self.time_width, frames),
+                (2, self.freq_masks, self.freq_width, bins),
+            ):
                 for _ in range(count):
                     w = int(torch.randint(0, min(width, size) + 1, (), generator=generator))
                     start = int(torch.randint(0, size - w + 1, (), generator=generator))

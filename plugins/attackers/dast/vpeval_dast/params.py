@@ -48,7 +48,9 @@ class StageParams(Params):
     epochs: int | None = Field(None, ge=1, le=10_000, description="Epochs; null: the paper's value for the stage.")
     batch_size: int = Field(64, ge=2, le=8192, description="Crops per batch.")
     grad_accumulation: int = Field(4, ge=1, le=1024, description="Batches whose gradients are summed per step.")
-    dropout: float = Field(0.3, ge=0.0, lt=1.0, description="Dropout of the ECAPA TDNN blocks (SpeechBrain ECAPA's `dropout`).")
+    dropout: float = Field(
+        0.3, ge=0.0, lt=1.0, description="Dropout of the ECAPA TDNN blocks (SpeechBrain ECAPA's `dropout`)."
+    )
     optimizer: Literal["adamw", "muon"] = Field(
         "adamw", description="adamw, or muon (torch.optim.Muon on 2-d weight matrices, AdamW on the rest)."
     )
@@ -134,7 +136,9 @@ class DastParams(Params):
     clr_cycles: float = Field(1.0, gt=0.0, le=1000.0, description="Triangular CLR cycles per stage.")
     weight_decay: float = Field(2e-6, ge=0.0, le=1.0, description="AdamW weight decay (SpeechBrain ECAPA's).")
     crop_seconds: float = Field(3.0, ge=0.2, le=60.0, description="Training crop length (SpeechBrain ECAPA's).")
-    embed_max_seconds: float | None = Field(None, ge=0.2, le=3600.0, description="Embed at most this many seconds; null: all.")
+    embed_max_seconds: float | None = Field(
+        None, ge=0.2, le=3600.0, description="Embed at most this many seconds; null: all."
+    )
     audio_cache_mb: int = Field(2048, ge=0, le=1_048_576, description="Training audio kept in memory (MB).")
     ssl_context: Literal["crop", "utterance"] = Field(
         "crop",
@@ -144,12 +148,16 @@ class DastParams(Params):
         "training and embedding: several times faster. Not in the paper.",
     )
     ssl_cache_mb: int = Field(
-        4096, ge=0, le=1_048_576, description="SSL hidden states kept in memory with ssl_context: utterance (MB, float16; "
+        4096,
+        ge=0,
+        le=1_048_576,
+        description="SSL hidden states kept in memory with ssl_context: utterance (MB, float16; "
         "about 0.3 MB per second of audio for Whisper-base), shared by the process's dast attackers; beyond it "
         "the least recently used are recomputed when needed.",
     )
     init_from: str | None = Field(
-        None, description="A folder a dast attacker saved (or its stages/<stage> folder) to start from, for example a "
+        None,
+        description="A folder a dast attacker saved (or its stages/<stage> folder) to start from, for example a "
         "released Stage II model; the experiment's `init_from: <label>` does the same within one run.",
     )
 

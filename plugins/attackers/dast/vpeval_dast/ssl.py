@@ -17,7 +17,6 @@ import numpy as np
 import torch
 
 from vpeval.errors import MissingModelError
-
 from vpeval_dast.params import SslParams
 
 SAMPLE_RATE = 16000
@@ -32,7 +31,6 @@ class FrozenSsl:
     layers: int
     dim: int
     hop: int  # input samples per output frame
-
 
     def hidden_states(self, waves: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
@@ -88,8 +86,10 @@ class WhisperStream(FrozenSsl):
     def hidden_states(self, waves: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
             mel = self.log_mel(waves)
-            chunks = [self.layer_outputs(mel[..., s : s + WHISPER_MEL_WINDOW])
-                      for s in range(0, mel.shape[-1], WHISPER_MEL_WINDOW)]
+            chunks = [
+                self.layer_outputs(mel[..., s : s + WHISPER_MEL_WINDOW])
+                for s in range(0, mel.shape[-1], WHISPER_MEL_WINDOW)
+            ]
         return torch.cat(chunks, dim=2)
 
 
@@ -188,7 +188,9 @@ def read_ct2_variables(parts: list[Path], prefix: str = "encoder/") -> dict[str,
         offset, dims, dtype = where[aliases.get(name, name)]
         if dtype not in CT2_DTYPES:
             raise MissingModelError(f"{parts[0]}: {name} is quantized (CTranslate2 type {dtype}); use a float model.")
-        out[name] = np.frombuffer(data, CT2_DTYPES[dtype], count=int(np.prod(dims, dtype=np.int64)), offset=offset).reshape(dims)
+        out[name] = np.frombuffer(
+            data, CT2_DTYPES[dtype], count=int(np.prod(dims, dtype=np.int64)), offset=offset
+        ).reshape(dims)
     return out
 
 
@@ -201,35 +203,46 @@ def whisper_encoder_from_ct2(parts: list[Path]):
     layers = 1 + max(int(m.group(1)) for k in v if (m := re.match(r"encoder/layer_(\d+)/", k)))
     d_model, n_mels, _ = v["encoder/conv1/weight"].shape
     config = WhisperConfig(
-        num_mel_bins=int(n_mels), d_model=int(d_model), encoder_layers=layers,
+        num_mel_bins=int(n_mels),
+        d_model=int(d_model),
+        encoder_layers=layers,
         encoder_attention_heads=int(v["encoder/num_heads"]),
         encoder_ffn_dim=int(v["encoder/layer_0/ffn/linear_0/weight"].shape[0]),
         max_source_positions=int(v["encoder/position_encodings/encodings"].shape[0]),
     )
     state = {
-        "conv1.weight": v["encoder/conv1/weight"], "conv1.bias": v["encoder/conv1/bias"],
-        "conv2.weight": v["encoder/conv2/weight"], "conv2.bias": v["encoder/conv2/bias"],
+        "conv1.weight": v["encoder/conv1/weight"],
+        "conv1.bias": v["encoder/conv1/bias"],
+        "conv2.weight": v["encoder/conv2/weight"],
+        "conv2.bias": v["encoder/conv2/bias"],
         "embed_positions.weight": v["encoder/position_encodings/encodings"],
-        "layer_norm.weight": v["encoder/layer_norm/gamma"], "layer_norm.bias": v["encoder/layer_norm/beta"],
+        "layer_norm.weight": v["encoder/layer_norm/gamma"],
+        "layer_norm.bias": v["encoder/layer_norm/beta"],
     }
     for i in range(layers):
         src, dst = f"encoder/layer_{i}/", f"layers.{i}."
         qkv_w, qkv_b = v[src + "self_attention/linear_0/weight"], v[src + "self_attention/linear_0/bias"]
         q_w, k_w, val_w = np.split(qkv_w, 3)
         q_b, _, val_b = np.split(qkv_b, 3)  # Whisper's key projection has no bias (CTranslate2 stores zeros)
-        state.update({
-            dst + "self_attn.q_proj.weight": q_w, dst + "self_attn.q_proj.bias": q_b,
-            dst + "self_attn.k_proj.weight": k_w,
-            dst + "self_attn.v_proj.weight": val_w, dst + "self_attn.v_proj.bias": val_b,
-            dst + "self_attn.out_proj.weight": v[src + "self_attention/linear_1/weight"],
-            dst + "self_attn.out_proj.bias": v[src + "self_attention/linear_1/bias"],
-            dst + "self_attn_layer_norm.weight": v[src + "self_attention/layer_norm/gamma"],
-            dst + "self_attn_layer_norm.bias": v[src + "self_attention/layer_norm/beta"],
-            dst + "fc1.weight": v[src + "ffn/linear_0/weight"], dst + "fc1.bias": v[src + "ffn/linear_0/bias"],
-            dst + "fc2.weight": v[src + "ffn/linear_1/weight"], dst + "fc2.bias": v[src + "ffn/linear_1/bias"],
-            dst + "final_layer_norm.weight": v[src + "ffn/layer_norm/gamma"],
-            dst + "final_layer_norm.bias": v[src + "ffn/layer_norm/beta"],
-        })
+        state.update(
+            {
+                dst + "self_attn.q_proj.weight": q_w,
+                dst + "self_attn.q_proj.bias": q_b,
+                dst + "self_attn.k_proj.weight": k_w,
+                dst + "self_attn.v_proj.weight": val_w,
+                dst + "self_attn.v_proj.bias": val_b,
+                dst + "self_attn.out_proj.weight": v[src + "self_attention/linear_1/weight"],
+                dst + "self_attn.out_proj.bias": v[src + "self_attention/linear_1/bias"],
+                dst + "self_attn_layer_norm.weight": v[src + "self_attention/layer_norm/gamma"],
+                dst + "self_attn_layer_norm.bias": v[src + "self_attention/layer_norm/beta"],
+                dst + "fc1.weight": v[src + "ffn/linear_0/weight"],
+                dst + "fc1.bias": v[src + "ffn/linear_0/bias"],
+                dst + "fc2.weight": v[src + "ffn/linear_1/weight"],
+                dst + "fc2.bias": v[src + "ffn/linear_1/bias"],
+                dst + "final_layer_norm.weight": v[src + "ffn/layer_norm/gamma"],
+                dst + "final_layer_norm.bias": v[src + "ffn/layer_norm/beta"],
+            }
+        )
     with torch.device("meta"):  # no random initialisation: every weight comes from the file
         encoder = WhisperEncoder(config)
     tensors = {k: torch.from_numpy(np.array(a, dtype=np.float32)) for k, a in state.items()}

@@ -14,7 +14,6 @@ import torch
 
 from vpeval.api import PluginContext
 from vpeval.types import Utterance
-
 from vpeval_dast.embedding import SAMPLE_RATE, AudioCache, Embedder, random_crop, random_crop_with_frames
 from vpeval_dast.params import DastParams
 
@@ -96,17 +95,32 @@ def make_optimizers(kind: str, parameters: Sequence[torch.nn.Parameter], params:
     return [torch.optim.AdamW(trainable, lr=params.lr, weight_decay=params.weight_decay)], described
 
 
-def train_stage(embedder: Embedder, utterances: Sequence[Utterance], stage: str, params: DastParams,
-                context: PluginContext, name: str) -> StageRecord:
+def train_stage(
+    embedder: Embedder,
+    utterances: Sequence[Utterance],
+    stage: str,
+    params: DastParams,
+    context: PluginContext,
+    name: str,
+) -> StageRecord:
     """Train embedder.network in place on the stage's utterances (labels: their speakers)."""
     muon = params.stage(stage).optimizer == "muon" and muon_available()
-    with torch.random.fork_rng(devices=[]), (convolutions_as_matrices(embedder.network) if muon else contextlib.nullcontext()):
+    with (
+        torch.random.fork_rng(devices=[]),
+        convolutions_as_matrices(embedder.network) if muon else contextlib.nullcontext(),
+    ):
         torch.manual_seed(context.torch_seed(name, stage, "training"))
         return _train(embedder, utterances, stage, params, context, name)
 
 
-def _train(embedder: Embedder, utterances: Sequence[Utterance], stage: str, params: DastParams,
-           context: PluginContext, name: str) -> StageRecord:
+def _train(
+    embedder: Embedder,
+    utterances: Sequence[Utterance],
+    stage: str,
+    params: DastParams,
+    context: PluginContext,
+    name: str,
+) -> StageRecord:
     settings = params.stage(stage)
     epochs = params.stage_epochs(stage)
     speakers = sorted({u.speaker for u in utterances})
@@ -116,8 +130,7 @@ def _train(embedder: Embedder, utterances: Sequence[Utterance], stage: str, para
     ssl_cache = embedder.ssl_cache  # ssl_context utterance: the frozen model's states, once per utterance
     crop = int(params.crop_seconds * SAMPLE_RATE)
     # One crop per crop-length stretch of each utterance, so an epoch covers about all the audio once.
-    segments = np.repeat(np.arange(len(utterances)),
-                         [max(1, cache.load(u).size // crop) for u in utterances])
+    segments = np.repeat(np.arange(len(utterances)), [max(1, cache.load(u).size // crop) for u in utterances])
     network = embedder.network
     torch.manual_seed(context.torch_seed(name, stage, "head"))
     head = AamHead(network.config.embedding_dim, len(speakers), params.margin, params.scale)  # new per stage
@@ -128,12 +141,30 @@ def _train(embedder: Embedder, utterances: Sequence[Utterance], stage: str, para
         batches_per_epoch -= 1  # the one-crop remainder is dropped below (batch norm needs two)
     steps = epochs * math.ceil(batches_per_epoch / settings.grad_accumulation)
     half_cycle = max(1, round(steps / (2 * params.clr_cycles)))
-    schedulers = [torch.optim.lr_scheduler.CyclicLR(o, base_lr=params.base_lr, max_lr=params.lr, step_size_up=half_cycle,
-                                                    mode="triangular", cycle_momentum=False) for o in optimizers]
+    schedulers = [
+        torch.optim.lr_scheduler.CyclicLR(
+            o,
+            base_lr=params.base_lr,
+            max_lr=params.lr,
+            step_size_up=half_cycle,
+            mode="triangular",
+            cycle_momentum=False,
+        )
+        for o in optimizers
+    ]
     record = StageRecord(stage, len(speakers), len(utterances), epochs, described)
-    context.log.info("%s stage %s: %d utterances of %d speakers, %d epochs, %s, dropout %.1f, %d steps (CLR half "
-                     "cycle %d)", name, stage, len(utterances), len(speakers), epochs, described, settings.dropout,
-                     steps, half_cycle)
+    context.log.info(
+        "%s stage %s: %d utterances of %d speakers, %d epochs, %s, dropout %.1f, %d steps (CLR half cycle %d)",
+        name,
+        stage,
+        len(utterances),
+        len(speakers),
+        epochs,
+        described,
+        settings.dropout,
+        steps,
+        half_cycle,
+    )
     generator = torch.Generator().manual_seed(context.torch_seed(name, stage, "specaugment"))
     for epoch in range(1, epochs + 1):
         started = time.perf_counter()
@@ -145,14 +176,23 @@ def _train(embedder: Embedder, utterances: Sequence[Utterance], stage: str, para
         network.train()
         head.train()
         losses = []
-        for index, batch in enumerate(context.progress(batches, total=len(batches),
-                                                       description=f"{name} stage {stage} epoch {epoch}/{epochs}")):
+        for index, batch in enumerate(
+            context.progress(batches, total=len(batches), description=f"{name} stage {stage} epoch {epoch}/{epochs}")
+        ):
             if ssl_cache is None:
                 waves = torch.from_numpy(np.stack([random_crop(cache.load(utterances[k]), crop, rng) for k in batch]))
                 hidden = None
             else:
-                pairs = [random_crop_with_frames(audio := cache.load(utterances[k]), ssl_cache.load(utterances[k], audio),
-                                                 crop, embedder.ssl.hop, rng) for k in batch]
+                pairs = [
+                    random_crop_with_frames(
+                        audio := cache.load(utterances[k]),
+                        ssl_cache.load(utterances[k], audio),
+                        crop,
+                        embedder.ssl.hop,
+                        rng,
+                    )
+                    for k in batch
+                ]
                 waves = torch.from_numpy(np.stack([w for w, _ in pairs]))
                 hidden = torch.from_numpy(np.stack([h for _, h in pairs], axis=1)).float()
             loss = head(network(*embedder.inputs(waves, generator, hidden)), torch.from_numpy(labels[batch]))
@@ -165,7 +205,14 @@ def _train(embedder: Embedder, utterances: Sequence[Utterance], stage: str, para
                     scheduler.step()
         record.losses.append(float(np.mean(losses)))
         record.seconds.append(time.perf_counter() - started)
-        context.log.info("%s stage %s epoch %d/%d: loss %.4f, %.1f s", name, stage, epoch, epochs,
-                         record.losses[-1], record.seconds[-1])
+        context.log.info(
+            "%s stage %s epoch %d/%d: loss %.4f, %.1f s",
+            name,
+            stage,
+            epoch,
+            epochs,
+            record.losses[-1],
+            record.seconds[-1],
+        )
     network.eval()
     return record

@@ -13,10 +13,10 @@ from vpeval.api import PluginContext
 from vpeval.stats import equal_error_rate
 from vpeval.testing import AttackerContract, EncoderContract
 from vpeval.testing.dummies import make_corpus, speaker_voice, synthesize
+from vpeval.testing.realdata import real_data_root
 from vpeval.types import Utterance
 from vpeval_ge2e.attacker import Ge2eAttacker
 from vpeval_ge2e.preprocess import normalize_volume, preprocess
-from vpeval.testing.realdata import real_data_root
 
 REAL = Path(__file__).resolve().parents[4] / "shared" / "data" / "real"
 if not REAL.is_dir():
@@ -106,7 +106,9 @@ pytestmark_real = pytest.mark.skipif(not REAL.is_dir(), reason="shared real spee
 def test_pretrained_model_separates_real_vctk_speakers():
     """O-O EER over all same/different pairs of 40 VCTK sentences (4 speakers)."""
     utts = _real("vctk_autovc")
-    eer = _all_pairs_eer(Ge2eAttacker(Ge2eAttacker.Params(), PluginContext()), [[u] for u in utts], [u.speaker for u in utts])
+    eer = _all_pairs_eer(
+        Ge2eAttacker(Ge2eAttacker.Params(), PluginContext()), [[u] for u in utts], [u.speaker for u in utts]
+    )
     assert eer < 0.05, f"GE2E EER on VCTK is {eer:.2%}"
 
 

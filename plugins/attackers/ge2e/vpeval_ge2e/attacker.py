@@ -12,7 +12,6 @@ from vpeval.api import Attacker
 from vpeval.content_cache import cached_map, identity_digest, source_digest
 from vpeval.errors import DataError
 from vpeval.types import TrainingData, Utterance
-
 from vpeval_ge2e.encoder import Ge2eEncoder, Ge2eParams
 
 
@@ -45,16 +44,22 @@ class Ge2eAttacker(Attacker):
         """Mean d-vector per side [S, 256]; each distinct utterance (by path) is embedded once per run."""
         for side in sides:
             if len(side) == 0:
-                raise DataError(f"A trial side given to the {self.name} attacker has no utterances; check the trial list.")
+                raise DataError(
+                    f"A trial side given to the {self.name} attacker has no utterances; check the trial list."
+                )
         todo = list({_key(u): u for side in sides for u in side if _key(u) not in self._cache}.values())
         if todo:
             self.encoder.prepare()  # load once, before the workers fork
-            vectors = cached_map(self.context, todo, self.extractor_identity(),
-                                 lambda u: self.encoder.embed(u.load(self.sample_rate)), f"{self.name}: embed")
+            vectors = cached_map(
+                self.context,
+                todo,
+                self.extractor_identity(),
+                lambda u: self.encoder.embed(u.load(self.sample_rate)),
+                f"{self.name}: embed",
+            )
             for u, vector in zip(todo, vectors):
                 self._cache[_key(u)] = vector
         return np.stack([np.mean([self._cache[_key(u)] for u in side], axis=0) for side in sides]).astype(np.float64)
-
 
     def extractor_identity(self) -> str:
         """What a d-vector depends on besides the audio: resemblyzer's release, our code, the parameters."""
@@ -62,8 +67,9 @@ class Ge2eAttacker(Attacker):
 
         from vpeval_ge2e import encoder, preprocess
 
-        return "ge2e-" + identity_digest(version("resemblyzer"), source_digest(encoder, preprocess),
-                                         self.params.model_dump_json())
+        return "ge2e-" + identity_digest(
+            version("resemblyzer"), source_digest(encoder, preprocess), self.params.model_dump_json()
+        )
 
 
 def _key(u: Utterance) -> tuple[str, int | None]:

@@ -13,12 +13,19 @@ from vpeval.errors import MissingModelError
 
 
 class Ge2eParams(Params):
-    vad: bool = Field(True, description="Trim long silences with webrtcvad first, as resemblyzer's preprocess_wav does.")
+    vad: bool = Field(
+        True, description="Trim long silences with webrtcvad first, as resemblyzer's preprocess_wav does."
+    )
     normalize_volume: bool = Field(True, description="Raise quiet input to -30 dBFS first, as resemblyzer does.")
     partial_rate: float = Field(
-        1.3, ge=0.625, le=10.0, description="1.6 s partial windows per second of audio; the utterance vector averages them."
+        1.3,
+        ge=0.625,
+        le=10.0,
+        description="1.6 s partial windows per second of audio; the utterance vector averages them.",
     )
-    min_coverage: float = Field(0.75, gt=0.0, le=1.0, description="Share of a last partial window that must be audio to keep it.")
+    min_coverage: float = Field(
+        0.75, gt=0.0, le=1.0, description="Share of a last partial window that must be audio to keep it."
+    )
 
 
 def load_voice_encoder():

@@ -25,7 +25,9 @@ def with_idiolects(corpus: Corpus, favourites: int = 4, habit: float = 0.6, word
         liked = rng.choice(len(VOCABULARY), favourites, replace=False)
         for u in utts:
             text = [
-                VOCABULARY[liked[rng.integers(favourites)]] if rng.random() < habit else VOCABULARY[rng.integers(len(VOCABULARY))]
+                VOCABULARY[liked[rng.integers(favourites)]]
+                if rng.random() < habit
+                else VOCABULARY[rng.integers(len(VOCABULARY))]
                 for _ in range(words)
             ]
             utterances.append(u.replace(transcript=" ".join(text)))
@@ -34,8 +36,13 @@ def with_idiolects(corpus: Corpus, favourites: int = 4, habit: float = 0.6, word
 
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory) -> Corpus:
-    audio = make_corpus(tmp_path_factory.mktemp("multiutt-audio"), speakers=TRAIN_SPEAKERS + HELDOUT_SPEAKERS,
-                        utterances=8, seconds=1.0, seed=0)
+    audio = make_corpus(
+        tmp_path_factory.mktemp("multiutt-audio"),
+        speakers=TRAIN_SPEAKERS + HELDOUT_SPEAKERS,
+        utterances=8,
+        seconds=1.0,
+        seed=0,
+    )
     return with_idiolects(audio)
 
 

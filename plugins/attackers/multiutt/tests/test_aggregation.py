@@ -115,10 +115,24 @@ def test_params_defaults_are_the_papers():
     p = MultiUttAttacker.Params()
     assert (p.system, p.utterances_per_speaker, p.speakers_per_batch, p.crop_seconds) == ("frame-concat", 5, 64, 4.0)
     assert (p.margin, p.scale, p.lr, p.weight_decay, p.grad_clip, p.lr_step, p.lr_gamma, p.epochs) == (
-        0.2, 30.0, 5e-4, 1e-4, 1.0, 5, 0.5, 30)
+        0.2,
+        30.0,
+        5e-4,
+        1e-4,
+        1.0,
+        5,
+        0.5,
+        30,
+    )
     assert (p.embedding_dim, p.attention_heads, p.query_temperature) == (192, 4, 0.3)
     assert (p.text_dim, p.text_temperature, p.text_max_tokens, p.text_lr, p.text_batch_speakers, p.text_epochs) == (
-        512, 0.01, 30, 2e-5, 32, 40)
+        512,
+        0.01,
+        30,
+        2e-5,
+        32,
+        40,
+    )
     assert (p.fusion_dim, p.fusion_weights, p.fusion_epochs, p.fusion_lr) == (256, (0.5, 0.5), 5, 1e-4)
 
 
@@ -146,23 +160,44 @@ def test_params_refuse_bad_values(bad, message):
         MultiUttAttacker.Params(**{**CPU_TEST_SIZE, **bad})
 
 
-@pytest.mark.parametrize("system", ["mean", "query-attention", "frame-concat", "text", "audio-text", "audio-prosody", "hybrid", "rjca", "rjca-global-text", "ssl-whisper"])
+@pytest.mark.parametrize(
+    "system",
+    [
+        "mean",
+        "query-attention",
+        "frame-concat",
+        "text",
+        "audio-text",
+        "audio-prosody",
+        "hybrid",
+        "rjca",
+        "rjca-global-text",
+        "ssl-whisper",
+    ],
+)
 def test_cpu_test_size_is_valid_for_every_system(system):
-    assert MultiUttAttacker(MultiUttAttacker.Params(**{**CPU_TEST_SIZE, "system": system}), PluginContext()).system == system
+    assert (
+        MultiUttAttacker(MultiUttAttacker.Params(**{**CPU_TEST_SIZE, "system": system}), PluginContext()).system
+        == system
+    )
 
 
 def test_hybrid_fusion_ignores_padding_and_special_tokens():
     from vpeval_multiutt.hybrid import HybridFusion
 
     torch.manual_seed(0)
-    fusion = HybridFusion(token_dim=12, frame_dim=20, text_dim=8, attention_dim=16, heads=4, hybrid_dim=16, out=6).eval()
+    fusion = HybridFusion(
+        token_dim=12, frame_dim=20, text_dim=8, attention_dim=16, heads=4, hybrid_dim=16, out=6
+    ).eval()
     tokens, frames, authorship = torch.randn(1, 5, 12), torch.randn(1, 20, 30), torch.randn(1, 8)
     real = torch.tensor([[False, True, True, True, False]])  # [CLS] w w w [SEP]
     with torch.no_grad():
         alone = fusion(tokens, torch.zeros(1, 5, dtype=torch.bool), real, frames, authorship)
         padded_tokens = torch.cat([tokens, torch.randn(1, 3, 12)], dim=1)
         padding = torch.tensor([[False] * 5 + [True] * 3])
-        padded = fusion(padded_tokens, padding, torch.cat([real, torch.zeros(1, 3, dtype=torch.bool)], 1), frames, authorship)
+        padded = fusion(
+            padded_tokens, padding, torch.cat([real, torch.zeros(1, 3, dtype=torch.bool)], 1), frames, authorship
+        )
         other_frames = fusion(tokens, torch.zeros(1, 5, dtype=torch.bool), real, torch.randn(1, 20, 30), authorship)
     assert alone.shape == (1, 6)
     torch.testing.assert_close(alone, padded, rtol=1e-5, atol=1e-5)
@@ -174,8 +209,17 @@ def test_rjca_serves_any_number_of_utterances_and_reads_both_modalities(global_t
     from vpeval_multiutt.rjca import Rjca
 
     torch.manual_seed(0)
-    rjca = Rjca(audio_dim=12, text_dim=10, hidden=16, recurrent_layers=2, fusion_layers=2, heads=4, dropout=0.6,
-                out=8, global_text=global_text).eval()
+    rjca = Rjca(
+        audio_dim=12,
+        text_dim=10,
+        hidden=16,
+        recurrent_layers=2,
+        fusion_layers=2,
+        heads=4,
+        dropout=0.6,
+        out=8,
+        global_text=global_text,
+    ).eval()
     with torch.no_grad():
         for n in (5, 10, 15):  # one model for every N of the paper
             audio, text = torch.randn(3, n, 12), torch.randn(3, n, 10)
@@ -191,7 +235,9 @@ def test_ssl_whisper_reads_the_whisper_frames_of_every_utterance():
     from vpeval_multiutt.ssl_whisper import SslWhisper
 
     torch.manual_seed(0)
-    model = SslWhisper(frame_dim=12, whisper_dim=10, dim=16, heads=4, max_utterances=3, attention_channels=8, out=6).eval()
+    model = SslWhisper(
+        frame_dim=12, whisper_dim=10, dim=16, heads=4, max_utterances=3, attention_channels=8, out=6
+    ).eval()
     frames, whisper = torch.randn(2, 3 * 20, 12), torch.randn(2, 3 * 5, 10)
     frame_positions, whisper_positions = torch.arange(3).repeat_interleave(20), torch.arange(3).repeat_interleave(5)
     with torch.no_grad():

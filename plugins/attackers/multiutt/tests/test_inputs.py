@@ -41,8 +41,10 @@ def asr_context(tmp_path, asked: list):
 def test_transcripts_come_from_the_asr_plugin_once_per_audio_content(train_corpus, tmp_path):
     CountingASR.calls.clear()
     asked: list = []
-    attacker = MultiUttAttacker(MultiUttAttacker.Params(**{**CPU_TEST_SIZE, "system": "text", "asr_params": {"beam_size": 1}}),
-                                asr_context(tmp_path, asked))
+    attacker = MultiUttAttacker(
+        MultiUttAttacker.Params(**{**CPU_TEST_SIZE, "system": "text", "asr_params": {"beam_size": 1}}),
+        asr_context(tmp_path, asked),
+    )
     utts = train_corpus.utterances[:3]
     first = attacker.transcriber.get_many(utts)
     assert asked == [("asr", "whisper", {"beam_size": 1})]
@@ -92,7 +94,9 @@ def test_prosody_reads_pitch_voicing_and_speaking_rate():
 
 
 def test_prosody_without_timestamps_uses_the_voiced_span():
-    audio = np.concatenate([np.zeros(8000), synthesize(speaker_voice(1), 1.0, 16000, np.random.default_rng(1)), np.zeros(8000)])
+    audio = np.concatenate(
+        [np.zeros(8000), synthesize(speaker_voice(1), 1.0, 16000, np.random.default_rng(1)), np.zeros(8000)]
+    )
     _, rate, _ = utterance_prosody(audio.astype(np.float32), 16000, Words("banana banana"))
     assert rate == pytest.approx(6 / 1.0, rel=0.1)
 
@@ -104,8 +108,12 @@ def test_side_statistics_are_mean_and_std_over_utterances():
 
 def test_frames_can_come_from_a_frontend_plugin(train_corpus, tmp_path):
     """frame_source names a vpeval frontend: it is fitted, its features feed the ECAPA, it is saved with the model."""
-    params = {**CPU_TEST_SIZE, "system": "frame-concat", "frame_source": "fbank-rvq",
-              "frame_source_params": {"num_codebooks": 1, "codebook_size": 4, "frame_rate": 25.0}}
+    params = {
+        **CPU_TEST_SIZE,
+        "system": "frame-concat",
+        "frame_source": "fbank-rvq",
+        "frame_source_params": {"num_codebooks": 1, "codebook_size": 4, "frame_rate": 25.0},
+    }
     corpus = train_corpus.with_speakers(train_corpus.speakers[:4])
     attacker = MultiUttAttacker(MultiUttAttacker.Params(**params), plugin_context(seed=0, work_dir=tmp_path / "a"))
     attacker.train(TrainingData([TrainingStage("original", corpus)]))

@@ -87,8 +87,12 @@ def per_system_branches(source: str) -> list[str]:
             operands = [node.left, *node.comparators]
             if any(_names_a_system(o) for o in operands) and any(_is_system_literal(o) for o in operands):
                 found.append(f"line {node.lineno}: {ast.unparse(node)}")
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr == "startswith" and _names_a_system(node.func.value)):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "startswith"
+            and _names_a_system(node.func.value)
+        ):
             found.append(f"line {node.lineno}: {ast.unparse(node)}")
     return found
 
@@ -98,7 +102,9 @@ def test_attacker_has_no_per_system_branches():
 
 
 def test_the_branch_finder_finds_the_forms_the_attacker_used():
-    old = ('if self.system == "hybrid": pass\nif self.system in ("rjca", "text"): pass\n'
-           'if self.system.startswith("rjca"): pass\nif self.system in AUDIO_SYSTEMS: pass\n'
-           'if config.get("system") != self.system: pass\n')
+    old = (
+        'if self.system == "hybrid": pass\nif self.system in ("rjca", "text"): pass\n'
+        'if self.system.startswith("rjca"): pass\nif self.system in AUDIO_SYSTEMS: pass\n'
+        'if config.get("system") != self.system: pass\n'
+    )
     assert len(per_system_branches(old)) == 4  # the last compares two values, it picks no system

@@ -24,8 +24,17 @@ from vpeval_multiutt.attacker import MultiUttAttacker
 from vpeval_multiutt.params import CPU_TEST_SIZE
 
 REFERENCE = Path(__file__).with_name("system_reference.json")
-WORDS = "apple river stone cloud paper garden window yellow orange table seven music doctor silver basket planet".split()
-ONE_EPOCH = {**CPU_TEST_SIZE, "transcripts": "corpus", "epochs": 1, "text_epochs": 1, "fusion_epochs": 1, "hybrid_epochs": 1}
+WORDS = (
+    "apple river stone cloud paper garden window yellow orange table seven music doctor silver basket planet".split()
+)
+ONE_EPOCH = {
+    **CPU_TEST_SIZE,
+    "transcripts": "corpus",
+    "epochs": 1,
+    "text_epochs": 1,
+    "fusion_epochs": 1,
+    "hybrid_epochs": 1,
+}
 VARIANTS = {
     "mean": {"system": "mean"},
     "query-attention": {"system": "query-attention"},
@@ -53,7 +62,10 @@ def tiny_corpus(folder: Path) -> tuple[Corpus, Corpus]:
         rng = np.random.default_rng([7, index])
         liked = rng.choice(len(WORDS), 4, replace=False)
         for u in utts:
-            words = [WORDS[liked[rng.integers(4)]] if rng.random() < 0.6 else WORDS[rng.integers(len(WORDS))] for _ in range(6)]
+            words = [
+                WORDS[liked[rng.integers(4)]] if rng.random() < 0.6 else WORDS[rng.integers(len(WORDS))]
+                for _ in range(6)
+            ]
             utterances.append(u.replace(transcript=" ".join(words)))
     corpus = Corpus(audio.name, utterances, dict(audio.speaker_gender), fingerprint=audio.fingerprint + "-habits")
     return corpus.with_speakers(corpus.speakers[:7]), corpus.with_speakers(corpus.speakers[7:])
@@ -67,9 +79,11 @@ def run_variant(name: str, train: Corpus, heldout: Corpus, work: Path) -> dict:
     attacker = MultiUttAttacker(params, PluginContext(seed=3, threads=1, work_dir=work))
     attacker.train(TrainingData([TrainingStage("original", train)]))
     sides = [heldout.utterances[:1], heldout.utterances[1:4], heldout.utterances[8:10]]
-    return {"vectors": attacker.represent_many(sides).tolist(),
-            "losses": [r.loss for r in attacker.history.epochs],
-            "stages": [r.stage for r in attacker.history.epochs]}
+    return {
+        "vectors": attacker.represent_many(sides).tolist(),
+        "losses": [r.loss for r in attacker.history.epochs],
+        "stages": [r.stage for r in attacker.history.epochs],
+    }
 
 
 @pytest.fixture(scope="module")

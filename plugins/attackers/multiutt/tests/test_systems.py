@@ -38,7 +38,11 @@ def train(system: str, corpus, work, **overrides) -> MultiUttAttacker:
 
 @pytest.mark.parametrize(
     "system",
-    [pytest.param("mean", marks=pytest.mark.slow), pytest.param("query-attention", marks=pytest.mark.slow), "frame-concat"],
+    [
+        pytest.param("mean", marks=pytest.mark.slow),
+        pytest.param("query-attention", marks=pytest.mark.slow),
+        "frame-concat",
+    ],
 )
 def test_audio_system_learns_speakers(system, train_corpus, heldout, tmp_path, eer_of):
     attacker = train(system, train_corpus, tmp_path)
@@ -98,22 +102,26 @@ def test_checkpoint_round_trips_with_weights_only(audio_text, heldout, tmp_path,
     restored.load(tmp_path)
     assert len(calls) == 3 and all(k.get("weights_only") is True for k in calls)
     sides = [heldout.utterances[:3], heldout.utterances[3:5]]
-    torch.testing.assert_close(torch.from_numpy(restored.represent_many(sides)),
-                               torch.from_numpy(audio_text.represent_many(sides)))
+    torch.testing.assert_close(
+        torch.from_numpy(restored.represent_many(sides)), torch.from_numpy(audio_text.represent_many(sides))
+    )
     # A frozen sentence encoder is not copied into every checkpoint: it loads from its package.
     assert all(k.startswith("head.") for k in real_load(tmp_path / "text.pt", weights_only=True))
     other = MultiUttAttacker(MultiUttAttacker.Params(**{**SYSTEM_TEST, "system": "frame-concat"}), PluginContext())
     with pytest.raises(ConfigError, match="system 'audio-text'"):
         other.load(tmp_path)
-    wider = MultiUttAttacker(MultiUttAttacker.Params(**{**SYSTEM_TEST, "system": "audio-text", "embedding_dim": 48}),
-                             PluginContext())
+    wider = MultiUttAttacker(
+        MultiUttAttacker.Params(**{**SYSTEM_TEST, "system": "audio-text", "embedding_dim": 48}), PluginContext()
+    )
     with pytest.raises(ConfigError, match="audio network"):
         wider.load(tmp_path)
 
 
 def test_base_share_splits_speakers_between_encoders_and_fusion(train_corpus, tmp_path):
-    attacker = MultiUttAttacker(MultiUttAttacker.Params(**{**SYSTEM_TEST, "system": "audio-prosody", "base_share": 0.65}),
-                                PluginContext(seed=1, work_dir=tmp_path))
+    attacker = MultiUttAttacker(
+        MultiUttAttacker.Params(**{**SYSTEM_TEST, "system": "audio-prosody", "base_share": 0.65}),
+        PluginContext(seed=1, work_dir=tmp_path),
+    )
     base, fusion = attacker._split_speakers(train_corpus)
     base_speakers, fusion_speakers = {u.speaker for u in base}, {u.speaker for u in fusion}
     assert base_speakers.isdisjoint(fusion_speakers)
@@ -130,8 +138,9 @@ def test_hybrid_learns_speakers(train_corpus, heldout, tmp_path, eer_of):
     restored = MultiUttAttacker(attacker.params, PluginContext(seed=5, work_dir=tmp_path / "r"))
     restored.load(tmp_path / "saved")
     sides = [heldout.utterances[:3], heldout.utterances[3:4]]
-    torch.testing.assert_close(torch.from_numpy(restored.represent_many(sides)),
-                               torch.from_numpy(attacker.represent_many(sides)))
+    torch.testing.assert_close(
+        torch.from_numpy(restored.represent_many(sides)), torch.from_numpy(attacker.represent_many(sides))
+    )
 
 
 @pytest.mark.slow
@@ -155,8 +164,9 @@ def test_rjca_global_text_repeats_one_text_vector_and_round_trips(train_corpus, 
     restored = MultiUttAttacker(attacker.params, PluginContext(seed=5, work_dir=tmp_path / "r"))
     restored.load(tmp_path / "saved")
     sides = [heldout.utterances[:3], heldout.utterances[3:5]]
-    torch.testing.assert_close(torch.from_numpy(restored.represent_many(sides)),
-                               torch.from_numpy(attacker.represent_many(sides)))
+    torch.testing.assert_close(
+        torch.from_numpy(restored.represent_many(sides)), torch.from_numpy(attacker.represent_many(sides))
+    )
 
 
 @pytest.mark.slow
@@ -186,8 +196,14 @@ def test_ssl_whisper_learns_speakers(train_corpus, heldout, tmp_path, eer_of, mo
 
 @pytest.mark.slow
 def test_fine_tuned_sentence_encoder_is_trained_saved_and_restored(train_corpus, heldout, tmp_path):
-    attacker = train("text", train_corpus.with_speakers(train_corpus.speakers[:6]), tmp_path / "w",
-                     text_finetune=True, text_epochs=1, text_lr=1e-4)
+    attacker = train(
+        "text",
+        train_corpus.with_speakers(train_corpus.speakers[:6]),
+        tmp_path / "w",
+        text_finetune=True,
+        text_epochs=1,
+        text_lr=1e-4,
+    )
     fresh = attacker._build_text()
     tuned = attacker.text.state_dict()
     changed = [k for k, v in fresh.state_dict().items() if k.startswith("sentence.") and not torch.equal(v, tuned[k])]
@@ -197,8 +213,9 @@ def test_fine_tuned_sentence_encoder_is_trained_saved_and_restored(train_corpus,
     restored = MultiUttAttacker(attacker.params, PluginContext(seed=5, work_dir=tmp_path / "r"))
     restored.load(tmp_path / "saved")
     sides = [heldout.utterances[:2], heldout.utterances[2:4]]
-    torch.testing.assert_close(torch.from_numpy(restored.represent_many(sides)),
-                               torch.from_numpy(attacker.represent_many(sides)))
+    torch.testing.assert_close(
+        torch.from_numpy(restored.represent_many(sides)), torch.from_numpy(attacker.represent_many(sides))
+    )
 
 
 def test_init_from_continues_from_the_saved_model(audio_text, train_corpus, tmp_path, monkeypatch):
@@ -206,9 +223,12 @@ def test_init_from_continues_from_the_saved_model(audio_text, train_corpus, tmp_
     import vpeval_multiutt.training as training
 
     audio_text.save(tmp_path / "lazy")
-    semi = MultiUttAttacker(MultiUttAttacker.Params(**{**SYSTEM_TEST, "system": "audio-text", "epochs": 1,
-                                                       "text_epochs": 1, "fusion_epochs": 1}),
-                            PluginContext(seed=2, work_dir=tmp_path / "semi"))
+    semi = MultiUttAttacker(
+        MultiUttAttacker.Params(
+            **{**SYSTEM_TEST, "system": "audio-text", "epochs": 1, "text_epochs": 1, "fusion_epochs": 1}
+        ),
+        PluginContext(seed=2, work_dir=tmp_path / "semi"),
+    )
     semi.init_from(tmp_path / "lazy")
     starts = {}
     real_train_aam = training.train_aam
@@ -237,8 +257,10 @@ def test_systems_with_the_same_encoder_train_it_once(train_corpus, tmp_path, mon
 
     def run(system: str, cache: str, **overrides) -> MultiUttAttacker:
         params = MultiUttAttacker.Params(**{**SYSTEM_TEST, "system": system, "epochs": 3, **overrides})
-        attacker = MultiUttAttacker(params, PluginContext(seed=1, work_dir=tmp_path / cache / system,
-                                                          options={"cache_root": str(tmp_path / cache)}))
+        attacker = MultiUttAttacker(
+            params,
+            PluginContext(seed=1, work_dir=tmp_path / cache / system, options={"cache_root": str(tmp_path / cache)}),
+        )
         attacker.train(TrainingData([TrainingStage("original", train_corpus)]))
         return attacker
 

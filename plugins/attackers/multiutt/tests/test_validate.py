@@ -13,12 +13,19 @@ attackers: [{use: multiutt, params: PARAMS}]
 """
 
 
-@pytest.mark.parametrize(("params", "where", "says"), [
-    ("{frame_source: fbamk}", "(attackers[0].params.frame_source)", "did you mean 'fbank'?"),
-    ("{frame_source: kimi-lik}", "(attackers[0].params.frame_source)", "did you mean 'kimi-like'?"),
-    ("{asr: whispr}", "(attackers[0].params.asr)", "did you mean 'whisper'?"),
-    ("{system: ssl-whisper, cross_frames: kimi-lik}", "(attackers[0].params.cross_frames)", "did you mean 'kimi-like'?"),
-])
+@pytest.mark.parametrize(
+    ("params", "where", "says"),
+    [
+        ("{frame_source: fbamk}", "(attackers[0].params.frame_source)", "did you mean 'fbank'?"),
+        ("{frame_source: kimi-lik}", "(attackers[0].params.frame_source)", "did you mean 'kimi-like'?"),
+        ("{asr: whispr}", "(attackers[0].params.asr)", "did you mean 'whisper'?"),
+        (
+            "{system: ssl-whisper, cross_frames: kimi-lik}",
+            "(attackers[0].params.cross_frames)",
+            "did you mean 'kimi-like'?",
+        ),
+    ],
+)
 def test_named_plugins_are_checked(params, where, says):
     with pytest.raises(ConfigError) as info:
         load_experiment_text(EXPERIMENT.replace("PARAMS", params), "exp.yaml")

@@ -19,7 +19,6 @@ import numpy as np
 from vpeval.api import Attacker
 from vpeval.errors import ConfigError, DataError, MissingModelError
 from vpeval.types import Corpus, TrainingData, Utterance
-
 from vpeval_multiutt.memory_cache import MemoryCache
 from vpeval_multiutt.params import MultiUttParams
 from vpeval_multiutt.systems import System, system_for
@@ -31,11 +30,38 @@ FRONTEND = "frontend"
 CROSS_FRONTEND = "cross-frontend"
 PROSODY_VERSION = "f0mean-rate-voiced-1"
 # The parameters that decide a from-scratch encoder's weights (with its config, data, seed and code).
-AUDIO_RECIPE = ("frame_source", "frame_source_params", "n_mels", "attention_heads", "query_temperature",
-                "utterances_per_speaker", "speakers_per_batch", "crop_seconds", "epochs", "batches_per_epoch",
-                "margin", "scale", "lr", "weight_decay", "grad_clip", "lr_step", "lr_gamma")
-TEXT_RECIPE = ("text_model_path", "text_dim", "text_max_tokens", "text_temperature", "text_lr", "text_head_lr",
-               "text_batch_speakers", "text_epochs", "text_finetune", "attention_heads", "grad_clip")
+AUDIO_RECIPE = (
+    "frame_source",
+    "frame_source_params",
+    "n_mels",
+    "attention_heads",
+    "query_temperature",
+    "utterances_per_speaker",
+    "speakers_per_batch",
+    "crop_seconds",
+    "epochs",
+    "batches_per_epoch",
+    "margin",
+    "scale",
+    "lr",
+    "weight_decay",
+    "grad_clip",
+    "lr_step",
+    "lr_gamma",
+)
+TEXT_RECIPE = (
+    "text_model_path",
+    "text_dim",
+    "text_max_tokens",
+    "text_temperature",
+    "text_lr",
+    "text_head_lr",
+    "text_batch_speakers",
+    "text_epochs",
+    "text_finetune",
+    "attention_heads",
+    "grad_clip",
+)
 
 
 class MultiUttAttacker(Attacker):
@@ -102,7 +128,9 @@ class MultiUttAttacker(Attacker):
             from vpeval_multiutt.frames import make_frame_source
 
             p = self.params
-            self._frames = make_frame_source(p.frame_source, p.frame_source_params, p.n_mels, p.audio_cache_mb, self.context)
+            self._frames = make_frame_source(
+                p.frame_source, p.frame_source_params, p.n_mels, p.audio_cache_mb, self.context
+            )
         return self._frames
 
     @property
@@ -112,8 +140,9 @@ class MultiUttAttacker(Attacker):
             from vpeval_multiutt.frames import make_frame_source
 
             p = self.params
-            self._cross_frames = make_frame_source(p.cross_frames, p.cross_frames_params, p.n_mels, p.audio_cache_mb,
-                                                   self.context)
+            self._cross_frames = make_frame_source(
+                p.cross_frames, p.cross_frames_params, p.n_mels, p.audio_cache_mb, self.context
+            )
         return self._cross_frames
 
     @property
@@ -135,7 +164,9 @@ class MultiUttAttacker(Attacker):
         with torch.random.fork_rng(devices=[]):
             # Keyed by the aggregation, not the system: systems that share an encoder share its start (shared.py).
             torch.manual_seed(self.context.torch_seed(self.name, self.audio_aggregation, "audio"))
-            return AudioModel(config, self.audio_aggregation, self.params.attention_heads, self.params.query_temperature)
+            return AudioModel(
+                config, self.audio_aggregation, self.params.attention_heads, self.params.query_temperature
+            )
 
     def _build_text(self):
         import torch
@@ -145,8 +176,9 @@ class MultiUttAttacker(Attacker):
         p = self.params
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.context.torch_seed(self.name, "text", self._text_episode))
-            return TextModel(resolve_text_model(p.text_model_path), p.text_max_tokens, p.attention_heads, p.text_dim,
-                             p.text_finetune)
+            return TextModel(
+                resolve_text_model(p.text_model_path), p.text_max_tokens, p.attention_heads, p.text_dim, p.text_finetune
+            )
 
     def _build_fusion(self):
         import torch
@@ -181,8 +213,9 @@ class MultiUttAttacker(Attacker):
             if self.text is not None:
                 self.text.sentence.requires_grad_(self.params.text_finetune)
             self.context.log.info("%s: continuing from %s", self.name, self._start_folder)
-        self.context.log.info("%s (%s): scenario %s, stages %s", self.name, self.system, data.scenario,
-                              [s.name for s in data.stages])
+        self.context.log.info(
+            "%s (%s): scenario %s, stages %s", self.name, self.system, data.scenario, [s.name for s in data.stages]
+        )
         if self.uses_audio:
             self.frames.fit(corpus)
             self._train_audio(base)
@@ -190,7 +223,9 @@ class MultiUttAttacker(Attacker):
             if self.params.transcripts == "corpus" and data.scenario != "original":
                 self.context.log.warning(
                     "%s: transcripts: corpus reads the reference text of anonymized speech, which an attacker "
-                    "would not have; set transcripts: asr to read what the anonymized audio says", self.name)
+                    "would not have; set transcripts: asr to read what the anonymized audio says",
+                    self.name,
+                )
             self._train_text(base)
         if self.uses_prosody:
             self._fit_prosody_normalisation(base)
@@ -222,12 +257,22 @@ class MultiUttAttacker(Attacker):
         from vpeval_multiutt.frames import random_crop
 
         length = max(1, int(round(self.params.crop_seconds * self.frames.frame_rate)))
-        return torch.from_numpy(np.stack([random_crop(self.frames.frames(utterances[k]), length, rng) for k in picks.ravel()]))
+        return torch.from_numpy(
+            np.stack([random_crop(self.frames.frames(utterances[k]), length, rng) for k in picks.ravel()])
+        )
 
     def _training_kwargs(self) -> dict:
         p = self.params
-        return dict(weight_decay=p.weight_decay, grad_clip=p.grad_clip, lr_step=p.lr_step, lr_gamma=p.lr_gamma,
-                    margin=p.margin, scale=p.scale, context=self.context, history=self.history)
+        return dict(
+            weight_decay=p.weight_decay,
+            grad_clip=p.grad_clip,
+            lr_step=p.lr_step,
+            lr_gamma=p.lr_gamma,
+            margin=p.margin,
+            scale=p.scale,
+            context=self.context,
+            history=self.history,
+        )
 
     @property
     def _text_episode(self) -> int:
@@ -240,12 +285,18 @@ class MultiUttAttacker(Attacker):
         from vpeval_multiutt.shared import SharedEncoders
 
         root = self.context.options.get("cache_root")
-        return SharedEncoders(Path(root) / "work" / f"{self.name}-encoders" if root else self.context.folder("encoders"))
+        return SharedEncoders(
+            Path(root) / "work" / f"{self.name}-encoders" if root else self.context.folder("encoders")
+        )
 
     def _shared_identity(self, fields: tuple[str, ...], **more) -> dict:
         """What decides a from-scratch encoder's weights besides its code: these parameters, seed, threads."""
-        return {**self.params.model_dump(mode="json", include=set(fields)), "seed": self.context.seed,
-                "threads": self.context.threads, **more}
+        return {
+            **self.params.model_dump(mode="json", include=set(fields)),
+            "seed": self.context.seed,
+            "threads": self.context.threads,
+            **more,
+        }
 
     def _train_audio(self, utterances: list[Utterance]) -> None:
         from vpeval.data.fingerprint import file_hash
@@ -262,14 +313,20 @@ class MultiUttAttacker(Attacker):
             train_aam(
                 self.audio,
                 lambda picks, rng: self.audio.training_embeddings(self.crops(utterances, picks, rng), n),
-                episodes, p.embedding_dim, epochs=p.epochs, lr=p.lr, stage=f"audio-{self.audio_aggregation}",
+                episodes,
+                p.embedding_dim,
+                epochs=p.epochs,
+                lr=p.lr,
+                stage=f"audio-{self.audio_aggregation}",
                 **self._training_kwargs(),
             )
 
         if not fresh:  # semi-informed: continues from the lazy model, nothing to share
             return train()
         identity = self._shared_identity(
-            AUDIO_RECIPE, aggregation=self.audio_aggregation, config=self.audio.config.to_json(),
+            AUDIO_RECIPE,
+            aggregation=self.audio_aggregation,
+            config=self.audio.config.to_json(),
             data=[(file_hash(u.path), u.channel, u.speaker) for u in utterances],
         )
         if self._shared.load_or_train("audio", identity, self.audio, self.audio.state_dict, train, self.history):
@@ -287,16 +344,27 @@ class MultiUttAttacker(Attacker):
 
         def train() -> None:
             train_text(
-                self.text, texts, speakers, self._text_episode,
-                batch_speakers=p.text_batch_speakers, epochs=p.text_epochs, lr=p.text_lr, head_lr=p.text_head_lr,
-                temperature=p.text_temperature, grad_clip=p.grad_clip, context=self.context, history=self.history,
+                self.text,
+                texts,
+                speakers,
+                self._text_episode,
+                batch_speakers=p.text_batch_speakers,
+                epochs=p.text_epochs,
+                lr=p.text_lr,
+                head_lr=p.text_head_lr,
+                temperature=p.text_temperature,
+                grad_clip=p.grad_clip,
+                context=self.context,
+                history=self.history,
             )
 
         if not fresh:
             return train()
         identity = self._shared_identity(TEXT_RECIPE, episode=self._text_episode, data=[texts, speakers])
         if self._shared.load_or_train("text", identity, self.text, self.text.trainable_state, train, self.history):
-            self.context.log.info("%s (%s): authorship encoder reused from an identical training", self.name, self.system)
+            self.context.log.info(
+                "%s (%s): authorship encoder reused from an identical training", self.name, self.system
+            )
 
     def _fit_prosody_normalisation(self, utterances: list[Utterance]) -> None:
         if self.prosody_mean is not None:  # continuing: the fusion layers were trained on this scale
@@ -316,9 +384,14 @@ class MultiUttAttacker(Attacker):
             self.text.requires_grad_(False)
         step = self.strategy.fusion_step(self, utterances)
         schedule = {**self._training_kwargs(), **self.strategy.fusion_schedule()}
-        train_aam(self.fusion, step, Episodes(utterances, p.utterances_per_speaker, p.speakers_per_batch,
-                                              p.batches_per_epoch),
-                  p.embedding_dim, stage=f"fusion-{self.system}", **schedule)
+        train_aam(
+            self.fusion,
+            step,
+            Episodes(utterances, p.utterances_per_speaker, p.speakers_per_batch, p.batches_per_epoch),
+            p.embedding_dim,
+            stage=f"fusion-{self.system}",
+            **schedule,
+        )
 
     def _rjca_text(self, sides: list[list[str]]):
         """[S, N, text_dim] text vectors an rjca system fuses (RjcaSystem.text_sequence)."""
@@ -336,7 +409,9 @@ class MultiUttAttacker(Attacker):
         out = []
         items = self.context.progress(utterances, total=len(utterances), description=f"{self.name}: prosody")
         for u in items:
-            source = "corpus:" + (u.transcript or "") if self.params.transcripts == "corpus" else self.transcriber.settings()
+            source = (
+                "corpus:" + (u.transcript or "") if self.params.transcripts == "corpus" else self.transcriber.settings()
+            )
             key = cache_key(file_hash(u.path), u.channel, PROSODY_VERSION, source)
             value = cache.get(key)
             if value is None:
@@ -366,7 +441,9 @@ class MultiUttAttacker(Attacker):
         self._check_ready()
         for side in sides:
             if len(side) == 0:
-                raise DataError(f"A trial side given to the {self.name} attacker has no utterances; check the trial list.")
+                raise DataError(
+                    f"A trial side given to the {self.name} attacker has no utterances; check the trial list."
+                )
         items = self.context.progress(sides, total=len(sides), description=f"{self.name} ({self.system}): represent")
         self._utterance_memo = {}  # nested N-utterance sides share utterances: embed each once per call
         self._map_memo = MemoryCache(self.params.audio_cache_mb)  # likewise their frame maps, within a budget
@@ -417,12 +494,17 @@ class MultiUttAttacker(Attacker):
         return [w.text for w in self.transcriber.get_many(utterances, f"{self.name}: {what}")]
 
     def _check_ready(self) -> None:
-        missing = [name for name, ready in (("audio", self.audio), ("text", self.text)) if
-                   getattr(self, f"uses_{name}") and ready is None]
+        missing = [
+            name
+            for name, ready in (("audio", self.audio), ("text", self.text))
+            if getattr(self, f"uses_{name}") and ready is None
+        ]
         if self.params.trains_fusion and self.fusion is None:
             missing.append("fusion")
         if missing:
-            raise RuntimeError(f"attacker {self.name} has no trained {', '.join(missing)} model: call train() or load() first")
+            raise RuntimeError(
+                f"attacker {self.name} has no trained {', '.join(missing)} model: call train() or load() first"
+            )
 
     # -- cache ----------------------------------------------------------------------------
 
@@ -460,7 +542,9 @@ class MultiUttAttacker(Attacker):
         self.context.apply_threads()
         folder = Path(folder)
         if not (folder / CONFIG).is_file():
-            raise MissingModelError(f"{self.name}: {folder} has no {CONFIG}; give the folder a trained multiutt attacker saved.")
+            raise MissingModelError(
+                f"{self.name}: {folder} has no {CONFIG}; give the folder a trained multiutt attacker saved."
+            )
         config = json.loads((folder / CONFIG).read_text())
         if config.get("system") != self.system:
             raise ConfigError(
@@ -494,7 +578,9 @@ class MultiUttAttacker(Attacker):
         import torch
 
         if not path.is_file():
-            raise MissingModelError(f"{self.name}: {path} is missing; the saved model folder is incomplete, train again.")
+            raise MissingModelError(
+                f"{self.name}: {path} is missing; the saved model folder is incomplete, train again."
+            )
         state = torch.load(path, map_location="cpu", weights_only=True)
         missing, unexpected = module.load_state_dict(state, strict=strict)
         if unexpected or (not strict and any(k.startswith("head.") for k in missing)):

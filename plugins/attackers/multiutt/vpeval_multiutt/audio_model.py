@@ -70,7 +70,9 @@ class AudioModel(nn.Module):
         self.config = config
         self.aggregation = aggregation
         self.encoder = FrameEncoder(config)
-        self.query = QueryAttention(config.embedding_dim, heads, temperature) if aggregation == "query-attention" else None
+        self.query = (
+            QueryAttention(config.embedding_dim, heads, temperature) if aggregation == "query-attention" else None
+        )
 
     def utterance_embeddings(self, frames: torch.Tensor) -> torch.Tensor:
         """[B, T, F] -> [B, D]."""

@@ -13,7 +13,6 @@ import numpy as np
 from vpeval.api import Frontend, PluginContext
 from vpeval.errors import ConfigError
 from vpeval.types import Corpus, Utterance
-
 from vpeval_multiutt.memory_cache import MemoryCache
 
 SAMPLE_RATE = 16000

@@ -37,8 +37,9 @@ class TokenToFrameAttention(nn.Module):
 class HybridFusion(nn.Module):
     """Per utterance: (token states, real-token mask, frame map, authorship vector) -> speaker embedding."""
 
-    def __init__(self, token_dim: int, frame_dim: int, text_dim: int, attention_dim: int, heads: int,
-                 hybrid_dim: int, out: int):
+    def __init__(
+        self, token_dim: int, frame_dim: int, text_dim: int, attention_dim: int, heads: int, hybrid_dim: int, out: int
+    ):
         super().__init__()
         self.cross = TokenToFrameAttention(token_dim, frame_dim, attention_dim, heads)
         self.mix = nn.Linear(token_dim + attention_dim, hybrid_dim)  # W_f
@@ -46,8 +47,14 @@ class HybridFusion(nn.Module):
         self.luar = nn.Linear(text_dim, hybrid_dim)  # W_luar
         self.out = nn.Linear(2 * hybrid_dim, out)  # W_o
 
-    def forward(self, tokens: torch.Tensor, padding: torch.Tensor, real: torch.Tensor, frame_map: torch.Tensor,
-                authorship: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        padding: torch.Tensor,
+        real: torch.Tensor,
+        frame_map: torch.Tensor,
+        authorship: torch.Tensor,
+    ) -> torch.Tensor:
         """tokens [B, L, D_e]; padding/real [B, L] bool; frame_map [B, C, T]; authorship [B, text_dim] -> [B, out]."""
         attended = self.cross(tokens, frame_map.transpose(1, 2))
         z = self.encoder(self.mix(torch.cat([tokens, attended], dim=-1)), src_key_padding_mask=padding)

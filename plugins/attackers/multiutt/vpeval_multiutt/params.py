@@ -22,7 +22,15 @@ AUDIO_SYSTEMS = ("mean", "query-attention", "frame-concat")
 SYSTEMS = AUDIO_SYSTEMS + ("text", "audio-text", "audio-prosody", "hybrid", "rjca", "rjca-global-text", "ssl-whisper")
 
 System = Literal[
-    "mean", "query-attention", "frame-concat", "text", "audio-text", "audio-prosody", "hybrid", "rjca", "rjca-global-text",
+    "mean",
+    "query-attention",
+    "frame-concat",
+    "text",
+    "audio-text",
+    "audio-prosody",
+    "hybrid",
+    "rjca",
+    "rjca-global-text",
     "ssl-whisper",
 ]
 
@@ -41,7 +49,10 @@ class MultiUttParams(Params):
         "ssl-whisper: self-attention over the N utterances' frames, cross-attention to their Whisper frames (III-B6).",
     )
     utterances_per_speaker: int = Field(
-        5, ge=1, le=1000, description="N: utterances drawn per speaker for each training example (IV-C: 64 speakers x N=5)."
+        5,
+        ge=1,
+        le=1000,
+        description="N: utterances drawn per speaker for each training example (IV-C: 64 speakers x N=5).",
     )
 
     # -- frozen frame frontend ---------------------------------------------------------------
@@ -59,19 +70,30 @@ class MultiUttParams(Params):
     # -- ECAPA-TDNN and aggregation -------------------------------------------------------------
     channels: tuple[Channel, ...] = Field(
         (512, 512, 512, 512, 1536),
-        description=f"Channels of the ECAPA-TDNN's five blocks (8-{MAX_CHANNELS}; the first four multiples of 8)."
+        description=f"Channels of the ECAPA-TDNN's five blocks (8-{MAX_CHANNELS}; the first four multiples of 8).",
     )
-    attention_channels: int = Field(128, ge=1, le=MAX_CHANNELS, description="Hidden channels of attentive statistics pooling.")
-    embedding_dim: int = Field(192, ge=2, le=MAX_CHANNELS, description="Speaker embedding size (IV-C: 192 for all models).")
+    attention_channels: int = Field(
+        128, ge=1, le=MAX_CHANNELS, description="Hidden channels of attentive statistics pooling."
+    )
+    embedding_dim: int = Field(
+        192, ge=2, le=MAX_CHANNELS, description="Speaker embedding size (IV-C: 192 for all models)."
+    )
     attention_heads: int = Field(4, ge=1, le=64, description="Heads of the query attention (IV-C: 4).")
-    query_temperature: float = Field(0.3, gt=0.0, le=100.0, description="Temperature tau dividing the learnable query (III-A1, IV-C: 0.3).")
+    query_temperature: float = Field(
+        0.3, gt=0.0, le=100.0, description="Temperature tau dividing the learnable query (III-A1, IV-C: 0.3)."
+    )
 
     # -- end-to-end training (IV-C) ----------------------------------------------------------------
     speakers_per_batch: int = Field(64, ge=2, le=8192, description="Speakers per batch, N utterances each (IV-C: 64).")
-    crop_seconds: float = Field(4.0, gt=0.0, le=60.0, description="Random crop length of each training utterance (IV-C: 4 s).")
+    crop_seconds: float = Field(
+        4.0, gt=0.0, le=60.0, description="Random crop length of each training utterance (IV-C: 4 s)."
+    )
     epochs: int = Field(30, ge=1, le=10_000, description="Training epochs (IV-C: 30).")
     batches_per_epoch: int | None = Field(
-        None, ge=1, le=10_000_000, description="Batches per epoch; null: as many as cover every training utterance once."
+        None,
+        ge=1,
+        le=10_000_000,
+        description="Batches per epoch; null: as many as cover every training utterance once.",
     )
     margin: float = Field(0.2, ge=0.0, lt=1.5, description="AAM-softmax margin (IV-C: 0.2).")
     scale: float = Field(30.0, gt=0.0, le=100.0, description="AAM-softmax scale (IV-C: 30).")
@@ -88,7 +110,8 @@ class MultiUttParams(Params):
         "corpus's reference transcripts (only meaningful for original speech).",
     )
     asr: Annotated[str, PluginRef("asr", params="asr_params")] = Field(
-        "whisper", description="The vpeval asr plugin that transcribes (the paper: Whisper-medium).")
+        "whisper", description="The vpeval asr plugin that transcribes (the paper: Whisper-medium)."
+    )
     asr_params: dict[str, Any] = Field(default_factory=dict, description="Parameters of that asr plugin.")
     text_model_path: str | None = Field(
         None,
@@ -100,16 +123,22 @@ class MultiUttParams(Params):
     text_temperature: float = Field(0.01, gt=0.0, le=100.0, description="Contrastive loss temperature (IV-C: 0.01).")
     text_lr: float = Field(2e-5, gt=0.0, le=1.0, description="Learning rate of the authorship encoder (IV-C: 2e-5).")
     text_head_lr: float = Field(
-        1e-3, gt=0.0, le=1.0, description="Learning rate of the attention and projection on top of the sentence encoder."
+        1e-3,
+        gt=0.0,
+        le=1.0,
+        description="Learning rate of the attention and projection on top of the sentence encoder.",
     )
     text_batch_speakers: int = Field(32, ge=2, le=8192, description="Speakers per contrastive batch (IV-C: batch 32).")
     text_epochs: int = Field(40, ge=1, le=10_000, description="Authorship encoder epochs (IV-C: 40).")
     text_finetune: bool = Field(
-        True, description="Fine-tune the sentence encoder itself (IV-C); false trains only the attention and projection."
+        True,
+        description="Fine-tune the sentence encoder itself (IV-C); false trains only the attention and projection.",
     )
 
     # -- prosody (III-A3) ------------------------------------------------------------------------
-    prosody_dim: int = Field(32, ge=1, le=MAX_CHANNELS, description="Learned embedding of the prosodic vector (the paper gives no size).")
+    prosody_dim: int = Field(
+        32, ge=1, le=MAX_CHANNELS, description="Learned embedding of the prosodic vector (the paper gives no size)."
+    )
 
     # -- fusion (III-A2, III-B2, III-B3) ------------------------------------------------------------
     fusion_level: Literal["frame", "utterance"] = Field(
@@ -123,12 +152,21 @@ class MultiUttParams(Params):
         description="concat: each modality projected to fusion_dim + LayerNorm, concatenated, projected to "
         "embedding_dim (III-A2); weighted: fixed weights on the cosine scores of the two (III-B2).",
     )
-    fusion_dim: int = Field(256, ge=2, le=MAX_CHANNELS, description="Shared space each modality is projected to before concatenation (III-A2: 256).")
+    fusion_dim: int = Field(
+        256,
+        ge=2,
+        le=MAX_CHANNELS,
+        description="Shared space each modality is projected to before concatenation (III-A2: 256).",
+    )
     fusion_weights: tuple[FusionWeight, FusionWeight] = Field(
         (0.5, 0.5), description="(audio, text) score weights of weighted fusion (III-B2: 0.5/0.5 and 0.2/0.8)."
     )
-    fusion_epochs: int = Field(5, ge=1, le=10_000, description="Epochs of the fusion layers on frozen encoders (IV-C two-stage: 5).")
-    fusion_lr: float = Field(1e-4, gt=0.0, le=1.0, description="Learning rate of the fusion layers (IV-C two-stage: 1e-4).")
+    fusion_epochs: int = Field(
+        5, ge=1, le=10_000, description="Epochs of the fusion layers on frozen encoders (IV-C two-stage: 5)."
+    )
+    fusion_lr: float = Field(
+        1e-4, gt=0.0, le=1.0, description="Learning rate of the fusion layers (IV-C two-stage: 1e-4)."
+    )
     base_share: float = Field(
         1.0,
         gt=0.0,
@@ -138,14 +176,25 @@ class MultiUttParams(Params):
     )
 
     # -- hybrid acoustic-textual (III-B4, IV-C) ------------------------------------------------------
-    hybrid_attention_dim: int = Field(256, ge=1, le=MAX_CHANNELS, description="d_k = d_v of the token-to-frame attention (IV-C: 256).")
-    hybrid_dim: int = Field(256, ge=1, le=MAX_CHANNELS, description="Size d_h of the hybrid token space (the paper gives none; 256 as d_k).")
+    hybrid_attention_dim: int = Field(
+        256, ge=1, le=MAX_CHANNELS, description="d_k = d_v of the token-to-frame attention (IV-C: 256)."
+    )
+    hybrid_dim: int = Field(
+        256, ge=1, le=MAX_CHANNELS, description="Size d_h of the hybrid token space (the paper gives none; 256 as d_k)."
+    )
     hybrid_epochs: int = Field(30, ge=1, le=10_000, description="Epochs of the hybrid layers (IV-C: 30).")
     hybrid_lr: float = Field(5e-5, gt=0.0, le=1.0, description="Learning rate of the hybrid layers (IV-C: 5e-5).")
-    hybrid_weight_decay: float = Field(0.01, ge=0.0, le=1.0, description="Weight decay of the hybrid layers (IV-C: 0.01).")
+    hybrid_weight_decay: float = Field(
+        0.01, ge=0.0, le=1.0, description="Weight decay of the hybrid layers (IV-C: 0.01)."
+    )
 
     # -- RJCA (III-B5, IV-C) -------------------------------------------------------------------------
-    rjca_dim: int = Field(256, ge=2, le=MAX_CHANNELS, description="Size of the BiLSTM outputs and attended sequences (the paper gives none).")
+    rjca_dim: int = Field(
+        256,
+        ge=2,
+        le=MAX_CHANNELS,
+        description="Size of the BiLSTM outputs and attended sequences (the paper gives none).",
+    )
     rjca_recurrent_layers: int = Field(2, ge=1, le=64, description="Layers of each BiLSTM (IV-C: 2).")
     rjca_fusion_layers: int = Field(2, ge=1, le=64, description="Recursive joint cross-attention layers (IV-C: 2).")
     rjca_dropout: float = Field(0.6, ge=0.0, lt=1.0, description="Dropout of RJCA (IV-C: 0.6).")
@@ -157,15 +206,21 @@ class MultiUttParams(Params):
         "paper: Whisper; kimi-like exposes packaged Whisper-base encoder frames); fbank also works.",
     )
     cross_frames_params: dict[str, Any] = Field(default_factory=dict, description="Parameters of that frontend.")
-    ssl_whisper_dim: int = Field(256, ge=1, le=MAX_CHANNELS, description="Attention size of ssl-whisper (the paper gives none).")
-    max_utterances: int = Field(16, ge=1, le=1000, description="Utterance positions ssl-whisper learns (N = 15 needs 15).")
+    ssl_whisper_dim: int = Field(
+        256, ge=1, le=MAX_CHANNELS, description="Attention size of ssl-whisper (the paper gives none)."
+    )
+    max_utterances: int = Field(
+        16, ge=1, le=1000, description="Utterance positions ssl-whisper learns (N = 15 needs 15)."
+    )
 
     audio_cache_mb: int = Field(2048, ge=0, le=1_048_576, description="Frames kept in memory during training (MB).")
 
     @property
     def trains_fusion(self) -> bool:
         """Fusion layers learned on frozen encoders (the paper's two-stage training)."""
-        return self.system in ("audio-prosody", "hybrid", "rjca", "rjca-global-text", "ssl-whisper") or (self.system == "audio-text" and self.fusion == "concat")
+        return self.system in ("audio-prosody", "hybrid", "rjca", "rjca-global-text", "ssl-whisper") or (
+            self.system == "audio-text" and self.fusion == "concat"
+        )
 
     @model_validator(mode="after")
     def _check(self) -> MultiUttParams:
@@ -191,14 +246,20 @@ class MultiUttParams(Params):
                 f"ssl_whisper_dim {self.ssl_whisper_dim} must be a multiple of attention_heads {self.attention_heads}"
             )
         if self.system == "ssl-whisper" and self.utterances_per_speaker > self.max_utterances:
-            raise ValueError(f"utterances_per_speaker {self.utterances_per_speaker} exceeds max_utterances {self.max_utterances}")
+            raise ValueError(
+                f"utterances_per_speaker {self.utterances_per_speaker} exceeds max_utterances {self.max_utterances}"
+            )
         if self.rjca_dim % 2:
             raise ValueError(f"rjca_dim {self.rjca_dim} must be even (two LSTM directions)")
         if self.system.startswith("rjca") and (2 * self.rjca_dim) % self.attention_heads:
-            raise ValueError(f"2 x rjca_dim {self.rjca_dim} must be a multiple of attention_heads {self.attention_heads}")
+            raise ValueError(
+                f"2 x rjca_dim {self.rjca_dim} must be a multiple of attention_heads {self.attention_heads}"
+            )
         for name in ("hybrid_attention_dim", "hybrid_dim"):
             if self.system == "hybrid" and getattr(self, name) % self.attention_heads:
-                raise ValueError(f"{name} {getattr(self, name)} must be a multiple of attention_heads {self.attention_heads}")
+                raise ValueError(
+                    f"{name} {getattr(self, name)} must be a multiple of attention_heads {self.attention_heads}"
+                )
         return self
 
 

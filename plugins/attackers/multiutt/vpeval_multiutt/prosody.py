@@ -41,7 +41,9 @@ def pitch_track(audio: np.ndarray, rate: int) -> np.ndarray:
     if len(x) < rate // 5:  # Praat needs a few pitch periods
         x = np.pad(x, (0, rate // 5 - len(x)))
     sound = parselmouth.Sound(x, sampling_frequency=float(rate))
-    return sound.to_pitch(time_step=TIME_STEP, pitch_floor=PITCH_FLOOR, pitch_ceiling=PITCH_CEILING).selected_array["frequency"]
+    return sound.to_pitch(time_step=TIME_STEP, pitch_floor=PITCH_FLOOR, pitch_ceiling=PITCH_CEILING).selected_array[
+        "frequency"
+    ]
 
 
 def utterance_prosody(audio: np.ndarray, rate: int, words: Words) -> np.ndarray:

@@ -47,13 +47,28 @@ class JointCrossAttention(nn.Module):
 class Rjca(nn.Module):
     """Per-utterance audio [B, N, D_a] and text [B, N, D_t] (or a repeated global text vector) -> [B, out]."""
 
-    def __init__(self, audio_dim: int, text_dim: int, hidden: int, recurrent_layers: int, fusion_layers: int,
-                 heads: int, dropout: float, out: int, global_text: bool):
+    def __init__(
+        self,
+        audio_dim: int,
+        text_dim: int,
+        hidden: int,
+        recurrent_layers: int,
+        fusion_layers: int,
+        heads: int,
+        dropout: float,
+        out: int,
+        global_text: bool,
+    ):
         super().__init__()
         if hidden % 2:
             raise ValueError(f"rjca_dim {hidden} must be even (two LSTM directions)")
-        lstm = dict(hidden_size=hidden // 2, num_layers=recurrent_layers, bidirectional=True, batch_first=True,
-                    dropout=dropout if recurrent_layers > 1 else 0.0)
+        lstm = dict(
+            hidden_size=hidden // 2,
+            num_layers=recurrent_layers,
+            bidirectional=True,
+            batch_first=True,
+            dropout=dropout if recurrent_layers > 1 else 0.0,
+        )
         self.audio = nn.LSTM(audio_dim, **lstm)
         self.text = nn.Linear(text_dim, hidden) if global_text else nn.LSTM(text_dim, **lstm)
         self.layers = nn.ModuleList([JointCrossAttention(hidden, hidden, dropout) for _ in range(fusion_layers)])

@@ -21,7 +21,6 @@ import torch
 from torch import nn
 
 from vpeval.content_cache import identity_digest, source_digest
-
 from vpeval_multiutt.training import EpochRecord, History
 
 WEIGHTS = "weights.pt"
@@ -41,8 +40,15 @@ class SharedEncoders:
     def __init__(self, folder: Path):
         self.folder = Path(folder)
 
-    def load_or_train(self, kind: str, identity: object, module: nn.Module, state: Callable[[], dict],
-                      train: Callable[[], None], history: History) -> bool:
+    def load_or_train(
+        self,
+        kind: str,
+        identity: object,
+        module: nn.Module,
+        state: Callable[[], dict],
+        train: Callable[[], None],
+        history: History,
+    ) -> bool:
         """Fill `module` from the stored entry for (kind, identity), or train it and store it.
 
         `state()` gives what to store (the module's trainable state); the epochs that training appends

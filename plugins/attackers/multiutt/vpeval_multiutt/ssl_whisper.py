@@ -23,8 +23,16 @@ def training_positions(n: int, max_utterances: int, rng: np.random.Generator) ->
 
 
 class SslWhisper(nn.Module):
-    def __init__(self, frame_dim: int, whisper_dim: int, dim: int, heads: int, max_utterances: int,
-                 attention_channels: int, out: int):
+    def __init__(
+        self,
+        frame_dim: int,
+        whisper_dim: int,
+        dim: int,
+        heads: int,
+        max_utterances: int,
+        attention_channels: int,
+        out: int,
+    ):
         super().__init__()
         from speechbrain.lobes.models.ECAPA_TDNN import AttentiveStatisticsPooling
 
@@ -39,8 +47,13 @@ class SslWhisper(nn.Module):
         self.pool = AttentiveStatisticsPooling(dim, attention_channels=attention_channels)
         self.out = nn.Linear(2 * dim, out)
 
-    def forward(self, frames: torch.Tensor, frame_positions: torch.Tensor, whisper: torch.Tensor,
-                whisper_positions: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        frames: torch.Tensor,
+        frame_positions: torch.Tensor,
+        whisper: torch.Tensor,
+        whisper_positions: torch.Tensor,
+    ) -> torch.Tensor:
         """frames [B, L, C] with utterance indices [L]; whisper [B, Lw, W] with indices [Lw] -> [B, out]."""
         x = self.frames(frames) + self.position(frame_positions)
         x = self.norm_self(x + self.self_attention(x, x, x, need_weights=False)[0])

@@ -23,7 +23,6 @@ import numpy as np
 
 from vpeval.errors import DataError
 from vpeval.types import Utterance
-
 from vpeval_multiutt.params import MultiUttParams
 
 if TYPE_CHECKING:
@@ -261,8 +260,15 @@ class HybridSystem(System):
         from vpeval_multiutt.hybrid import HybridFusion
 
         p = self.params
-        return HybridFusion(attacker.text.sentence.dim, p.channels[-1], p.text_dim, p.hybrid_attention_dim,
-                            p.attention_heads, p.hybrid_dim, p.embedding_dim)
+        return HybridFusion(
+            attacker.text.sentence.dim,
+            p.channels[-1],
+            p.text_dim,
+            p.hybrid_attention_dim,
+            p.attention_heads,
+            p.hybrid_dim,
+            p.embedding_dim,
+        )
 
     def fusion_schedule(self) -> dict:
         p = self.params
@@ -295,8 +301,9 @@ class HybridSystem(System):
         import torch
 
         texts = attacker.texts(side)
-        fused = torch.cat([attacker.fusion(*self.inputs(attacker, [m[0]], [t]))
-                           for m, t in zip(attacker.frame_maps(side), texts)])
+        fused = torch.cat(
+            [attacker.fusion(*self.inputs(attacker, [m[0]], [t])) for m, t in zip(attacker.frame_maps(side), texts)]
+        )
         return _mean_of_unit(fused)
 
 
@@ -319,8 +326,17 @@ class RjcaSystem(System):
         from vpeval_multiutt.rjca import Rjca
 
         p = self.params
-        return Rjca(p.embedding_dim, p.text_dim, p.rjca_dim, p.rjca_recurrent_layers, p.rjca_fusion_layers,
-                    p.attention_heads, p.rjca_dropout, p.embedding_dim, global_text=self.speaker_level)
+        return Rjca(
+            p.embedding_dim,
+            p.text_dim,
+            p.rjca_dim,
+            p.rjca_recurrent_layers,
+            p.rjca_fusion_layers,
+            p.attention_heads,
+            p.rjca_dropout,
+            p.embedding_dim,
+            global_text=self.speaker_level,
+        )
 
     def fusion_step(self, attacker, utterances):
         import torch
@@ -371,24 +387,38 @@ class SslWhisperSystem(System):
         from vpeval_multiutt.ssl_whisper import SslWhisper
 
         p = self.params
-        return SslWhisper(p.channels[-1], attacker.cross_frames.dim, p.ssl_whisper_dim, p.attention_heads,
-                          p.max_utterances, p.attention_channels, p.embedding_dim)
+        return SslWhisper(
+            p.channels[-1],
+            attacker.cross_frames.dim,
+            p.ssl_whisper_dim,
+            p.attention_heads,
+            p.max_utterances,
+            p.attention_channels,
+            p.embedding_dim,
+        )
 
-    def aligned_crops(self, attacker: MultiUttAttacker, utterances: Sequence[Utterance], picks: np.ndarray,
-                      rng: np.random.Generator):
+    def aligned_crops(
+        self, attacker: MultiUttAttacker, utterances: Sequence[Utterance], picks: np.ndarray, rng: np.random.Generator
+    ):
         """Crops of the ECAPA frames and of the Whisper frames over the same stretch of each utterance."""
         import torch
 
         from vpeval_multiutt.frames import crop_at, crop_start
 
-        seconds, rate, cross_rate = self.params.crop_seconds, attacker.frames.frame_rate, attacker.cross_frames.frame_rate
+        seconds, rate, cross_rate = (
+            self.params.crop_seconds,
+            attacker.frames.frame_rate,
+            attacker.cross_frames.frame_rate,
+        )
         length, cross_length = max(1, round(seconds * rate)), max(1, round(seconds * cross_rate))
         ecapa, whisper = [], []
         for k in picks.ravel():
             frames = attacker.frames.frames(utterances[k])
             start = crop_start(len(frames), length, rng)
             ecapa.append(crop_at(frames, start, length))
-            whisper.append(crop_at(attacker.cross_frames.frames(utterances[k]), round(start * cross_rate / rate), cross_length))
+            whisper.append(
+                crop_at(attacker.cross_frames.frames(utterances[k]), round(start * cross_rate / rate), cross_length)
+            )
         return torch.from_numpy(np.stack(ecapa)), torch.from_numpy(np.stack(whisper))
 
     def fusion_step(self, attacker, utterances):
@@ -406,8 +436,12 @@ class SslWhisperSystem(System):
                 maps = attacker.audio.encoder.frame_map(frames).transpose(1, 2)  # [S*N, T, C]
             s, t, tw = len(picks), maps.shape[1], whisper.shape[1]
             positions = training_positions(n, p.max_utterances, rng)
-            return attacker.fusion(maps.reshape(s, n * t, -1), positions.repeat_interleave(t),
-                                   whisper.reshape(s, n * tw, -1), positions.repeat_interleave(tw)), 1
+            return attacker.fusion(
+                maps.reshape(s, n * t, -1),
+                positions.repeat_interleave(t),
+                whisper.reshape(s, n * tw, -1),
+                positions.repeat_interleave(tw),
+            ), 1
 
         return step
 
@@ -425,10 +459,21 @@ class SslWhisperSystem(System):
         return attacker.fusion(torch.cat(maps)[None], index(maps), torch.cat(whisper)[None], index(whisper))[0].numpy()
 
 
-SYSTEM_CLASSES: dict[str, type[System]] = {cls.name: cls for cls in (
-    MeanSystem, QueryAttentionSystem, FrameConcatSystem, TextSystem, AudioTextSystem, AudioProsodySystem,
-    HybridSystem, RjcaSystem, RjcaGlobalTextSystem, SslWhisperSystem,
-)}
+SYSTEM_CLASSES: dict[str, type[System]] = {
+    cls.name: cls
+    for cls in (
+        MeanSystem,
+        QueryAttentionSystem,
+        FrameConcatSystem,
+        TextSystem,
+        AudioTextSystem,
+        AudioProsodySystem,
+        HybridSystem,
+        RjcaSystem,
+        RjcaGlobalTextSystem,
+        SslWhisperSystem,
+    )
+}
 
 
 def system_for(params: MultiUttParams) -> System:

@@ -18,8 +18,7 @@ from torch import nn
 
 from vpeval.api import PluginContext
 from vpeval.errors import ConfigError, MissingModelError
-
-from vpeval_multiutt.training import EpochRecord, Episodes, History
+from vpeval_multiutt.training import Episodes, EpochRecord, History
 
 
 def packaged_text_model() -> Path:
@@ -67,8 +66,14 @@ class SentenceEncoder(nn.Module):
 
     def tokens(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Token states [B, L, H], padding mask [B, L] and real-token mask [B, L] (neither padding nor special)."""
-        batch = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_tokens,
-                               return_tensors="pt", return_special_tokens_mask=True)
+        batch = self.tokenizer(
+            list(texts),
+            padding=True,
+            truncation=True,
+            max_length=self.max_tokens,
+            return_tensors="pt",
+            return_special_tokens_mask=True,
+        )
         special = batch.pop("special_tokens_mask").bool()
         padding = ~batch["attention_mask"].bool()
         return self.model(**batch).last_hidden_state, padding, ~padding & ~special
@@ -164,8 +169,15 @@ def train_text(
         groups.append({"params": list(model.sentence.parameters()), "lr": lr})
     optimizer = torch.optim.AdamW(groups)
     params = [p for g in groups for p in g["params"]]
-    context.log.info("%s: %d speakers, %d batches of %d speakers x 2 x %d transcripts, %d epochs",
-                     stage, len(episodes.speakers), episodes.count(), episodes.batch_speakers, n, epochs)
+    context.log.info(
+        "%s: %d speakers, %d batches of %d speakers x 2 x %d transcripts, %d epochs",
+        stage,
+        len(episodes.speakers),
+        episodes.count(),
+        episodes.batch_speakers,
+        n,
+        epochs,
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(context.torch_seed(stage, "training"))
         for epoch in range(1, epochs + 1):
@@ -183,8 +195,9 @@ def train_text(
                 nn.utils.clip_grad_norm_(params, grad_clip)
                 optimizer.step()
                 losses.append(loss.item())
-            record = EpochRecord(stage, epoch, float(np.mean(losses)) if losses else math.nan, head_lr,
-                                 time.perf_counter() - started)
+            record = EpochRecord(
+                stage, epoch, float(np.mean(losses)) if losses else math.nan, head_lr, time.perf_counter() - started
+            )
             history.epochs.append(record)
             context.log.info("%s epoch %d/%d: loss %.4f, %.1f s", stage, epoch, epochs, record.loss, record.seconds)
     model.eval()

@@ -131,7 +131,12 @@ def train_aam(
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=lr_step, gamma=lr_gamma)
     context.log.info(
         "%s: %d speakers, %d batches of %d speakers x %d utterances per epoch, %d epochs",
-        stage, len(episodes.speakers), episodes.count(), episodes.batch_speakers, episodes.n, epochs,
+        stage,
+        len(episodes.speakers),
+        episodes.count(),
+        episodes.batch_speakers,
+        episodes.n,
+        epochs,
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(context.torch_seed(stage, "training"))
@@ -142,7 +147,9 @@ def train_aam(
             classifier.train()
             losses = []
             batches = episodes.epoch(rng)
-            for labels, picks in context.progress(batches, total=len(batches), description=f"{stage} epoch {epoch}/{epochs}"):
+            for labels, picks in context.progress(
+                batches, total=len(batches), description=f"{stage} epoch {epoch}/{epochs}"
+            ):
                 embeddings, rows = embed(picks, rng)
                 loss = classifier(embeddings, torch.from_numpy(np.repeat(labels, rows)))
                 optimizer.zero_grad()
@@ -154,5 +161,7 @@ def train_aam(
             scheduler.step()
             record = EpochRecord(stage, epoch, float(np.mean(losses)), lr_now, time.perf_counter() - started)
             history.epochs.append(record)
-            context.log.info("%s epoch %d/%d: loss %.4f, lr %.2e, %.1f s", stage, epoch, epochs, record.loss, lr_now, record.seconds)
+            context.log.info(
+                "%s epoch %d/%d: loss %.4f, lr %.2e, %.1f s", stage, epoch, epochs, record.loss, lr_now, record.seconds
+            )
     modules.eval()

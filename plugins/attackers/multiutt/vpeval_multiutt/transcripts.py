@@ -13,10 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from vpeval.api import PluginContext
-from vpeval.types import Utterance
-
 from vpeval.content_cache import JsonCache, cache_key
 from vpeval.data.fingerprint import file_hash
+from vpeval.types import Utterance
 
 ASR_RATE = 16000
 

@@ -4,6 +4,7 @@ import pytest
 from vpeval.api import SpeakerEncoder
 from vpeval.testing.dummies import make_corpus
 
+
 class BandEncoder(SpeakerEncoder):
     """A tiny speaker encoder for tests: mean log energies of 16 spectral bands, standardized on a corpus."""
 

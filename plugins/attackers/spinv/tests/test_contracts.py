@@ -1,7 +1,6 @@
 """The core's attacker contract: spinv on the fbank-rvq frontend, recovering the packaged GE2E space."""
 
 from vpeval.testing import AttackerContract
-
 from vpeval_spinv.presets import TINY
 
 

@@ -20,8 +20,12 @@ def _foreign_private_reads(path: Path) -> list[str]:
     """`x._name` where x is not self or cls (dunders allowed)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
-                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        ):
             found.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
     return found
 

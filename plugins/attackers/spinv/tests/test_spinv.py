@@ -10,9 +10,8 @@ from vpeval.api import PluginContext
 from vpeval.errors import DataError
 from vpeval.types import FrontendOutput, TrainingData, TrainingStage
 from vpeval_spinv.attacker import SpInv
-from vpeval_spinv.views import frames_for, slice_output
-
 from vpeval_spinv.presets import TINY
+from vpeval_spinv.views import frames_for, slice_output
 
 
 def make(tmp_path, encoder, frontend=None, **overrides):
@@ -86,7 +85,8 @@ def test_tokens_only_comparison(split, trained, encoder, frontend, tmp_path):
     reps = recovered_only.represent_many([[a], [b]])
     assert reps.shape[1] == 16
     assert recovered_only.score(reps[[0]], reps[[1]])[0] == pytest.approx(
-        float((unit(trained.recover(a)[None]) @ unit(trained.recover(b)[None]).T)[0, 0]))
+        float((unit(trained.recover(a)[None]) @ unit(trained.recover(b)[None]).T)[0, 0])
+    )
 
 
 def test_checkpoint_round_trip_with_weights_only(split, trained, encoder, frontend, tmp_path):
@@ -122,7 +122,9 @@ def test_user_errors(split, encoder, frontend, tmp_path):
         SpInv.Params(observed_seconds=10, local_seconds=3, global_seconds=6)
 
 
-def test_attackers_differing_only_in_how_they_attack_share_one_trained_model(split, encoder, frontend, tmp_path, monkeypatch):
+def test_attackers_differing_only_in_how_they_attack_share_one_trained_model(
+    split, encoder, frontend, tmp_path, monkeypatch
+):
     import vpeval_spinv.fit
 
     quick = {"stage_a_epochs": 2, "stage_b_epochs": 1}
@@ -150,8 +152,16 @@ def test_attackers_differing_only_in_how_they_attack_share_one_trained_model(spl
 def test_stage_b_starts_from_the_best_validation_epoch_of_stage_a(split, encoder, frontend, tmp_path):
     validation = split[1].with_speakers(split[1].speakers[:3])
     # the selection scores slices of local_seconds (the length G trains on); observe as much to compare
-    attacker = make(tmp_path, encoder, frontend, views_from="frames", stage_a_epochs=6, stage_b_epochs=0, stage_a_lr=5e-3,
-                    observed_seconds=TINY["local_seconds"])
+    attacker = make(
+        tmp_path,
+        encoder,
+        frontend,
+        views_from="frames",
+        stage_a_epochs=6,
+        stage_b_epochs=0,
+        stage_a_lr=5e-3,
+        observed_seconds=TINY["local_seconds"],
+    )
     attacker.train(TrainingData([TrainingStage("original", split[0])], validation))
     scores = [h["validation"] for h in attacker.history]
     recovered, target, _ = attacker.inversion_embeddings(validation)

@@ -15,10 +15,22 @@ def test_recovers_ge2e_embeddings_of_unseen_speakers(tmp_path):
     cpu = pytest.importorskip("vpeval_cpu_frontends.fbank_rvq")
     corpus = make_corpus(tmp_path / "c", speakers=20, utterances=5, seconds=2.5, seed=11)
     train, test = corpus.with_speakers(corpus.speakers[:14]), corpus.with_speakers(corpus.speakers[14:])
-    frontend = cpu.FbankRvqFrontend(cpu.FbankRvqFrontend.Params(codebook_size=32), plugin_context(seed=0, work_dir=tmp_path / "fe"))
+    frontend = cpu.FbankRvqFrontend(
+        cpu.FbankRvqFrontend.Params(codebook_size=32), plugin_context(seed=0, work_dir=tmp_path / "fe")
+    )
     frontend.fit(train)
-    params = {**TINY, "hidden": 64, "output_dim": 64, "local_seconds": 1.5, "global_seconds": 2.5, "observed_seconds": 2.0,
-              "stage_a_epochs": 30, "stage_b_epochs": 10, "margin_ramp_start": 3, "margin_ramp_end": 6}
+    params = {
+        **TINY,
+        "hidden": 64,
+        "output_dim": 64,
+        "local_seconds": 1.5,
+        "global_seconds": 2.5,
+        "observed_seconds": 2.0,
+        "stage_a_epochs": 30,
+        "stage_b_epochs": 10,
+        "margin_ramp_start": 3,
+        "margin_ramp_end": 6,
+    }
     attacker = SpInv(SpInv.Params(**params), plugin_context(seed=0, work_dir=tmp_path / "a"))
     attacker.frontend = frontend
     attacker.train(TrainingData([TrainingStage("original", train)]))
@@ -30,8 +42,10 @@ def test_recovers_ge2e_embeddings_of_unseen_speakers(tmp_path):
     # GE2E's own contrast on these speakers, and how much of it the recovered embeddings keep
     gap, own_gap = cos[other].mean() - cos[~same].mean(), own[other].mean() - own[~same].mean()
     constant = float(np.mean(unit(target.mean(axis=0, keepdims=True)) @ unit(target).T))  # always the mean z
-    print(f"CosSim {np.diag(cos).mean():.3f} (constant predictor {constant:.3f}); "
-          f"same-diff gap {gap:.3f} (GE2E itself {own_gap:.3f})")
+    print(
+        f"CosSim {np.diag(cos).mean():.3f} (constant predictor {constant:.3f}); "
+        f"same-diff gap {gap:.3f} (GE2E itself {own_gap:.3f})"
+    )
     # Measured 2026-11-30: 44 % of GE2E's contrast on 14 training speakers, CosSim 0.884 below the constant
     # predictor's 0.890 (an untrained G keeps no contrast);
     # with so few speakers SpInv does not get close to the target space (docs/results/spinv.md).

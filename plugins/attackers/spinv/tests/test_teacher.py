@@ -7,7 +7,15 @@ import torch
 
 from vpeval_spinv.model import DinoHead, FrameBatch, Layout, Recovery, Sizes
 from vpeval_spinv.teacher import arc_margin, ema_momentum, ema_update, update_center
-from vpeval_spinv.training import DistillSettings, SpInvNetworks, StageSettings, Views, run_stage, stage_losses, weighted_sum
+from vpeval_spinv.training import (
+    DistillSettings,
+    SpInvNetworks,
+    StageSettings,
+    Views,
+    run_stage,
+    stage_losses,
+    weighted_sum,
+)
 
 
 def test_momentum_schedule_runs_from_0996_to_09995_on_a_cosine():
@@ -52,10 +60,18 @@ def tiny_networks():
 def random_views(indices, rng):
     def batch():
         n = len(indices)
-        return FrameBatch(torch.from_numpy(rng.integers(0, 5, size=(n, 6, 2))), torch.from_numpy(rng.normal(size=(n, 6, 3))).float(),
-                          torch.ones(n, 6, dtype=torch.bool))
-    return Views([batch(), batch()], [batch(), batch()], torch.from_numpy(rng.normal(size=(len(indices), 4))).float(),
-                 torch.tensor([i % 3 for i in indices]))
+        return FrameBatch(
+            torch.from_numpy(rng.integers(0, 5, size=(n, 6, 2))),
+            torch.from_numpy(rng.normal(size=(n, 6, 3))).float(),
+            torch.ones(n, 6, dtype=torch.bool),
+        )
+
+    return Views(
+        [batch(), batch()],
+        [batch(), batch()],
+        torch.from_numpy(rng.normal(size=(len(indices), 4))).float(),
+        torch.tensor([i % 3 for i in indices]),
+    )
 
 
 @pytest.mark.parametrize("stage", ["A", "B"])
@@ -77,8 +93,15 @@ def test_training_steps_move_the_teacher_by_the_schedule(stage):
     nets.teacher_step = spy
     start = [p.clone() for p in nets.teacher_aub.parameters()]
     center_before = nets.center.clone()
-    run_stage(nets, StageSettings(stage, 3, 1e-2, weights), settings, 4, random_views,
-              lambda e: np.random.default_rng(e), lambda _: None)
+    run_stage(
+        nets,
+        StageSettings(stage, 3, 1e-2, weights),
+        settings,
+        4,
+        random_views,
+        lambda e: np.random.default_rng(e),
+        lambda _: None,
+    )
     assert len(seen) == 6 and seen[0] == pytest.approx(0.996) and seen[-1] == pytest.approx(0.9995)
     assert any(not torch.equal(a, b) for a, b in zip(start, nets.teacher_aub.parameters()))
     assert not torch.equal(center_before, nets.center)
@@ -96,8 +119,16 @@ def test_stage_ends_in_the_state_of_its_best_validation_epoch():
         states.append({k: v.clone() for k, v in nets.student.state_dict().items()})
         return next(scores)
 
-    history = run_stage(nets, StageSettings("A", 3, 1e-2, weights), settings, 4, random_views,
-                        lambda e: np.random.default_rng(e), lambda _: None, validate)
+    history = run_stage(
+        nets,
+        StageSettings("A", 3, 1e-2, weights),
+        settings,
+        4,
+        random_views,
+        lambda e: np.random.default_rng(e),
+        lambda _: None,
+        validate,
+    )
     assert [h["validation"] for h in history] == [0.1, 0.9, 0.2]
     for name, value in nets.student.state_dict().items():
         torch.testing.assert_close(value, states[1][name])
@@ -122,4 +153,6 @@ def test_dino_entropies_are_monitored_and_reach_ln_k_when_the_teacher_is_uniform
     assert float(stage_losses(nets, views, settings, None)["teacher_entropy"]) == pytest.approx(np.log(k), abs=1e-5)
     # monitors never enter eq. 6
     weights = {"align": 1.0, "rel": 0.5, "dino": 1.0, "var": 25.0, "cov": 1.0}
-    assert float(weighted_sum(terms, weights).detach()) == pytest.approx(sum(weights[n] * float(terms[n].detach()) for n in weights))
+    assert float(weighted_sum(terms, weights).detach()) == pytest.approx(
+        sum(weights[n] * float(terms[n].detach()) for n in weights)
+    )

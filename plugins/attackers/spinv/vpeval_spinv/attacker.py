@@ -41,7 +41,12 @@ class SpInvParams(Params):
         default_factory=lambda: EncoderSpec(use="ge2e"),
         description="The frozen speaker encoder F whose space is recovered {use, params} (the paper: ECAPA-TDNN; here GE2E, packaged).",
     )
-    observed_seconds: float = Field(3.0, gt=0, le=60, description="Seconds of frontend output the attack observes per utterance (Table IV sweeps 1-10).")
+    observed_seconds: float = Field(
+        3.0,
+        gt=0,
+        le=60,
+        description="Seconds of frontend output the attack observes per utterance (Table IV sweeps 1-10).",
+    )
     compare: Literal["target", "recovered"] = Field(
         "target",
         description="target: recovered test side against the target encoder's embedding of the enrollment audio; "
@@ -56,11 +61,17 @@ class SpInvParams(Params):
     dino_prototypes: int = Field(1024, ge=2, le=262144, description="K prototypes of the DINO head (not given).")
     dino_hidden: int = Field(2048, ge=2, le=16384, description="DINO head MLP width (DINO's 2048).")
     dino_bottleneck: int = Field(256, ge=2, le=4096, description="DINO head bottleneck (DINO's 256).")
-    student_temperature: float = Field(0.1, gt=0, le=100, description="tau_s of the student distribution (DINO's 0.1; not given).")
-    teacher_temperature: float = Field(0.04, gt=0, le=100, description="tau_t of the sharpened teacher (DINO's 0.04; not given).")
+    student_temperature: float = Field(
+        0.1, gt=0, le=100, description="tau_s of the student distribution (DINO's 0.1; not given)."
+    )
+    teacher_temperature: float = Field(
+        0.04, gt=0, le=100, description="tau_t of the sharpened teacher (DINO's 0.04; not given)."
+    )
     center_momentum: float = Field(0.9, ge=0, lt=1, description="DINO centre momentum (paper: 0.9).")
     ema_start: float = Field(0.996, ge=0, le=1, description="EMA teacher momentum at the first step (paper: 0.996).")
-    ema_end: float = Field(0.9995, ge=0, le=1, description="EMA momentum at the last step, cosine schedule (paper: 0.9995).")
+    ema_end: float = Field(
+        0.9995, ge=0, le=1, description="EMA momentum at the last step, cosine schedule (paper: 0.9995)."
+    )
     var_gamma: float = Field(1.0, gt=0, le=1000, description="gamma of eq. 10 (VICReg's 1).")
     var_epsilon: float = Field(1e-4, gt=0, le=1, description="epsilon of eq. 10 (VICReg's 1e-4).")
     # views (lengths not given in the paper)
@@ -88,9 +99,15 @@ class SpInvParams(Params):
     stage_b_lr: float = Field(1e-4, gt=0, le=1, description="Stage B Adam learning rate (paper: 1e-4).")
     stage_b_weights: StageBWeights = Field(default_factory=StageBWeights, description="mu_1..6 of eq. 12.")
     margin: float = Field(0.2, ge=0, lt=1.5, description="Final ArcMargin margin m (paper: 0.2).")
-    margin_ramp_start: int = Field(10, ge=0, le=10_000, description="Stage B epoch where the margin starts rising from 0 (paper: 10).")
-    margin_ramp_end: int = Field(20, ge=0, le=10_000, description="Stage B epoch where the margin reaches its final value (paper: 20).")
-    arc_scale: float = Field(30.0, gt=0, le=100, description="ArcMargin logit scale s (not given; 30 as in ArcFace speaker models).")
+    margin_ramp_start: int = Field(
+        10, ge=0, le=10_000, description="Stage B epoch where the margin starts rising from 0 (paper: 10)."
+    )
+    margin_ramp_end: int = Field(
+        20, ge=0, le=10_000, description="Stage B epoch where the margin reaches its final value (paper: 20)."
+    )
+    arc_scale: float = Field(
+        30.0, gt=0, le=100, description="ArcMargin logit scale s (not given; 30 as in ArcFace speaker models)."
+    )
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -159,7 +176,6 @@ class SpInv(Attacker):
         """z = F(x) of many utterances, from the run's content cache where present (every spinv attacker
         of a run with the same target encoder shares them), else computed with the run's workers."""
         from vpeval.content_cache import cached_map
-
         from vpeval_spinv.shared import target_extractor
 
         todo = list({_key(u): u for u in utterances if _key(u) not in self._targets}.values())
@@ -167,8 +183,13 @@ class SpInv(Attacker):
             prepare = getattr(self.encoder, "prepare", None)
             if prepare is not None:
                 prepare()  # load (or train) once, before any worker forks
-            vectors = cached_map(self.context, todo, target_extractor(self),
-                                 lambda u: self.embed_waveform(u.load(self.encoder.sample_rate)), "spinv: target embeddings")
+            vectors = cached_map(
+                self.context,
+                todo,
+                target_extractor(self),
+                lambda u: self.embed_waveform(u.load(self.encoder.sample_rate)),
+                "spinv: target embeddings",
+            )
             self._targets.update((_key(u), np.asarray(v, dtype=np.float32)) for u, v in zip(todo, vectors))
         return [self._targets[_key(u)] for u in utterances]
 
@@ -188,17 +209,20 @@ class SpInv(Attacker):
 
     def train(self, data: TrainingData) -> None:
         from vpeval_spinv.fit import fit_spinv
-
         from vpeval_spinv.shared import SAVED, shared_folder, store, training_identity
 
         self.context.apply_threads()
         corpus = data.corpus
         if len(corpus) < 2 or len(corpus.speakers) < 2:
-            raise DataError("spinv needs training speech of at least two utterances and two speakers (attacker-train split).")
+            raise DataError(
+                "spinv needs training speech of at least two utterances and two speakers (attacker-train split)."
+            )
         # attackers differing only in compare / observed_seconds share one trained G (shared.py)
         folder = shared_folder(self, training_identity(self, corpus, data.validation))
         if folder is not None and (folder / SAVED).is_file():
-            self.context.log.info("spinv: reusing the model trained for the same training parameters (%s)", folder.name[:12])
+            self.context.log.info(
+                "spinv: reusing the model trained for the same training parameters (%s)", folder.name[:12]
+            )
             self.load(folder)
             return
         self.model, self.config, self.history = fit_spinv(self, corpus, data.validation)
@@ -253,7 +277,9 @@ class SpInv(Attacker):
         dim = enroll.shape[1] // 2
         return cosine_rows(enroll[:, dim:], test[:, :dim])
 
-    def inversion_embeddings(self, corpus: Corpus, reference: Corpus | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def inversion_embeddings(
+        self, corpus: Corpus, reference: Corpus | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(recovered [U, d_z], target [U, d_z], speakers [U]) for every utterance of `corpus`, in its
         order: the inputs of the `inversion` metric (seed 002, eq. 14-15 and its verification numbers).
 
@@ -263,8 +289,10 @@ class SpInv(Attacker):
         reference = corpus if reference is None else reference
         missing = [u.id for u in corpus.utterances if u.id not in reference]
         if missing:
-            raise DataError(f"spinv: the reference corpus {reference.name} lacks utterance {missing[0]} of {corpus.name}; "
-                            "give a reference with the same utterance ids.")
+            raise DataError(
+                f"spinv: the reference corpus {reference.name} lacks utterance {missing[0]} of {corpus.name}; "
+                "give a reference with the same utterance ids."
+            )
         self.target_embeddings([reference[u.id] for u in corpus.utterances])
         items = self.context.progress(corpus.utterances, total=len(corpus), description="spinv: invert")
         rows = [(self.recover(u), self.target_embedding(reference[u.id])) for u in items]

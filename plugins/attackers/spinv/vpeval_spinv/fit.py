@@ -49,13 +49,30 @@ def fit_spinv(attacker: SpInv, corpus: Corpus, validation: Corpus | None = None)
     layout = layout_of(first)
     longest = max(p.local_seconds, p.global_seconds)  # observed_seconds may not exceed it (SpInvParams)
     targets = attacker.target_embeddings(utterances) if p.teacher_seconds is None else None
-    target_dim = len(targets[0]) if targets else len(attacker.embed_waveform(utterances[0].load(attacker.encoder.sample_rate)))
-    sizes = Sizes(p.hidden, p.layers, p.heads, p.output_dim, target_dim, frames_for(longest, first.frame_rate) + FRAME_SLACK, p.dropout)
-    config = {"layout": layout.as_dict(), "sizes": sizes.__dict__.copy(), "frame_rate": first.frame_rate,
-              "target_encoder": p.target_encoder.model_dump(), "speakers": len(corpus.speakers)}
+    target_dim = (
+        len(targets[0]) if targets else len(attacker.embed_waveform(utterances[0].load(attacker.encoder.sample_rate)))
+    )
+    sizes = Sizes(
+        p.hidden,
+        p.layers,
+        p.heads,
+        p.output_dim,
+        target_dim,
+        frames_for(longest, first.frame_rate) + FRAME_SLACK,
+        p.dropout,
+    )
+    config = {
+        "layout": layout.as_dict(),
+        "sizes": sizes.__dict__.copy(),
+        "frame_rate": first.frame_rate,
+        "target_encoder": p.target_encoder.model_dump(),
+        "speakers": len(corpus.speakers),
+    }
 
     torch.manual_seed(attacker.context.torch_seed("spinv", "init"))
-    nets = SpInvNetworks(Recovery(layout, sizes), DinoHead(p.output_dim, p.dino_hidden, p.dino_bottleneck, p.dino_prototypes))
+    nets = SpInvNetworks(
+        Recovery(layout, sizes), DinoHead(p.output_dim, p.dino_hidden, p.dino_bottleneck, p.dino_prototypes)
+    )
     speaker_index = {s: i for i, s in enumerate(corpus.speakers)}
     nets.classifier = nn.Parameter(nn.init.xavier_uniform_(torch.empty(len(speaker_index), p.hidden)))
     labels = np.array([speaker_index[u.speaker] for u in utterances])
@@ -63,7 +80,9 @@ def fit_spinv(attacker: SpInv, corpus: Corpus, validation: Corpus | None = None)
     def encode(wave: np.ndarray, what: str):
         output = attacker.frontend_output(wave)
         if layout_of(output) != layout:
-            raise DataError(f"The frontend's {what} output has layout {layout_of(output)}, unlike its first output {layout}.")
+            raise DataError(
+                f"The frontend's {what} output has layout {layout_of(output)}, unlike its first output {layout}."
+            )
         return output
 
     whole_outputs: dict[int, object] = {}
@@ -89,12 +108,29 @@ def fit_spinv(attacker: SpInv, corpus: Corpus, validation: Corpus | None = None)
             z = np.stack([targets[i] for i in indices])
         else:
             enc_rate = attacker.encoder.sample_rate
-            z = np.stack([attacker.embed_waveform(crop_waveform(utterances[i].load(enc_rate), p.teacher_seconds, enc_rate, rng)) for i in indices])
+            z = np.stack(
+                [
+                    attacker.embed_waveform(
+                        crop_waveform(utterances[i].load(enc_rate), p.teacher_seconds, enc_rate, rng)
+                    )
+                    for i in indices
+                ]
+            )
         return Views(local, global_, torch.from_numpy(z).float(), torch.from_numpy(labels[indices]))
 
     settings = DistillSettings(
-        p.student_temperature, p.teacher_temperature, p.center_momentum, p.ema_start, p.ema_end, p.var_gamma,
-        p.var_epsilon, p.margin, p.margin_ramp_start, p.margin_ramp_end, p.arc_scale, p.batch_size,
+        p.student_temperature,
+        p.teacher_temperature,
+        p.center_momentum,
+        p.ema_start,
+        p.ema_end,
+        p.var_gamma,
+        p.var_epsilon,
+        p.margin,
+        p.margin_ramp_start,
+        p.margin_ramp_end,
+        p.arc_scale,
+        p.batch_size,
     )
     stages = [
         StageSettings("A", p.stage_a_epochs, p.stage_a_lr, p.stage_a_weights.model_dump()),
@@ -106,7 +142,11 @@ def fit_spinv(attacker: SpInv, corpus: Corpus, validation: Corpus | None = None)
     history = []
     for stage in stages:
         history += run_stage(
-            nets, stage, settings, len(utterances), make_views,
+            nets,
+            stage,
+            settings,
+            len(utterances),
+            make_views,
             lambda epoch, s=stage.name: attacker.context.rng("spinv", "views", s, epoch),
             attacker.context.log.info,
             validate if stage.name == "A" else None,
@@ -123,7 +163,9 @@ def validation_cossim(attacker: SpInv, student: Recovery, corpus: Corpus, layout
     for u in corpus.utterances:
         output = attacker.frontend_output(u.load(sample_rate))
         if layout_of(output) != layout:
-            raise DataError(f"The frontend's output for {u.path} has {layout_of(output)}, unlike its training output {layout}.")
+            raise DataError(
+                f"The frontend's output for {u.path} has {layout_of(output)}, unlike its training output {layout}."
+            )
         slices.append(slice_output(output, attacker.params.local_seconds, attacker.context.rng("spinv-slice", u.id)))
     targets = attacker.target_embeddings(corpus.utterances)
     target = torch.from_numpy(np.stack(targets)).float()
@@ -131,7 +173,9 @@ def validation_cossim(attacker: SpInv, student: Recovery, corpus: Corpus, layout
     def score() -> float:
         student.eval()
         with torch.no_grad():
-            recovered = torch.cat([student(collate(slices[k : k + batch], layout, max_frames))[0] for k in range(0, len(slices), batch)])
+            recovered = torch.cat(
+                [student(collate(slices[k : k + batch], layout, max_frames))[0] for k in range(0, len(slices), batch)]
+            )
         student.train()
         return float(torch.nn.functional.cosine_similarity(recovered, target, dim=-1).mean())
 

@@ -68,7 +68,9 @@ def covariance_loss(cls: torch.Tensor) -> torch.Tensor:
     return (cov.pow(2) * off_diagonal).sum() / (views * dim)
 
 
-def arcmargin_logits(cls: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor, margin: float, scale: float) -> torch.Tensor:
+def arcmargin_logits(
+    cls: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor, margin: float, scale: float
+) -> torch.Tensor:
     """beta_{i,v,c} = s cos(alpha_{i,v,c} + m [c = y_i]), alpha = arccos(h̄ᵀ w̄_c) (eq. 13's logits).
 
     cls [V_s, B, d_h], weight [C, d_h], labels [B]. cos(alpha + m) is expanded as
@@ -83,7 +85,9 @@ def arcmargin_logits(cls: torch.Tensor, weight: torch.Tensor, labels: torch.Tens
     return scale * torch.where(is_target, shifted, cos)
 
 
-def speaker_loss(cls: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor, margin: float, scale: float) -> torch.Tensor:
+def speaker_loss(
+    cls: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor, margin: float, scale: float
+) -> torch.Tensor:
     """Eq. 13: cross-entropy of the ArcMargin logits over speakers, averaged over utterances and local views."""
     logits = arcmargin_logits(cls, weight, labels, margin, scale)
     views = logits.shape[0]

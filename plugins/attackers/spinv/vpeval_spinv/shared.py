@@ -41,16 +41,29 @@ def training_identity(attacker, corpus: Corpus, validation: Corpus | None) -> st
     params = attacker.params.model_dump(mode="json")
     for name in ATTACK_ONLY:
         params.pop(name)
-    code = source_digest(vpeval_spinv.attacker, vpeval_spinv.fit, vpeval_spinv.losses, vpeval_spinv.model,
-                         vpeval_spinv.teacher, vpeval_spinv.training, vpeval_spinv.views)
+    code = source_digest(
+        vpeval_spinv.attacker,
+        vpeval_spinv.fit,
+        vpeval_spinv.losses,
+        vpeval_spinv.model,
+        vpeval_spinv.teacher,
+        vpeval_spinv.training,
+        vpeval_spinv.views,
+    )
     frontend = attacker.attacked_frontend()
     encoder = attacker.encoder
     return identity_digest(
-        json.dumps(params, sort_keys=True), attacker.context.seed, code,
-        type(frontend).__qualname__, _code_of(frontend),
-        json.dumps(frontend.params.model_dump(mode="json"), sort_keys=True), _state_digest(frontend),
-        type(encoder).__qualname__, _code_of(encoder),
-        _speech_digest(corpus), _speech_digest(validation) if validation is not None else "",
+        json.dumps(params, sort_keys=True),
+        attacker.context.seed,
+        code,
+        type(frontend).__qualname__,
+        _code_of(frontend),
+        json.dumps(frontend.params.model_dump(mode="json"), sort_keys=True),
+        _state_digest(frontend),
+        type(encoder).__qualname__,
+        _code_of(encoder),
+        _speech_digest(corpus),
+        _speech_digest(validation) if validation is not None else "",
     )
 
 
@@ -91,8 +104,9 @@ def target_extractor(attacker) -> str:
     parameters and the experiment seed (an encoder trained in vpeval, such as ecapa, is seeded by it)."""
     encoder = attacker.encoder
     spec = attacker.params.target_encoder.model_dump(mode="json")
-    return "spinv-target-" + identity_digest(type(encoder).__qualname__, _code_of(encoder),
-                                             json.dumps(spec, sort_keys=True), attacker.context.seed)
+    return "spinv-target-" + identity_digest(
+        type(encoder).__qualname__, _code_of(encoder), json.dumps(spec, sort_keys=True), attacker.context.seed
+    )
 
 
 def _state_digest(frontend) -> str:

@@ -73,7 +73,12 @@ class SpInvNetworks:
 
     def snapshot(self) -> dict:
         """Copies of every trained tensor (student, DINO head, teachers, centre, classifier)."""
-        parts = {"student": self.student, "dino": self.dino, "teacher_aub": self.teacher_aub, "teacher_dino": self.teacher_dino}
+        parts = {
+            "student": self.student,
+            "dino": self.dino,
+            "teacher_aub": self.teacher_aub,
+            "teacher_dino": self.teacher_dino,
+        }
         state = {name: copy.deepcopy(module.state_dict()) for name, module in parts.items()}
         state["center"] = self.center.clone()
         return state
@@ -88,7 +93,9 @@ class SpInvNetworks:
         ema_update(self.teacher_dino, self.dino, momentum)
 
 
-def stage_losses(nets: SpInvNetworks, views: Views, settings: DistillSettings, margin: float | None) -> dict[str, torch.Tensor]:
+def stage_losses(
+    nets: SpInvNetworks, views: Views, settings: DistillSettings, margin: float | None
+) -> dict[str, torch.Tensor]:
     """Every loss term of one batch. `margin` None: Stage A (no speaker term).
 
     Also DINO's collapse monitors (in no stage's weights): the mean entropy of the teacher's targets q
@@ -163,7 +170,11 @@ def run_stage(
     for epoch in range(stage.epochs):
         rng = rng_for_epoch(epoch)
         order = rng.permutation(count)
-        margin = arc_margin(epoch, settings.margin, settings.margin_ramp_start, settings.margin_ramp_end) if stage.name == "B" else None
+        margin = (
+            arc_margin(epoch, settings.margin, settings.margin_ramp_start, settings.margin_ramp_end)
+            if stage.name == "B"
+            else None
+        )
         sums: dict[str, float] = {}
         started = time.perf_counter()
         for b in range(batches_per_epoch):
@@ -184,7 +195,10 @@ def run_stage(
             if best is None or means["validation"] > best[0]:
                 best = (means["validation"], epoch, nets.snapshot())
         history.append({"stage": stage.name, "epoch": epoch, **means})
-        log(f"spinv stage {stage.name} epoch {epoch + 1}/{stage.epochs}: " + ", ".join(f"{k} {v:.4f}" for k, v in means.items()))
+        log(
+            f"spinv stage {stage.name} epoch {epoch + 1}/{stage.epochs}: "
+            + ", ".join(f"{k} {v:.4f}" for k, v in means.items())
+        )
     if best is not None and best[1] != stage.epochs - 1:
         nets.restore(best[2])
         log(f"spinv stage {stage.name}: keeping epoch {best[1] + 1} (validation {best[0]:.4f})")

@@ -61,7 +61,11 @@ def collate(outputs: Sequence[FrontendOutput], layout: Layout, max_frames: int) 
     lengths = [min(max_frames, len(o.tokens) if o.tokens is not None else len(o.features)) for o in outputs]
     longest = max(lengths)
     mask = torch.zeros(len(outputs), longest, dtype=torch.bool)
-    tokens = torch.zeros(len(outputs), longest, len(layout.codebook_sizes), dtype=torch.long) if layout.codebook_sizes else None
+    tokens = (
+        torch.zeros(len(outputs), longest, len(layout.codebook_sizes), dtype=torch.long)
+        if layout.codebook_sizes
+        else None
+    )
     features = torch.zeros(len(outputs), longest, layout.feature_dim) if layout.feature_dim else None
     for i, (output, n) in enumerate(zip(outputs, lengths)):
         mask[i, :n] = True

@@ -67,8 +67,9 @@ class TokenProbe(Attacker):
         if todo:
             if self.layout is None:
                 self.layout = layout(self._encode(todo[0]))
-            vectors = cached_map(self.context, todo, self._extractor_identity(), self._compute_statistics,
-                                 "token-probe: encode")
+            vectors = cached_map(
+                self.context, todo, self._extractor_identity(), self._compute_statistics, "token-probe: encode"
+            )
             self._cache.update((_key(u), v) for u, v in zip(todo, vectors))
         return [self._cache[_key(u)] for u in utterances]
 
@@ -94,8 +95,13 @@ class TokenProbe(Attacker):
             frontend.save(Path(folder))
             state = [p.read_bytes() for p in sorted(Path(folder).rglob("*")) if p.is_file()]
         return "token-probe-" + identity_digest(
-            source_digest(statistics, sys.modules[__name__]), self.params.feature_std, type(frontend).__qualname__,
-            frontend.distribution, frontend.version, frontend.params.model_dump_json(), *state,
+            source_digest(statistics, sys.modules[__name__]),
+            self.params.feature_std,
+            type(frontend).__qualname__,
+            frontend.distribution,
+            frontend.version,
+            frontend.params.model_dump_json(),
+            *state,
         )
 
     def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:

@@ -29,11 +29,20 @@ def test_ctrl_c_mid_parallel_generation_is_quiet_and_prompt(tmp_path):
     script = tmp_path / "generate.py"
     script.write_text(SCRIPT)
     work = tmp_path / "work"
-    process = subprocess.Popen([sys.executable, str(script), str(work)], stderr=subprocess.PIPE, text=True,
-                               start_new_session=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(work)],
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     try:
         deadline = time.monotonic() + 90
-        while not list(work.glob("synth-*.partial-*/audio/*/*.wav")) and time.monotonic() < deadline and process.poll() is None:
+        while (
+            not list(work.glob("synth-*.partial-*/audio/*/*.wav"))
+            and time.monotonic() < deadline
+            and process.poll() is None
+        ):
             time.sleep(0.05)
         assert process.poll() is None, process.communicate()[1]
         os.killpg(process.pid, signal.SIGINT)

@@ -34,7 +34,9 @@ def test_killed_generation_is_cleaned_at_the_next_start(tmp_path, make_source):
     child = subprocess.Popen([sys.executable, "-c", GENERATE, str(tmp_path)])
     try:
         # Kill it once it has written some audio into its partial folder.
-        partial = _wait_for(lambda: next((p for p in tmp_path.glob("synth-*.partial-*") if any(p.rglob("*.wav"))), None))
+        partial = _wait_for(
+            lambda: next((p for p in tmp_path.glob("synth-*.partial-*") if any(p.rglob("*.wav"))), None)
+        )
         assert partial.name.endswith(f".partial-{child.pid}")
     finally:
         child.send_signal(signal.SIGKILL)

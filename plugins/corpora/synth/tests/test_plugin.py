@@ -61,9 +61,15 @@ def test_the_multiutt_preset_gives_pools_for_n_up_to_15_on_both_sides(tmp_path, 
     settings = make_source(tmp_path, preset="multiutt").settings()
     assert settings.utterances >= 40
     utts = [
-        Utterance(id=f"s{s:03d}-{j:03d}", speaker=f"s{s:03d}", path="/none", gender="fm"[s % 2],
-                  session=f"c{j % settings.sessions}")
-        for s in range(settings.speakers) for j in range(settings.utterances)
+        Utterance(
+            id=f"s{s:03d}-{j:03d}",
+            speaker=f"s{s:03d}",
+            path="/none",
+            gender="fm"[s % 2],
+            session=f"c{j % settings.sessions}",
+        )
+        for s in range(settings.speakers)
+        for j in range(settings.utterances)
     ]
     plan = make_plan(Corpus("labels", utts), PlanSettings(enroll_utterances=[1, 5, 10, 15], n1_trials="n-vs-n"))
     assert {len(t.enroll) for t in plan.trial_lists[15].trials} == {15}

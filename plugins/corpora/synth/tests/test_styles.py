@@ -17,10 +17,14 @@ def test_strength_one_is_the_style_itself_and_two_doubles_the_offsets():
 
 def test_default_strength_keeps_the_corpus_identity(tmp_path, make_source):
     # Corpora made before style_strength existed keep their fingerprint (and so every cached result).
-    assert make_source(tmp_path, preset="tiny").fingerprint() == make_source(
-        tmp_path, preset="tiny", style_strength=1.0).fingerprint()
-    assert make_source(tmp_path, preset="tiny").fingerprint() != make_source(
-        tmp_path, preset="tiny", style_strength=2.0).fingerprint()
+    assert (
+        make_source(tmp_path, preset="tiny").fingerprint()
+        == make_source(tmp_path, preset="tiny", style_strength=1.0).fingerprint()
+    )
+    assert (
+        make_source(tmp_path, preset="tiny").fingerprint()
+        != make_source(tmp_path, preset="tiny", style_strength=2.0).fingerprint()
+    )
 
 
 def pitch_spread(path: str) -> float:
@@ -48,6 +52,7 @@ def test_emotion_preset_balances_emotions_and_spreads_their_pitch(tmp_path, make
 
 def test_extreme_styles_still_fit_the_length_limits(tmp_path, make_source):
     # Sad at strength 3 speaks at half the speaker's rate; the generator adjusts the rate to fit 2-4 s.
-    corpus = make_source(tmp_path, preset="tiny", style_strength=3.0, emotion_share=1.0, speakers=6,
-                         utterances=10, seed=1).load()
+    corpus = make_source(
+        tmp_path, preset="tiny", style_strength=3.0, emotion_share=1.0, speakers=6, utterances=10, seed=1
+    ).load()
     assert len(corpus) == 60 and all(2.0 <= u.duration <= 4.0 for u in corpus)

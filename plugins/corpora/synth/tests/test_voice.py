@@ -19,8 +19,10 @@ def test_female_and_male_f0_in_their_bands(tiny_source, tiny_corpus):
     settings = tiny_source.settings()
     for index, speaker in enumerate(tiny_corpus.speakers):
         utterances = tiny_corpus.by_speaker()[speaker]
-        f0 = np.median([_median_f0(u.path) for u in utterances if u.emotion == "neutral"] or
-                       [_median_f0(u.path) for u in utterances])
+        f0 = np.median(
+            [_median_f0(u.path) for u in utterances if u.emotion == "neutral"]
+            or [_median_f0(u.path) for u in utterances]
+        )
         gender = tiny_corpus.gender_of(speaker)
         _, _, low, high = F0_BANDS[gender]
         # A wrong resampling ratio would shift F0 by 22050/16000 or double it: the margin is smaller.

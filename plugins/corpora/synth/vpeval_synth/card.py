@@ -60,12 +60,19 @@ def render_markdown(card: dict) -> str:
     ]
     cues = card.get("cues_demo")
     if cues:
-        lines += ["", f"## Identity cues (EER, demo preset, seed {cues['seed']}, measured by benchmarks/synth_generation.py)",
-                  "", cue_table(cues)]
+        lines += [
+            "",
+            f"## Identity cues (EER, demo preset, seed {cues['seed']}, measured by benchmarks/synth_generation.py)",
+            "",
+            cue_table(cues),
+        ]
         wer = cues.get("whisper_tiny_en_wer")
         if wer:
-            lines += ["", f"Whisper tiny.en (int8) reads the demo speech at {100 * wer['wer']:.1f} % WER "
-                          f"({wer['utterances']} utterances)."]
+            lines += [
+                "",
+                f"Whisper tiny.en (int8) reads the demo speech at {100 * wer['wer']:.1f} % WER "
+                f"({wer['utterances']} utterances).",
+            ]
     return "\n".join(lines) + "\n"
 
 

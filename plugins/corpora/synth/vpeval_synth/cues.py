@@ -110,9 +110,29 @@ def measure_cues(corpus: Corpus, set_size: int = 5) -> list[dict]:
     one, many = "1 utterance", f"sets of {set_size}"
     return [
         {"cue": "MFCC statistics (cosine)", "trials": one, "eer": _pair_eer(_cosine_matrix(mfcc), speakers, genders)},
-        {"cue": "MFCC statistics (cosine)", "trials": many, "eer": _pair_eer(_cosine_matrix(set_mean(mfcc)), set_speakers, set_genders)},
-        {"cue": "transcript TF-IDF (cosine)", "trials": one, "eer": _pair_eer(text_similarity(texts), speakers, genders)},
-        {"cue": "transcript TF-IDF (cosine)", "trials": many, "eer": _pair_eer(text_similarity(set_texts), set_speakers, set_genders)},
-        {"cue": "prosody: F0 mean, F0 spread, rate (distance)", "trials": one, "eer": _pair_eer(_distance_matrix(pros), speakers, genders)},
-        {"cue": "prosody: F0 mean, F0 spread, rate (distance)", "trials": many, "eer": _pair_eer(_distance_matrix(set_mean(pros)), set_speakers, set_genders)},
+        {
+            "cue": "MFCC statistics (cosine)",
+            "trials": many,
+            "eer": _pair_eer(_cosine_matrix(set_mean(mfcc)), set_speakers, set_genders),
+        },
+        {
+            "cue": "transcript TF-IDF (cosine)",
+            "trials": one,
+            "eer": _pair_eer(text_similarity(texts), speakers, genders),
+        },
+        {
+            "cue": "transcript TF-IDF (cosine)",
+            "trials": many,
+            "eer": _pair_eer(text_similarity(set_texts), set_speakers, set_genders),
+        },
+        {
+            "cue": "prosody: F0 mean, F0 spread, rate (distance)",
+            "trials": one,
+            "eer": _pair_eer(_distance_matrix(pros), speakers, genders),
+        },
+        {
+            "cue": "prosody: F0 mean, F0 spread, rate (distance)",
+            "trials": many,
+            "eer": _pair_eer(_distance_matrix(set_mean(pros)), set_speakers, set_genders),
+        },
     ]

@@ -155,7 +155,9 @@ def _utterance(settings: Settings, speaker: Speaker, engine, rng: np.random.Gene
         else:
             break
     else:
-        raise RuntimeError(f"could not fit an utterance of {speaker.id} into {settings.min_seconds}-{settings.max_seconds} s")
+        raise RuntimeError(
+            f"could not fit an utterance of {speaker.id} into {settings.min_seconds}-{settings.max_seconds} s"
+        )
     speech = add_breath(speech, settings.sample_rate, speaker.voice.breath_db, rng)
     before, after = (np.round(pads * settings.sample_rate)).astype(int)
     audio = np.concatenate([np.zeros(before, np.float32), speech, np.zeros(after, np.float32)])

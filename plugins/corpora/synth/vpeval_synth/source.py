@@ -39,36 +39,78 @@ class SynthCorpus(CorpusSource):
 
     class Params(BaseParams):
         preset: Literal["tiny", "demo", "large", "emotion", "multiutt"] = Field(
-            "demo", description="tiny: 6x6 short utterances for tests; demo: 40 speakers x 20; large: 300 x 20; "
+            "demo",
+            description="tiny: 6x6 short utterances for tests; demo: 40 speakers x 20; large: 300 x 20; "
             "emotion: 24 x 24 with balanced, strong emotions; multiutt: 40 x 48 of 2-6 s, for N up to 15 on both "
-            "trial sides (seed 000).")
+            "trial sides (seed 000).",
+        )
         # Upper bounds: generation runs about 20 utterances a second per core, so a typo such as
         # speakers: 1000000000000 would generate for ever; MAX_UTTERANCES in all is hours already.
         speakers: int | None = Field(None, ge=2, le=10_000, description="Number of speakers (overrides the preset).")
-        utterances: int | None = Field(None, ge=1, le=1_000, description="Utterances per speaker (overrides the preset).")
+        utterances: int | None = Field(
+            None, ge=1, le=1_000, description="Utterances per speaker (overrides the preset)."
+        )
         seed: int | None = Field(None, ge=0, le=2**32 - 1, description="Corpus seed; None uses the experiment seed.")
-        sample_rate: int = Field(16000, ge=8000, le=96000, description="Output sample rate in Hz (espeak-ng makes 22050 Hz; resampled with soxr).")
+        sample_rate: int = Field(
+            16000,
+            ge=8000,
+            le=96000,
+            description="Output sample rate in Hz (espeak-ng makes 22050 Hz; resampled with soxr).",
+        )
         engine: Literal["espeak"] = Field("espeak", description="Speech engine: espeak-ng formant synthesis.")
-        min_seconds: float | None = Field(None, ge=1.0, le=59.0, description="Shortest utterance in seconds (preset: 2).")
-        max_seconds: float | None = Field(None, ge=2.0, le=60.0, description="Longest utterance in seconds (preset: 8, tiny 4).")
-        sessions: int = Field(4, ge=1, le=1_000, description="Recording sessions per speaker; utterance j is in session j mod sessions.")
+        min_seconds: float | None = Field(
+            None, ge=1.0, le=59.0, description="Shortest utterance in seconds (preset: 2)."
+        )
+        max_seconds: float | None = Field(
+            None, ge=2.0, le=60.0, description="Longest utterance in seconds (preset: 8, tiny 4)."
+        )
+        sessions: int = Field(
+            4, ge=1, le=1_000, description="Recording sessions per speaker; utterance j is in session j mod sessions."
+        )
         # Beyond 3 standard-deviation multiples, formant frequencies of some voices turn negative.
-        voice_spread: float = Field(1.0, ge=0.0, le=3.0, description="How far speakers' voices differ (scales pitch, formant and rate spreads).")
+        voice_spread: float = Field(
+            1.0, ge=0.0, le=3.0, description="How far speakers' voices differ (scales pitch, formant and rate spreads)."
+        )
         # Above about 1e307 numpy's Dirichlet draws overflow to NaN probabilities; at 1000 every speaker's
         # preferences are already uniform to three digits.
-        idiolect_alpha: float = Field(0.3, gt=0.0, le=1000.0, description="Dirichlet concentration of each speaker's word preferences; smaller = stronger habits.")
+        idiolect_alpha: float = Field(
+            0.3,
+            gt=0.0,
+            le=1000.0,
+            description="Dirichlet concentration of each speaker's word preferences; smaller = stronger habits.",
+        )
         favourites: int = Field(2, ge=0, le=100, description="Favourite phrases per speaker.")
-        emotion_share: float | None = Field(None, ge=0.0, le=1.0, description="Share of utterances spoken happy, sad or angry, the rest neutral (preset: 0.4; emotion: 0.75).")
+        emotion_share: float | None = Field(
+            None,
+            ge=0.0,
+            le=1.0,
+            description="Share of utterances spoken happy, sad or angry, the rest neutral (preset: 0.4; emotion: 0.75).",
+        )
         style_strength: float | None = Field(  # above 4, sad speech reaches a rate of zero
-            None, ge=0.0, le=4.0, description="Scales how far happy, sad and angry depart from neutral in pitch level and "
-            "range, rate, intensity and tilt (preset: 1; emotion: 2, like acted emotional speech).")
-        session_variation: float = Field(1.0, ge=0.0, le=3.0, description="Scales per-session channels and per-utterance rate, pitch and tilt jitter (0 = none).")
+            None,
+            ge=0.0,
+            le=4.0,
+            description="Scales how far happy, sad and angry depart from neutral in pitch level and "
+            "range, rate, intensity and tilt (preset: 1; emotion: 2, like acted emotional speech).",
+        )
+        session_variation: float = Field(
+            1.0,
+            ge=0.0,
+            le=3.0,
+            description="Scales per-session channels and per-utterance rate, pitch and tilt jitter (0 = none).",
+        )
         snr_db: tuple[Annotated[float, Field(ge=-10.0, le=100.0)], Annotated[float, Field(ge=-10.0, le=100.0)]] = Field(
-            (25.0, 40.0), description="Range [low, high] of signal-to-noise ratios in dB (-10 to 100), drawn per utterance.")
+            (25.0, 40.0),
+            description="Range [low, high] of signal-to-noise ratios in dB (-10 to 100), drawn per utterance.",
+        )
         # No RMS level reaches 0 dBFS (loud takes are limited to peak 0.98); below -60 is noise floor.
         level_db: tuple[Annotated[float, Field(ge=-60.0, le=0.0)], Annotated[float, Field(ge=-60.0, le=0.0)]] = Field(
-            (-32.0, -18.0), description="Range [low, high] of speech RMS levels in dBFS (-60 to 0), drawn per utterance.")
-        workers: int = Field(1, ge=1, le=256, description="Processes generating in parallel (does not change the audio).")
+            (-32.0, -18.0),
+            description="Range [low, high] of speech RMS levels in dBFS (-60 to 0), drawn per utterance.",
+        )
+        workers: int = Field(
+            1, ge=1, le=256, description="Processes generating in parallel (does not change the audio)."
+        )
 
         @field_validator("snr_db", "level_db")
         @classmethod
@@ -121,8 +163,12 @@ class SynthCorpus(CorpusSource):
         settings = asdict(self.settings())
         if settings["style_strength"] == 1.0:  # added later: corpora made before it keep their identity
             del settings["style_strength"]
-        key = {"generator": GENERATOR_VERSION, "engine": self.params.engine, "espeakng-loader": espeak_version(),
-               "settings": settings}
+        key = {
+            "generator": GENERATOR_VERSION,
+            "engine": self.params.engine,
+            "espeakng-loader": espeak_version(),
+            "settings": settings,
+        }
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
     def cache_folder(self) -> Path:
@@ -141,20 +187,30 @@ class SynthCorpus(CorpusSource):
             rows = _read_manifest(folder)
         utterances = [
             Utterance(
-                id=r["id"], speaker=r["speaker"], path=str(folder / r["path"]), gender=r["gender"],
-                transcript=r["transcript"], emotion=r["emotion"], session=r["session"],
-                sample_rate=int(r["sample_rate"]), duration=float(r["duration"]),
+                id=r["id"],
+                speaker=r["speaker"],
+                path=str(folder / r["path"]),
+                gender=r["gender"],
+                transcript=r["transcript"],
+                emotion=r["emotion"],
+                session=r["session"],
+                sample_rate=int(r["sample_rate"]),
+                duration=float(r["duration"]),
             )
             for r in rows
         ]
         card = json.loads((folder / "card.json").read_text())
-        return Corpus(name=f"synth-{self.params.preset}", utterances=utterances, fingerprint=self.fingerprint(),
-                      info={"card": card, "folder": str(folder)})
+        return Corpus(
+            name=f"synth-{self.params.preset}",
+            utterances=utterances,
+            fingerprint=self.fingerprint(),
+            info={"card": card, "folder": str(folder)},
+        )
 
     def _build(self, folder: Path) -> None:
         """Generate into a temporary folder and rename it, so an interrupted run leaves no half corpus."""
-        from vpeval_synth.card import make_card, write_card
         from vpeval_espeak.driver import espeak_version, require_espeak
+        from vpeval_synth.card import make_card, write_card
         from vpeval_synth.generate import GENERATOR_VERSION, generate_speaker
 
         require_espeak("The synth corpus")
@@ -162,8 +218,12 @@ class SynthCorpus(CorpusSource):
         partial = folder.with_name(f"{folder.name}.partial-{os.getpid()}")
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
-        self.context.log.info("generating synth corpus (%d speakers x %d utterances) in %s",
-                              settings.speakers, settings.utterances, folder)
+        self.context.log.info(
+            "generating synth corpus (%d speakers x %d utterances) in %s",
+            settings.speakers,
+            settings.utterances,
+            folder,
+        )
         indices = range(settings.speakers)
         if self.params.workers > 1:
             import multiprocessing
@@ -172,8 +232,9 @@ class SynthCorpus(CorpusSource):
             from vpeval.executor import children_ignore_interrupts, ignore_interrupts, stop_pool
 
             # Ctrl-C is the parent's to report: workers ignore it, and the parent ends them at once.
-            pool = ProcessPoolExecutor(self.params.workers, mp_context=multiprocessing.get_context("spawn"),
-                                       initializer=ignore_interrupts)
+            pool = ProcessPoolExecutor(
+                self.params.workers, mp_context=multiprocessing.get_context("spawn"), initializer=ignore_interrupts
+            )
             try:
                 with children_ignore_interrupts():  # spawned while submitting
                     jobs = pool.map(generate_speaker, [settings] * len(indices), indices, [partial] * len(indices))
@@ -183,8 +244,10 @@ class SynthCorpus(CorpusSource):
                 raise
             pool.shutdown()
         else:
-            per_speaker = [generate_speaker(settings, i, partial)
-                           for i in self.context.progress(indices, total=len(indices), description="synth: speakers")]
+            per_speaker = [
+                generate_speaker(settings, i, partial)
+                for i in self.context.progress(indices, total=len(indices), description="synth: speakers")
+            ]
         rows = [row for speaker_rows in per_speaker for row in speaker_rows]
         with open(partial / "manifest.csv", "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=MANIFEST_COLUMNS)

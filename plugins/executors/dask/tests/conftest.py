@@ -11,7 +11,9 @@ def tiny_plugins():
     """tiny_plugins.py registered in this process's plugin manager (loaded by path: tests are not a package)."""
     from vpeval.plugins import get_plugin_manager
 
-    spec = importlib.util.spec_from_file_location("vpeval_dask_tiny_plugins", Path(__file__).with_name("tiny_plugins.py"))
+    spec = importlib.util.spec_from_file_location(
+        "vpeval_dask_tiny_plugins", Path(__file__).with_name("tiny_plugins.py")
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # the config hashes a plugin's source through its module
     spec.loader.exec_module(module)
@@ -49,8 +51,12 @@ def executor(cluster):
 
     def make(cache_root: Path | None = None, workers: int = 1, threads: int = 1, **params) -> DaskExecutor:
         options = {} if cache_root is None else {"cache_root": cache_root}
-        made.append(DaskExecutor(DaskExecutor.Params(address=cluster.scheduler_address, **params),
-                                 PluginContext(workers=workers, threads=threads, options=options)))
+        made.append(
+            DaskExecutor(
+                DaskExecutor.Params(address=cluster.scheduler_address, **params),
+                PluginContext(workers=workers, threads=threads, options=options),
+            )
+        )
         return made[-1]
 
     yield make

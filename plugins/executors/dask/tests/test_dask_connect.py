@@ -106,14 +106,17 @@ def test_a_server_that_accepts_and_says_nothing_is_one_sentence_within_the_timeo
     assert "correct `executor.params.address`" in message
 
 
-@pytest.mark.parametrize("garbage", [
-    b"\xff" * 64,  # read as a frame length of 2**64 - 1 bytes: distributed would try to allocate it
-    b"\x00\x00\x00\x00\x00\x00\x00\x7f" + b"\x00" * 56,  # ~9e18 bytes
-    b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",  # a web server on the port
-    b"SSH-2.0-OpenSSH_9.6\r\n",
-    b"\x10\x00\x00\x00\x00\x00\x00\x00" + b"\x01\x02\x03",  # a plausible length, then too few bytes
-    bytes(range(256)) * 4,
-])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"\xff" * 64,  # read as a frame length of 2**64 - 1 bytes: distributed would try to allocate it
+        b"\x00\x00\x00\x00\x00\x00\x00\x7f" + b"\x00" * 56,  # ~9e18 bytes
+        b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",  # a web server on the port
+        b"SSH-2.0-OpenSSH_9.6\r\n",
+        b"\x10\x00\x00\x00\x00\x00\x00\x00" + b"\x01\x02\x03",  # a plausible length, then too few bytes
+        bytes(range(256)) * 4,
+    ],
+)
 def test_garbage_bytes_are_one_sentence_not_a_memory_error_or_a_hang(server, garbage):
     message, _ = connect_error(server(garbage).address)
     assert any(what in message for what in ("not Dask's protocol", "gave no Dask answer", "closed it")), message

@@ -33,7 +33,9 @@ metrics: [tiny-eer]
 
 
 def run(root: Path, text: str):
-    return Runner(load_experiment_text(text, "exp.yaml"), cache_root=root / "cache", output=root / "run", quiet=True).run()
+    return Runner(
+        load_experiment_text(text, "exp.yaml"), cache_root=root / "cache", output=root / "run", quiet=True
+    ).run()
 
 
 def test_dask_gives_the_local_executors_bytes_and_numbers(tmp_path, tiny_plugins, cluster):
@@ -44,8 +46,10 @@ def test_dask_gives_the_local_executors_bytes_and_numbers(tmp_path, tiny_plugins
     assert (tmp_path / "dask" / "run" / "results.json").read_text().count('"value"') > 0
     files = {}
     for name in ("local", "dask"):
-        files[name] = {p.relative_to(tmp_path / name / "cache").as_posix(): p.read_bytes()
-                       for p in (tmp_path / name / "cache" / "anonymize").rglob("*.wav")}
+        files[name] = {
+            p.relative_to(tmp_path / name / "cache").as_posix(): p.read_bytes()
+            for p in (tmp_path / name / "cache" / "anonymize").rglob("*.wav")
+        }
     assert len(files["local"]) >= 32 and files["dask"] == files["local"]
 
 

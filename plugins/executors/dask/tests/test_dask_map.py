@@ -38,7 +38,9 @@ metrics: [tiny-eer]
 
 
 def run(root: Path, text: str):
-    return Runner(load_experiment_text(text, "exp.yaml"), cache_root=root / "cache", output=root / "run", quiet=True).run()
+    return Runner(
+        load_experiment_text(text, "exp.yaml"), cache_root=root / "cache", output=root / "run", quiet=True
+    ).run()
 
 
 def cached_vectors(root: Path) -> dict[str, bytes]:
@@ -47,7 +49,9 @@ def cached_vectors(root: Path) -> dict[str, bytes]:
 
 
 def finished_keys(client) -> set[str]:
-    return client.run_on_scheduler(lambda dask_scheduler: {str(e[0]) for e in dask_scheduler.transition_log if e[2] == "memory"})
+    return client.run_on_scheduler(
+        lambda dask_scheduler: {str(e[0]) for e in dask_scheduler.transition_log if e[2] == "memory"}
+    )
 
 
 def test_embed_and_frontend_stages_run_on_the_workers_with_the_local_numbers(tmp_path, tiny_plugins, cluster):
@@ -62,7 +66,9 @@ def test_embed_and_frontend_stages_run_on_the_workers_with_the_local_numbers(tmp
     with Client(cluster.scheduler_address) as client:
         stages = {key.rsplit("-", 2)[0] for key in finished_keys(client)}
     for stage in ("ge2e", "fbank-rvq", "token-probe"):
-        assert any(s.startswith(f"vpeval-{stage}") for s in stages), f"no {stage} task ran on the workers: {sorted(stages)}"
+        assert any(s.startswith(f"vpeval-{stage}") for s in stages), (
+            f"no {stage} task ran on the workers: {sorted(stages)}"
+        )
     note = (tmp_path / "dask" / "run" / "run.log").read_text()
     assert "cannot be pickled" not in note
 
@@ -147,12 +153,30 @@ def test_a_map_whose_every_worker_died_sends_its_function_again(tmp_path, execut
 
 
 def test_a_context_sent_to_a_worker_leaves_the_runs_parts_here(tmp_path):
-    context = PluginContext(seed=7, work_dir=tmp_path, threads=2, workers=4, log=logging.getLogger("vpeval.x"),
-                            plugin_factory=lambda *a: None, progress_factory=lambda *a, **k: a[0],
-                            options={"cache_root": tmp_path}, executor=object())
+    context = PluginContext(
+        seed=7,
+        work_dir=tmp_path,
+        threads=2,
+        workers=4,
+        log=logging.getLogger("vpeval.x"),
+        plugin_factory=lambda *a: None,
+        progress_factory=lambda *a, **k: a[0],
+        options={"cache_root": tmp_path},
+        executor=object(),
+    )
     shipped = pickle.loads(pickle.dumps(context))
-    assert (shipped.seed, shipped.work_dir, shipped.threads, shipped.options) == (7, tmp_path, 2, {"cache_root": tmp_path})
+    assert (shipped.seed, shipped.work_dir, shipped.threads, shipped.options) == (
+        7,
+        tmp_path,
+        2,
+        {"cache_root": tmp_path},
+    )
     assert shipped.log is logging.getLogger("vpeval.x")
-    assert (shipped.plugin_factory, shipped.progress_factory, shipped.executor, shipped.workers) == (None, None, None, 1)
+    assert (shipped.plugin_factory, shipped.progress_factory, shipped.executor, shipped.workers) == (
+        None,
+        None,
+        None,
+        1,
+    )
     assert context.executor is not None and context.workers == 4  # the original keeps them
     assert copy.copy(context).plugin_factory is context.plugin_factory  # a copy in this process does too

@@ -28,17 +28,22 @@ def open_client(address: str, timeout: float):
 
     kind = identify(address, timeout)
     if "Scheduler" not in kind:
-        raise PluginError(f"executor dask: no Dask scheduler at {address}: a Dask {kind} answers there, not a scheduler; "
-                          f"give the scheduler's address in `executor.params.address`.")
+        raise PluginError(
+            f"executor dask: no Dask scheduler at {address}: a Dask {kind} answers there, not a scheduler; "
+            f"give the scheduler's address in `executor.params.address`."
+        )
     try:
         return call_with_deadline(lambda: Client(address, timeout=f"{timeout}s"), timeout + 1.0)
     except TimeoutError:
-        raise PluginError(f"executor dask: no Dask scheduler at {address}: it identified itself as a scheduler, then "
-                          f"did not accept the client within {timeout:g} s; check the scheduler's log and the "
-                          f"versions of dask and distributed on both sides.") from None
+        raise PluginError(
+            f"executor dask: no Dask scheduler at {address}: it identified itself as a scheduler, then "
+            f"did not accept the client within {timeout:g} s; check the scheduler's log and the "
+            f"versions of dask and distributed on both sides."
+        ) from None
     except Exception as exc:  # OSError, ValueError, ImportError (version mismatch), whatever the peer sent
-        raise PluginError(f"executor dask: no Dask scheduler at {address}: connecting failed ({describe(exc)}); "
-                          f"{TO_DO}.") from None
+        raise PluginError(
+            f"executor dask: no Dask scheduler at {address}: connecting failed ({describe(exc)}); {TO_DO}."
+        ) from None
 
 
 def identify(address: str, timeout: float) -> str:
@@ -51,13 +56,16 @@ def identify(address: str, timeout: float) -> str:
         address = normalize_address(address)  # 10.0.0.5:8786 -> tcp://10.0.0.5:8786, as Client reads it
         endpoint = get_address_host_port(address) if address.startswith(("tcp://", "tls://")) else None
     except (ValueError, TypeError) as exc:
-        raise PluginError(f"executor dask: the scheduler address {address!r} cannot be used ({describe(exc)}); "
-                          "write it as tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786.") from None
+        raise PluginError(
+            f"executor dask: the scheduler address {address!r} cannot be used ({describe(exc)}); "
+            "write it as tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786."
+        ) from None
     stage: list[str] = ["connect"]  # how far the exchange got, for the sentence
     try:
-        reply = call_with_deadline(lambda: asyncio.run(asyncio.wait_for(_identity(address, endpoint, timeout, stage), timeout)),
-                                   timeout + 1.0)
-    except (TimeoutError, asyncio.TimeoutError):
+        reply = call_with_deadline(
+            lambda: asyncio.run(asyncio.wait_for(_identity(address, endpoint, timeout, stage), timeout)), timeout + 1.0
+        )
+    except TimeoutError:
         if stage[0] == "connect":
             what = f"nothing accepted a connection within {timeout:g} s"
         else:
@@ -65,17 +73,25 @@ def identify(address: str, timeout: float) -> str:
         raise PluginError(f"executor dask: no Dask scheduler at {address}: {what}; {TO_DO}.") from None
     except (OSError, CommClosedError) as exc:
         if stage[0] == "connect":
-            raise PluginError(f"executor dask: no Dask scheduler at {address}: nothing accepts connections there "
-                              f"({describe(exc)}); {TO_DO}.") from None
-        raise PluginError(f"executor dask: no Dask scheduler at {address}: the peer accepted the connection, then "
-                          f"closed it without speaking Dask's protocol; {TO_DO}.") from None
+            raise PluginError(
+                f"executor dask: no Dask scheduler at {address}: nothing accepts connections there "
+                f"({describe(exc)}); {TO_DO}."
+            ) from None
+        raise PluginError(
+            f"executor dask: no Dask scheduler at {address}: the peer accepted the connection, then "
+            f"closed it without speaking Dask's protocol; {TO_DO}."
+        ) from None
     except Exception as exc:  # MemoryError, ValueError, msgpack errors, ...: bytes that are not Dask messages
-        raise PluginError(f"executor dask: no Dask scheduler at {address}: the peer answered with bytes that are not "
-                          f"Dask's protocol ({describe(exc)}); {TO_DO}.") from None
+        raise PluginError(
+            f"executor dask: no Dask scheduler at {address}: the peer answered with bytes that are not "
+            f"Dask's protocol ({describe(exc)}); {TO_DO}."
+        ) from None
     kind = reply.get("type") if isinstance(reply, dict) else None
     if not isinstance(kind, str):
-        raise PluginError(f"executor dask: no Dask scheduler at {address}: the peer speaks Dask's protocol but did not "
-                          f"say what it is; {TO_DO}.")
+        raise PluginError(
+            f"executor dask: no Dask scheduler at {address}: the peer speaks Dask's protocol but did not "
+            f"say what it is; {TO_DO}."
+        )
     return kind
 
 

@@ -30,7 +30,6 @@ from vpeval.api import Executor, Params
 from vpeval.errors import PluginError
 from vpeval_dask.connect import open_client
 
-
 # Functions unpickled in this (worker) process, by digest: one copy per process, whatever the batches.
 _LOADED: OrderedDict[str, Callable[[Any], Any]] = OrderedDict()
 _LOADED_KEPT = 4  # a long-lived worker serves many stages; older functions (and their models) are dropped
@@ -94,12 +93,29 @@ class DaskExecutor(Executor):
     remote = True
 
     class Params(Params):
-        address: str | None = Field(default=None, description="scheduler address such as tcp://10.0.0.5:8786; none: a LocalCluster on this machine")
-        workers: int = Field(default=2, ge=1, le=1024, description="LocalCluster worker processes (unused with `address`)")
-        threads_per_worker: int = Field(default=1, ge=1, le=1024, description="LocalCluster threads per worker process (1 keeps torch and BLAS deterministic)")
+        address: str | None = Field(
+            default=None,
+            description="scheduler address such as tcp://10.0.0.5:8786; none: a LocalCluster on this machine",
+        )
+        workers: int = Field(
+            default=2, ge=1, le=1024, description="LocalCluster worker processes (unused with `address`)"
+        )
+        threads_per_worker: int = Field(
+            default=1,
+            ge=1,
+            le=1024,
+            description="LocalCluster threads per worker process (1 keeps torch and BLAS deterministic)",
+        )
         batch: int = Field(default=16, ge=1, le=100_000, description="items (utterances) per Dask task")
-        retries: int = Field(default=2, ge=0, le=100, description="reruns of a task that raised; a task on a killed worker is rerun by the scheduler")
-        connect_timeout: float = Field(default=30.0, gt=0, le=86_400, description="seconds to wait for the scheduler at `address`")
+        retries: int = Field(
+            default=2,
+            ge=0,
+            le=100,
+            description="reruns of a task that raised; a task on a killed worker is rerun by the scheduler",
+        )
+        connect_timeout: float = Field(
+            default=30.0, gt=0, le=86_400, description="seconds to wait for the scheduler at `address`"
+        )
 
     def __init__(self, params=None, context=None):
         super().__init__(params, context)
@@ -126,12 +142,19 @@ class DaskExecutor(Executor):
             # adaptive mmap threshold: every large numpy temporary is then mmapped and unmapped again, and
             # GE2E embedding or McAdams took ~1.5 x the CPU of the same code here (BENCHMARKS.md). Unset it.
             with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
-                self._cluster = LocalCluster(n_workers=p.workers, threads_per_worker=p.threads_per_worker, processes=True,
-                                             dashboard_address=None, silence_logs=logging.WARNING)
+                self._cluster = LocalCluster(
+                    n_workers=p.workers,
+                    threads_per_worker=p.threads_per_worker,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=logging.WARNING,
+                )
             self.context.log.info("dask: started a LocalCluster of %d worker processes", p.workers)
             return Client(self._cluster)
         client = open_client(p.address, p.connect_timeout)  # bounded in time; every failure one PluginError sentence
-        self.context.log.info("dask: connected to %s (%d workers)", p.address, len(client.scheduler_info().get("workers", {})))
+        self.context.log.info(
+            "dask: connected to %s (%d workers)", p.address, len(client.scheduler_info().get("workers", {}))
+        )
         return client
 
     def _check_shared_folder(self) -> None:
@@ -151,8 +174,10 @@ class DaskExecutor(Executor):
             probe.unlink(missing_ok=True)
         blind = sorted(worker for worker, text in seen.items() if text != token)
         if blind:
-            raise PluginError(f"executor dask: worker {blind[0]} cannot read the cache folder {root}; vpeval's workers write "
-                              "results there, so put the cache (VPEVAL_CACHE or --cache) on a filesystem every worker mounts at the same path.")
+            raise PluginError(
+                f"executor dask: worker {blind[0]} cannot read the cache folder {root}; vpeval's workers write "
+                "results there, so put the cache (VPEVAL_CACHE or --cache) on a filesystem every worker mounts at the same path."
+            )
         self._checked_shared = True
 
     # -- the executor contract ---------------------------------------------------------------------
@@ -170,16 +195,21 @@ class DaskExecutor(Executor):
         client = self.client
         self._check_shared_folder()
         size = self.params.batch
-        pending = dict(enumerate(items[i:i + size] for i in range(0, len(items), size)))
+        pending = dict(enumerate(items[i : i + size] for i in range(0, len(items), size)))
         stage = "".join(c if c.isalnum() or c in "-_." else "-" for c in (description or "map"))[:60]
         for _ in range(self.params.retries + 1):
             lost = yield from self._run_batches(function, pending, stage)
             if not lost:
                 return
-            self.context.log.warning("dask: %s: every worker holding its function died; sending it again for the "
-                                     "%d unfinished batch(es)", description or "a map stage", len(pending))
-        raise PluginError(f"executor dask: {description or 'a map stage'}: every worker holding its function died "
-                          f"{self.params.retries + 1} times; check the workers' memory and logs.")
+            self.context.log.warning(
+                "dask: %s: every worker holding its function died; sending it again for the %d unfinished batch(es)",
+                description or "a map stage",
+                len(pending),
+            )
+        raise PluginError(
+            f"executor dask: {description or 'a map stage'}: every worker holding its function died "
+            f"{self.params.retries + 1} times; check the workers' memory and logs."
+        )
 
     def _run_batches(self, function: PickledFunction, pending: dict[int, list[Any]], stage: str):
         """Yields the results of the pending batches (removing each once yielded); returns True when the
@@ -190,9 +220,18 @@ class DaskExecutor(Executor):
         client = self.client
         client.wait_for_workers(1)  # a scheduler whose workers (SLURM jobs) have not started, or restart
         shipped = client.scatter(function, broadcast=True, hash=False)
-        futures = {client.submit(run_batch, shipped, batch, self.context.threads, pure=False, retries=self.params.retries,
-                                 key=f"vpeval-{stage}-{index}-{uuid.uuid4().hex[:8]}"): index
-                   for index, batch in pending.items()}
+        futures = {
+            client.submit(
+                run_batch,
+                shipped,
+                batch,
+                self.context.threads,
+                pure=False,
+                retries=self.params.retries,
+                key=f"vpeval-{stage}-{index}-{uuid.uuid4().hex[:8]}",
+            ): index
+            for index, batch in pending.items()
+        }
         try:
             for future in as_completed(futures):
                 try:
@@ -206,7 +245,9 @@ class DaskExecutor(Executor):
             client.cancel([f for f in futures if not f.done()])
             shipped.release()
 
-    def _map_here(self, func: Callable[[Any], Any], items: list[Any], description: str, why: Exception) -> Iterator[Any]:
+    def _map_here(
+        self, func: Callable[[Any], Any], items: list[Any], description: str, why: Exception
+    ) -> Iterator[Any]:
         """A function that cannot be pickled runs in this process's forked workers, noted once per stage."""
         from vpeval.executor import LocalExecutor
 
@@ -214,9 +255,15 @@ class DaskExecutor(Executor):
         stage = description or "a map stage"
         if stage not in self._noted_local:
             self._noted_local.add(stage)
-            self.context.log.warning("dask: %s runs on this machine (%d worker process%s), not on the cluster: its "
-                                     "function cannot be pickled (%s: %s)", stage, workers, "" if workers == 1 else "es",
-                                     type(why).__name__, str(why).splitlines()[0][:200] if str(why) else "")
+            self.context.log.warning(
+                "dask: %s runs on this machine (%d worker process%s), not on the cluster: its "
+                "function cannot be pickled (%s: %s)",
+                stage,
+                workers,
+                "" if workers == 1 else "es",
+                type(why).__name__,
+                str(why).splitlines()[0][:200] if str(why) else "",
+            )
         return LocalExecutor(workers).map(func, items)
 
     def close(self) -> None:

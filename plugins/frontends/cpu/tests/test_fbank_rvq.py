@@ -1,9 +1,8 @@
 import numpy as np
 import pytest
-
-from vpeval.api import PluginContext
 from pydantic import ValidationError
 
+from vpeval.api import PluginContext
 from vpeval.errors import DataError
 from vpeval.plugins import plugin_context
 from vpeval_cpu_frontends.fbank_rvq import FbankRvqFrontend
@@ -50,8 +49,9 @@ def test_fit_is_deterministic_under_the_seed(corpus, fitted, tmp_path):
 
 def test_workers_give_the_same_codebooks(corpus, fitted, tmp_path):
     # Two workers compute the features in forked processes and k-means with two BLAS threads.
-    parallel = FbankRvqFrontend(FbankRvqFrontend.Params(codebook_size=16),
-                                plugin_context(seed=0, work_dir=tmp_path, workers=2))
+    parallel = FbankRvqFrontend(
+        FbankRvqFrontend.Params(codebook_size=16), plugin_context(seed=0, work_dir=tmp_path, workers=2)
+    )
     parallel.fit(corpus)
     assert np.array_equal(parallel.books, fitted.books)
     assert np.array_equal(parallel.mean, fitted.mean) and np.array_equal(parallel.std, fitted.std)

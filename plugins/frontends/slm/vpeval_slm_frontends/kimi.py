@@ -101,8 +101,12 @@ class KimiFrontend(TorchFrontend):
     def token_inputs(self, chunk: np.ndarray):
         """Log-mel [1, n_mels, T] padded to whole tokens, and its mask [1, T] (GLM-4-Voice's padding)."""
         mel = self.token_mel(
-            chunk, sampling_rate=self.sample_rate, return_attention_mask=True, padding="longest",
-            pad_to_multiple_of=self.model["tokenizer"].samples_per_token, return_tensors="pt",
+            chunk,
+            sampling_rate=self.sample_rate,
+            return_attention_mask=True,
+            padding="longest",
+            pad_to_multiple_of=self.model["tokenizer"].samples_per_token,
+            return_tensors="pt",
         )
         return mel["input_features"].to(self.params.device), mel["attention_mask"].bool().to(self.params.device)
 

@@ -36,7 +36,9 @@ class MimiFrontend(CodecFrontend):
         config: dict[str, Any] | None = Field(
             None, description="A transformers MimiConfig as a dict: builds random weights instead (tests)."
         )
-        num_codebooks: int = Field(8, ge=1, le=32, description="Codebooks exposed: 1 semantic + (Q-1) acoustic; Moshi uses 8.")
+        num_codebooks: int = Field(
+            8, ge=1, le=32, description="Codebooks exposed: 1 semantic + (Q-1) acoustic; Moshi uses 8."
+        )
         device: str = Field("cpu", description="torch device to run the codec on.")
 
     def _classes(self) -> tuple[type, type]:

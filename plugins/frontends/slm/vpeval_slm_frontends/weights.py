@@ -44,7 +44,9 @@ def read_state_dict(folder: Path, prefix: str = "", what: str = "model") -> dict
                 if key.startswith(prefix):
                     state[key[len(prefix) :]] = handle.get_tensor(key)
     if not state:
-        raise MissingModelError(f"The folder {folder} has no safetensors weights starting with '{prefix}' for the {what}.")
+        raise MissingModelError(
+            f"The folder {folder} has no safetensors weights starting with '{prefix}' for the {what}."
+        )
     return state
 
 

@@ -9,7 +9,6 @@ quantizer are built: nothing after it affects the tokens.
 
 from __future__ import annotations
 
-
 from dataclasses import dataclass, fields
 
 import torch
@@ -37,8 +36,13 @@ class VQSettings:
         """(VQ settings, the remaining Whisper fields) of a GLM-4-Voice tokenizer config.json."""
         names = {f.name for f in fields(cls)}
         vq_extra = {
-            "quantize_commit_coefficient", "quantize_loss_scale", "quantize_ema_decay", "quantize_restart_interval",
-            "quantize_encoder_only", "quantize_causal_encoder", "skip_language_detection",
+            "quantize_commit_coefficient",
+            "quantize_loss_scale",
+            "quantize_ema_decay",
+            "quantize_restart_interval",
+            "quantize_encoder_only",
+            "quantize_causal_encoder",
+            "skip_language_detection",
         }  # training-only switches
         settings = cls(**{k: v for k, v in config.items() if k in names})
         whisper = {k: v for k, v in config.items() if k not in names and k not in vq_extra}

@@ -23,7 +23,9 @@ def speaker_scores(speakers, per=40, seed=0):
 
 def run(name, scores, replicates=300, seed=0, **params):
     cls = get_plugin_manager().get("metric", name)
-    return cls(cls.Params(bootstrap=replicates, **params), PluginContext(seed=seed)).compute(MetricInputs(scores=scores))
+    return cls(cls.Params(bootstrap=replicates, **params), PluginContext(seed=seed)).compute(
+        MetricInputs(scores=scores)
+    )
 
 
 @pytest.mark.parametrize("name", ["eer-step", "eer-rocch", "min-dcf", "min-cllr", "cllr", "linkability"])

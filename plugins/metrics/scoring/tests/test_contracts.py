@@ -75,4 +75,6 @@ class TestInversion(MetricContract):
         rng = np.random.default_rng(0)
         speakers = np.repeat(np.arange(6), 4)
         target = rng.normal(size=(6, 8))[speakers] + 0.3 * rng.normal(size=(24, 8))
-        return MetricInputs(recovered=target + 0.5 * rng.normal(size=target.shape), target=target, speakers=speakers.astype(str))
+        return MetricInputs(
+            recovered=target + 0.5 * rng.normal(size=target.shape), target=target, speakers=speakers.astype(str)
+        )

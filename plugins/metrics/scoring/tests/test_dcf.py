@@ -27,7 +27,9 @@ def test_min_dcf_equals_sweep(p_target, c_miss, c_fa):
         targets[:2] = [True, False]
         scores = np.round(rng.normal(targets * 2.0, 1.0), int(rng.integers(1, 4)))
         got = min_dcf(SortedTrials(scores, targets).tally(), p_target, c_miss, c_fa)
-        assert got.value == pytest.approx(sweep_min_dcf(scores.tolist(), targets.tolist(), p_target, c_miss, c_fa), abs=1e-12)
+        assert got.value == pytest.approx(
+            sweep_min_dcf(scores.tolist(), targets.tolist(), p_target, c_miss, c_fa), abs=1e-12
+        )
         assert got.value <= 1.0 + 1e-12
 
 

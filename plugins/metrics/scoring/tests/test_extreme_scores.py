@@ -14,7 +14,14 @@ from vpeval.types import Scores
 from vpeval_scoring.inversion import cos_sim
 from vpeval_scoring.linkability import linkability
 
-RANK_METRICS = ["eer-step", "eer-rocch", "eer", "min-dcf", "min-cllr", "zebra"]  # depend on the order of the scores only
+RANK_METRICS = [
+    "eer-step",
+    "eer-rocch",
+    "eer",
+    "min-dcf",
+    "min-cllr",
+    "zebra",
+]  # depend on the order of the scores only
 SCORE_METRICS = RANK_METRICS + ["cllr", "linkability"]
 
 
@@ -69,6 +76,7 @@ def exact_linkability(scores, targets, n_bins=None, omega=1.0) -> float:
 def exact_cllr(scores, targets) -> float:
     """Cllr in bits with the scores as natural-log LLRs, summed exactly: for |llr| > 50 the cost in nats
     is max(llr, 0) to far below a float's precision, so the huge scores need no exp at all."""
+
     def nats(llr: float) -> Fraction:
         return Fraction(max(llr, 0.0)) if abs(llr) > 50 else Fraction(math.log1p(math.exp(-abs(llr))) + max(llr, 0.0))
 
@@ -97,8 +105,9 @@ def test_rank_metrics_on_mixed_scales_equal_their_values_on_the_ranks():
     mixed = np.sign(centred) * 10.0 ** (np.abs(centred) * 170 - 300)  # monotone: 1e-300 ... ~1e290
     assert np.isfinite(mixed).all() and len(set(mixed)) == len(set(ranks))
     for name in RANK_METRICS:
-        assert [v for v, _ in values(name, mixed, targets)] == pytest.approx([v for v, _ in values(name, ranks, targets)],
-                                                                             rel=1e-12), name
+        assert [v for v, _ in values(name, mixed, targets)] == pytest.approx(
+            [v for v, _ in values(name, ranks, targets)], rel=1e-12
+        ), name
 
 
 @pytest.mark.parametrize("case", ["near-max", "both-signs-max", "mixed", "subnormal", "ulps-apart"])
@@ -130,7 +139,9 @@ def test_linkability_with_under_two_bins_is_nan_with_the_reason():
         scores = np.where(targets, 10.0, 0.0) + np.arange(len(targets)) * 1e-3  # perfectly separated
         [(value, details)] = values("linkability", scores, targets)
         assert math.isnan(value)
-        assert "needs at least 2 bins" in details["reason"] and f"{n_targets} target (mated) trials" in details["reason"]
+        assert (
+            "needs at least 2 bins" in details["reason"] and f"{n_targets} target (mated) trials" in details["reason"]
+        )
     [(value, details)] = values("linkability", scores, targets, bins=5)  # enough bins when asked for
     assert value == pytest.approx(exact_linkability(scores, targets, n_bins=5), abs=1e-12) and "reason" not in details
 
@@ -196,9 +207,18 @@ def test_the_report_says_why_a_cell_is_n_a():
 
     targets = np.array([True] * 15 + [False] * 100)
     [result] = metric("linkability").compute(MetricInputs(scores=Scores(np.arange(115.0), targets)))
-    row = {"metric": result.metric, "anonymizer": "mcadams", "attacker": "ge2e", "scenario": "original", "protocol": "O-A",
-           "n": 1, "gender": result.gender, "value": None if math.isnan(result.value) else result.value,
-           "unit": result.unit, "details": result.details}
+    row = {
+        "metric": result.metric,
+        "anonymizer": "mcadams",
+        "attacker": "ge2e",
+        "scenario": "original",
+        "protocol": "O-A",
+        "n": 1,
+        "gender": result.gender,
+        "value": None if math.isnan(result.value) else result.value,
+        "unit": result.unit,
+        "details": result.details,
+    }
     (table,) = attack_tables([row])
     assert "| mcadams | ge2e | original | n/a |" in table
     assert "n/a: linkability is undefined here: 15 target (mated) trials give 1 histogram bin" in table

@@ -21,7 +21,9 @@ def make(rng, speakers=8, per=5, dim=16, noise=0.3):
 def test_inversion_numbers_equal_direct_computation():
     rng = np.random.default_rng(0)
     recovered, target, speakers = make(rng)
-    out = {r.metric: r for r in Inversion().compute(MetricInputs(recovered=recovered, target=target, speakers=speakers))}
+    out = {
+        r.metric: r for r in Inversion().compute(MetricInputs(recovered=recovered, target=target, speakers=speakers))
+    }
     cos = [a @ b / np.linalg.norm(a) / np.linalg.norm(b) for a, b in zip(recovered, target)]
     assert out["inversion-cossim"].value == pytest.approx(np.mean(cos))
     kl = []
@@ -32,7 +34,9 @@ def test_inversion_numbers_equal_direct_computation():
     assert out["inversion-kl"].value == pytest.approx(np.mean(kl))
     # verification over every recovered x target pair of two different utterances (never an utterance with itself)
     pairs = [(i, j) for i in range(len(recovered)) for j in range(len(target)) if i != j]
-    scores = np.array([recovered[i] @ target[j] / np.linalg.norm(recovered[i]) / np.linalg.norm(target[j]) for i, j in pairs])
+    scores = np.array(
+        [recovered[i] @ target[j] / np.linalg.norm(recovered[i]) / np.linalg.norm(target[j]) for i, j in pairs]
+    )
     same = np.array([speakers[i] == speakers[j] for i, j in pairs])
     assert out["inversion-eer"].details["pairs"] == len(pairs)
     assert out["inversion-eer"].value == pytest.approx(100 * step_eer(SortedTrials(scores, same).tally()).eer)
@@ -46,9 +50,13 @@ def test_inversion_numbers_equal_direct_computation():
 
 def test_better_recovery_gives_better_numbers():
     rng = np.random.default_rng(1)
+
     def run(noise):
         recovered, target, speakers = make(rng, noise=noise)
-        return {r.metric: r.value for r in Inversion().compute(MetricInputs(recovered=recovered, target=target, speakers=speakers))}
+        return {
+            r.metric: r.value
+            for r in Inversion().compute(MetricInputs(recovered=recovered, target=target, speakers=speakers))
+        }
 
     good, bad = run(0.1), run(3.0)
     assert good["inversion-cossim"] > bad["inversion-cossim"]

@@ -29,7 +29,7 @@ def test_no_import_cycle_between_the_modules():
 
     def visit(module):
         if module in path:
-            raise AssertionError("import cycle: " + " -> ".join(path[path.index(module):] + [module]))
+            raise AssertionError("import cycle: " + " -> ".join(path[path.index(module) :] + [module]))
         if module in done:
             return
         path.append(module)

@@ -18,7 +18,9 @@ def trial_costs(scores: np.ndarray, targets: np.ndarray) -> np.ndarray:
         return np.logaddexp(0.0, signed) / LN2
 
 
-def actual_cllr(scores: np.ndarray, targets: np.ndarray, weights: np.ndarray | None = None, costs: np.ndarray | None = None) -> float:
+def actual_cllr(
+    scores: np.ndarray, targets: np.ndarray, weights: np.ndarray | None = None, costs: np.ndarray | None = None
+) -> float:
     """0.5 (mean target cost + mean non-target cost)."""
     costs = trial_costs(scores, targets) if costs is None else costs
     w = np.ones(len(scores)) if weights is None else np.asarray(weights, dtype=np.float64)

@@ -38,7 +38,9 @@ def kl_divergence(recovered: np.ndarray, target: np.ndarray, epsilon: float) -> 
     return float(np.mean(np.sum(p * np.log((p + epsilon) / (q + epsilon)), axis=1)))
 
 
-def verification_trials(recovered: np.ndarray, target: np.ndarray, speakers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def verification_trials(
+    recovered: np.ndarray, target: np.ndarray, speakers: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Every recovered embedding against the target embedding of every OTHER utterance: cosine scores and
     same-speaker labels.
 

@@ -22,15 +22,24 @@ class Inversion(Metric):
 
     name = "inversion"
     needs: ClassVar[str] = "embeddings"
-    result_metrics: ClassVar[tuple[str, ...]] = ("inversion-cossim", "inversion-kl", "inversion-acc", "inversion-threshold",
-                                                 "inversion-eer", "inversion-min-dcf")
+    result_metrics: ClassVar[tuple[str, ...]] = (
+        "inversion-cossim",
+        "inversion-kl",
+        "inversion-acc",
+        "inversion-threshold",
+        "inversion-eer",
+        "inversion-min-dcf",
+    )
 
     class Params(Params):
         epsilon: float = Field(1e-8, gt=0, le=1, description="The small constant of eq. 15's KL divergence.")
         p_target: float = Field(0.01, gt=0, lt=1, description="minDCF target prior (the paper: 0.01).")
         c_miss: float = Field(1.0, gt=0, le=1e6, description="minDCF cost of a miss.")
         c_fa: float = Field(1.0, gt=0, le=1e6, description="minDCF cost of a false alarm.")
-        balanced_accuracy: bool = Field(True, description="Accuracy as the mean of same- and different-speaker accuracies (else share of correct pairs).")
+        balanced_accuracy: bool = Field(
+            True,
+            description="Accuracy as the mean of same- and different-speaker accuracies (else share of correct pairs).",
+        )
 
     def compute(self, inputs: MetricInputs) -> list[MetricResult]:
         recovered, target, speakers = self._check(inputs)
@@ -43,16 +52,43 @@ class Inversion(Metric):
         pairs = {"pairs": len(trials), "same_speaker_pairs": trials.n_target}
         return [
             MetricResult("inversion-cossim", cos_sim(recovered, target), unit="", details={"rows": len(recovered)}),
-            MetricResult("inversion-kl", kl_divergence(recovered, target, self.params.epsilon), unit="nats", details={"epsilon": self.params.epsilon}),
-            MetricResult("inversion-acc", 100 * acc.value, unit="%", details={"threshold": acc.threshold, "balanced": self.params.balanced_accuracy, **pairs}),
-            MetricResult("inversion-threshold", acc.threshold, unit="cosine", details={"rule": "same speaker when cosine > threshold"}),
-            MetricResult("inversion-eer", 100 * eer.eer, unit="%", details={"threshold": eer.threshold, "variant": "step", **pairs}),
-            MetricResult("inversion-min-dcf", dcf.value, unit="", details={"p_target": self.params.p_target, "threshold": dcf.threshold, **pairs}),
+            MetricResult(
+                "inversion-kl",
+                kl_divergence(recovered, target, self.params.epsilon),
+                unit="nats",
+                details={"epsilon": self.params.epsilon},
+            ),
+            MetricResult(
+                "inversion-acc",
+                100 * acc.value,
+                unit="%",
+                details={"threshold": acc.threshold, "balanced": self.params.balanced_accuracy, **pairs},
+            ),
+            MetricResult(
+                "inversion-threshold",
+                acc.threshold,
+                unit="cosine",
+                details={"rule": "same speaker when cosine > threshold"},
+            ),
+            MetricResult(
+                "inversion-eer",
+                100 * eer.eer,
+                unit="%",
+                details={"threshold": eer.threshold, "variant": "step", **pairs},
+            ),
+            MetricResult(
+                "inversion-min-dcf",
+                dcf.value,
+                unit="",
+                details={"p_target": self.params.p_target, "threshold": dcf.threshold, **pairs},
+            ),
         ]
 
     def _check(self, inputs: MetricInputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if inputs.recovered is None or inputs.target is None or inputs.speakers is None:
-            raise MetricInputError(f"Metric {self.name} needs recovered embeddings, target embeddings and their speakers.")
+            raise MetricInputError(
+                f"Metric {self.name} needs recovered embeddings, target embeddings and their speakers."
+            )
         recovered = np.asarray(inputs.recovered, dtype=np.float64)
         target = np.asarray(inputs.target, dtype=np.float64)
         speakers = np.asarray(inputs.speakers)

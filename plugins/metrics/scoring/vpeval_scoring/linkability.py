@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
 # A score range under this share of the scores' magnitude is binned on the scores minus their minimum.
 # Ordinary scores (cosines, LLRs) span far more, so their bins, and values, are the reference's.
 NARROW = 2.0**-30
@@ -42,10 +41,18 @@ def linkability(
     if n_mated <= 0 or n_non <= 0:
         return Linkability(float("nan"), bins, "it needs both target (mated) and non-target trials")
     if bins < 2:
-        why = (f"{n_mated:g} target (mated) trials give {bins} histogram bin{'' if bins == 1 else 's'} "
-               "(min(#mated / 10, 100))" if n_bins is None else f"bins is {bins}")
-        return Linkability(float("nan"), bins, f"{why}, and D_sys integrates over bin centres, which needs at least "
-                           "2 bins; score at least 20 target trials or set the metric's `bins` to 2 or more")
+        why = (
+            f"{n_mated:g} target (mated) trials give {bins} histogram bin{'' if bins == 1 else 's'} "
+            "(min(#mated / 10, 100))"
+            if n_bins is None
+            else f"bins is {bins}"
+        )
+        return Linkability(
+            float("nan"),
+            bins,
+            f"{why}, and D_sys integrates over bin centres, which needs at least "
+            "2 bins; score at least 20 target trials or set the metric's `bins` to 2 or more",
+        )
     drawn = scores if weights is None else scores[w > 0]
     # D_sys depends only on which bin each score falls in, so it is invariant to shifting and scaling the
     # scores. Scaling by a power of two is exact, so results are unchanged, and max - min and the bin

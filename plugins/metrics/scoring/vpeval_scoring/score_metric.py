@@ -23,7 +23,12 @@ MAX_BOOTSTRAP = 100_000  # each replicate re-sorts every trial: more would run f
 
 
 class BootstrapParams(Params):
-    bootstrap: int = Field(1000, ge=0, le=MAX_BOOTSTRAP, description="Speaker-level bootstrap replicates for the confidence interval; 0 disables it.")
+    bootstrap: int = Field(
+        1000,
+        ge=0,
+        le=MAX_BOOTSTRAP,
+        description="Speaker-level bootstrap replicates for the confidence interval; 0 disables it.",
+    )
     confidence: float = Field(0.95, gt=0.0, lt=1.0, description="Coverage of the percentile confidence interval.")
 
 
@@ -91,13 +96,17 @@ class ScoreMetric(Metric):
         out.append(("all", None))
         return out
 
-    def _replicates(self, trials: SortedTrials, scores: Scores, mask: np.ndarray | None, gender: str) -> np.ndarray | None:
+    def _replicates(
+        self, trials: SortedTrials, scores: Scores, mask: np.ndarray | None, gender: str
+    ) -> np.ndarray | None:
         n = int(getattr(self.params, "bootstrap", 0))
         if n == 0:
             return None
         speakers = scores.enroll_speakers if scores.enroll_speakers is not None else scores.enroll_ids
         if speakers is None:
-            self.context.log.warning("%s: the scores carry no enrollment speakers, so no confidence interval", self.name)
+            self.context.log.warning(
+                "%s: the scores carry no enrollment speakers, so no confidence interval", self.name
+            )
             return None
         rng = self.context.rng("bootstrap", self.name, gender)
 
@@ -121,7 +130,17 @@ class ScoreMetric(Metric):
                     "confidence": confidence,
                     "unit": "enrollment speaker",
                 }
-            out.append(MetricResult(m.metric or self.name, float(m.value), gender, low, high, m.unit if m.unit is not None else self.unit, details))
+            out.append(
+                MetricResult(
+                    m.metric or self.name,
+                    float(m.value),
+                    gender,
+                    low,
+                    high,
+                    m.unit if m.unit is not None else self.unit,
+                    details,
+                )
+            )
         return out
 
 

@@ -53,7 +53,9 @@ class EER(ScoreMetric):
     unit = "%"
 
     class Params(BootstrapParams):
-        variant: Literal["step", "rocch"] = Field("step", description="step: SpeechBrain/VPC 2024 EER; rocch: ROC convex hull EER.")
+        variant: Literal["step", "rocch"] = Field(
+            "step", description="step: SpeechBrain/VPC 2024 EER; rocch: ROC convex hull EER."
+        )
 
     def measure(self, trials, weights):
         m = (_step if self.params.variant == "step" else _rocch)(trials, weights)
@@ -80,7 +82,14 @@ class MinDCF(ScoreMetric):
         out = []
         for p in self.params.p_target:
             r = min_dcf(tally, p, self.params.c_miss, self.params.c_fa, rates)
-            details = {"p_target": p, "c_miss": self.params.c_miss, "c_fa": self.params.c_fa, "threshold": r.threshold, "p_miss": r.p_miss, "p_fa": r.p_fa}
+            details = {
+                "p_target": p,
+                "c_miss": self.params.c_miss,
+                "c_fa": self.params.c_fa,
+                "threshold": r.threshold,
+                "p_miss": r.p_miss,
+                "p_fa": r.p_fa,
+            }
             out.append(Measurement(r.value, details))
         return out
 
@@ -96,9 +105,17 @@ class Cllr(ScoreMetric):
             trials.cache["cllr_costs"] = trial_costs(trials.scores, trials.targets)
         value = actual_cllr(trials.scores, trials.targets, weights, trials.cache["cllr_costs"])
         if value == float("inf"):  # only scores read as LLRs near +-1e308 get there
-            return [Measurement(float("nan"), {"reason": "cllr is above 1.8e308 bits, the largest float: the scores, read as "
-                                               "natural-log LLRs, reach " f"{float(np.abs(trials.scores).max()):.3g}; calibrate "
-                                               "them into LLRs first, or read min-cllr"})]
+            return [
+                Measurement(
+                    float("nan"),
+                    {
+                        "reason": "cllr is above 1.8e308 bits, the largest float: the scores, read as "
+                        "natural-log LLRs, reach "
+                        f"{float(np.abs(trials.scores).max()):.3g}; calibrate "
+                        "them into LLRs first, or read min-cllr"
+                    },
+                )
+            ]
         return [Measurement(value)]
 
 

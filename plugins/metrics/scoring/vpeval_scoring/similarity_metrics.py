@@ -14,7 +14,9 @@ from vpeval_scoring.gvd import SpeakerSimilarity, de_id, gvd, speaker_similarity
 
 
 class SimilarityParams(Params):
-    calibrate: bool = Field(True, description="PAV-calibrate the scores into LLRs first (VPC 2022); False reads them as LLRs (VoicePAT).")
+    calibrate: bool = Field(
+        True, description="PAV-calibrate the scores into LLRs first (VPC 2022); False reads them as LLRs (VoicePAT)."
+    )
 
 
 class SimilarityMetric(Metric):
@@ -25,7 +27,9 @@ class SimilarityMetric(Metric):
     def _similarity(self, inputs: MetricInputs, protocol: str) -> SpeakerSimilarity:
         matrix = inputs.similarity.get(protocol)
         if matrix is None:
-            raise MetricInputError(f"Metric {self.name} needs the {protocol} score matrix, but only {sorted(inputs.similarity) or 'none'} were given.")
+            raise MetricInputError(
+                f"Metric {self.name} needs the {protocol} score matrix, but only {sorted(inputs.similarity) or 'none'} were given."
+            )
         return _speaker_similarity(matrix, protocol, self.name, self.params.calibrate)
 
     def _dominances(self, inputs: MetricInputs) -> tuple[float, float, dict]:
@@ -73,9 +77,13 @@ def _speaker_similarity(matrix: SimilarityMatrix, protocol: str, metric: str, ca
     scores = np.asarray(matrix.scores, dtype=np.float64)
     rows, cols = np.asarray(matrix.row_speakers), np.asarray(matrix.col_speakers)
     if scores.ndim != 2 or scores.shape != (len(rows), len(cols)):
-        raise MetricInputError(f"Metric {metric}: the {protocol} matrix is {scores.shape} but has {len(rows)} row and {len(cols)} column speakers.")
+        raise MetricInputError(
+            f"Metric {metric}: the {protocol} matrix is {scores.shape} but has {len(rows)} row and {len(cols)} column speakers."
+        )
     if not np.isfinite(scores).all():
-        raise MetricInputError(f"Metric {metric}: the {protocol} matrix has NaN or infinite scores; fix the scoring step.")
+        raise MetricInputError(
+            f"Metric {metric}: the {protocol} matrix has NaN or infinite scores; fix the scoring step."
+        )
     used = None
     row_ids, col_ids = getattr(matrix, "row_ids", None), getattr(matrix, "col_ids", None)
     if row_ids is not None and col_ids is not None:
@@ -83,7 +91,9 @@ def _speaker_similarity(matrix: SimilarityMatrix, protocol: str, metric: str, ca
         used = np.asarray(row_ids).astype(str)[:, None] != np.asarray(col_ids).astype(str)[None, :]
     common = set(rows.astype(str)) & set(cols.astype(str))
     if len(common) < 2:
-        raise MetricInputError(f"Metric {metric}: the {protocol} matrix has {len(common)} speaker(s) on both sides; it needs at least two.")
+        raise MetricInputError(
+            f"Metric {metric}: the {protocol} matrix has {len(common)} speaker(s) on both sides; it needs at least two."
+        )
     same = rows.astype(str)[:, None] == cols.astype(str)[None, :]
     mask = np.ones(scores.shape, dtype=bool) if used is None else used
     if not (same & mask).any() or not (~same & mask).any():
@@ -92,5 +102,7 @@ def _speaker_similarity(matrix: SimilarityMatrix, protocol: str, metric: str, ca
     empty = np.isnan(np.diag(sim.matrix))
     if empty.any():
         who = [s for s, e in zip(sim.speakers, empty, strict=True) if e][:3]
-        raise MetricInputError(f"Metric {metric}: in the {protocol} matrix speaker(s) {', '.join(who)} have no same-speaker pair; give every speaker at least two utterances.")
+        raise MetricInputError(
+            f"Metric {metric}: in the {protocol} matrix speaker(s) {', '.join(who)} have no same-speaker pair; give every speaker at least two utterances."
+        )
     return sim

@@ -70,9 +70,7 @@ def emotional_corpus(folder: Path, speakers: int = 6, per_emotion: int = 2, seed
                 uid = f"s{s}-{emotion}-{k}"
                 path = folder / f"{uid}.wav"
                 sf.write(path, emotional_speech(base_f0, emotion, rng), 16000)
-                utterances.append(
-                    Utterance(uid, f"s{s}", str(path), gender="m" if s % 2 else "f", emotion=emotion)
-                )
+                utterances.append(Utterance(uid, f"s{s}", str(path), gender="m" if s % 2 else "f", emotion=emotion))
     return Corpus("emotional", utterances)
 
 

@@ -9,8 +9,8 @@ import pytest
 from vpeval.api import MetricInputs
 from vpeval.testing.contracts import MetricContract, _Contract
 from vpeval.testing.dummies import make_corpus
-from vpeval.types import Corpus, Utterance
 from vpeval.testing.realdata import real_data_root
+from vpeval.types import Corpus, Utterance
 
 
 @cache

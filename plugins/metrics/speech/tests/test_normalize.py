@@ -43,5 +43,12 @@ def test_integer_words(number, words):
 
 def test_ordinal_words():
     assert [ordinal_words(n) for n in (1, 2, 3, 5, 9, 20, 42, 100)] == [
-        "first", "second", "third", "fifth", "ninth", "twentieth", "forty second", "one hundredth"
+        "first",
+        "second",
+        "third",
+        "fifth",
+        "ninth",
+        "twentieth",
+        "forty second",
+        "one hundredth",
     ]

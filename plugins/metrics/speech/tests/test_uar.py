@@ -103,7 +103,8 @@ def test_feature_sets_prosody_functionals_and_both(tmp_path, make_emotional_corp
     dims = {}
     for kind in ("prosody", "functionals", "both"):
         (result,) = UAR(UAR.Params(features=kind, bootstrap=0), context=make_context(tmp_path / kind)).compute(
-            MetricInputs(original=corpus))
+            MetricInputs(original=corpus)
+        )
         dims[kind] = int(result.details["evaluator"].split(" on ")[1].split()[0])
         assert 0.0 <= result.value <= 100.0
     assert dims == {"prosody": 13, "functionals": 70, "both": 83}

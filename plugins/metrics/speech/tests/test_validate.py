@@ -13,10 +13,13 @@ metrics: [{use: wer, params: PARAMS}]
 """
 
 
-@pytest.mark.parametrize(("params", "where", "says"), [
-    ("{asr: whispr}", "(metrics[0].params.asr)", "did you mean 'whisper'?"),
-    ("{asr_params: {beam_size: 0}}", "(metrics[0].params.asr_params.beam_size)", "asr whisper"),
-])
+@pytest.mark.parametrize(
+    ("params", "where", "says"),
+    [
+        ("{asr: whispr}", "(metrics[0].params.asr)", "did you mean 'whisper'?"),
+        ("{asr_params: {beam_size: 0}}", "(metrics[0].params.asr_params.beam_size)", "asr whisper"),
+    ],
+)
 def test_the_asr_and_its_params_are_checked(params, where, says):
     with pytest.raises(ConfigError) as info:
         load_experiment_text(EXPERIMENT.replace("PARAMS", params), "exp.yaml")

@@ -49,9 +49,7 @@ def test_identical_text_gives_zero_and_edits_match_jiwer(tmp_path, corpora, scri
 
 def test_original_only_skips_untranscribed_and_caches(tmp_path, corpora, scripted_asr, make_context, key_of_audio):
     original, _ = corpora
-    original = type(original)(
-        "orig", [u.replace(transcript=None) if i == 0 else u for i, u in enumerate(original)]
-    )
+    original = type(original)("orig", [u.replace(transcript=None) if i == 0 else u for i, u in enumerate(original)])
     hypotheses = ["seven river"] * len(original)  # every reference has four words
     asr = scripted_asr(scripted(original, hypotheses, key_of_audio))
     metric = WER(context=make_context(tmp_path, asr))
@@ -90,8 +88,9 @@ def test_random_texts_against_jiwer(tmp_path, corpora, scripted_asr, make_contex
     assert result.value == pytest.approx(100 * jiwer.wer([u.transcript for u in original], hypotheses))
 
 
-def test_per_gender_rows_match_jiwer_and_intervals_follow_speaker_spread(tmp_path, scripted_asr, make_context,
-                                                                       key_of_audio):
+def test_per_gender_rows_match_jiwer_and_intervals_follow_speaker_spread(
+    tmp_path, scripted_asr, make_context, key_of_audio
+):
     original = make_corpus(tmp_path / "many", speakers=8, utterances=3, seconds=0.3, seed=4, name="many")
     rng = np.random.default_rng(0)
     hypotheses = []
@@ -99,18 +98,24 @@ def test_per_gender_rows_match_jiwer_and_intervals_follow_speaker_spread(tmp_pat
         words = u.transcript.split()
         keep = rng.random(len(words)) > 0.1 * (int(u.speaker[-1]) % 4)
         hypotheses.append(" ".join(w for w, k in zip(words, keep, strict=True) if k))
-    metric = WER(WER.Params(bootstrap=500),
-                 context=make_context(tmp_path, scripted_asr(scripted(original, hypotheses, key_of_audio))))
+    metric = WER(
+        WER.Params(bootstrap=500),
+        context=make_context(tmp_path, scripted_asr(scripted(original, hypotheses, key_of_audio))),
+    )
     results = {r.gender: r for r in metric.compute(MetricInputs(original=original))}
     assert set(results) == {"all", "f", "m"}
     for gender, result in results.items():
         rows = [i for i, u in enumerate(original) if gender == "all" or u.gender == gender]
-        reference = jiwer.wer([original.utterances[i].transcript.lower() for i in rows],
-                              [hypotheses[i].lower() for i in rows])
+        reference = jiwer.wer(
+            [original.utterances[i].transcript.lower() for i in rows], [hypotheses[i].lower() for i in rows]
+        )
         assert result.value == pytest.approx(100 * reference)
         assert result.ci_low <= result.value <= result.ci_high and result.ci_high > result.ci_low
     # With no errors anywhere every replicate is 0: a zero-width interval.
-    exact = WER(context=make_context(tmp_path / "exact", scripted_asr(
-        scripted(original, [u.transcript for u in original], key_of_audio))))
+    exact = WER(
+        context=make_context(
+            tmp_path / "exact", scripted_asr(scripted(original, [u.transcript for u in original], key_of_audio))
+        )
+    )
     (pooled,) = [r for r in exact.compute(MetricInputs(original=original)) if r.gender == "all"]
     assert pooled.ci_low == pooled.ci_high == pooled.value == 0.0

@@ -1,12 +1,11 @@
-
 import pytest
 
 from vpeval.api import PluginContext
 from vpeval.audio import read_audio
 from vpeval.errors import MissingModelError
+from vpeval.testing.realdata import real_data_root
 from vpeval_speech.normalize import normalize_text
 from vpeval_speech.whisper_asr import WhisperASR
-from vpeval.testing.realdata import real_data_root
 
 FSDD = real_data_root() / "fsdd" / "wav"
 DIGITS = {"3_jackson_5": "three", "7_theo_12": "seven", "9_yweweler_3": "nine"}

@@ -23,8 +23,15 @@ SCALES = ((10**12, "trillion"), (10**9, "billion"), (10**6, "million"), (1000, "
 
 NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 ORDINAL = re.compile(r"\b(\d+)(?:st|nd|rd|th)\b")
-IRREGULAR_ORDINALS = {"one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth",
-                      "nine": "ninth", "twelve": "twelfth"}
+IRREGULAR_ORDINALS = {
+    "one": "first",
+    "two": "second",
+    "three": "third",
+    "five": "fifth",
+    "eight": "eighth",
+    "nine": "ninth",
+    "twelve": "twelfth",
+}
 
 
 def integer_words(n: int) -> str:

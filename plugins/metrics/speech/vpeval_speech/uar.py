@@ -5,16 +5,16 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-import vpeval_prosody as prosody
 from pydantic import Field
 
+import vpeval_prosody as prosody
 from vpeval.api import Metric, MetricInputs, Params
+from vpeval.content_cache import JsonCache, cache_key
+from vpeval.data.fingerprint import file_hash
 from vpeval.errors import MetricInputError
 from vpeval.stats import percentile_interval, speaker_weights
 from vpeval.types import Corpus, MetricResult, Utterance
 from vpeval_speech import acoustic_features
-from vpeval.content_cache import JsonCache, cache_key
-from vpeval.data.fingerprint import file_hash
 from vpeval_speech.emotion_evaluator import (
     FoldOutcome,
     class_recalls,
@@ -41,7 +41,9 @@ class UAR(Metric):
     needs = "speech"
 
     class Params(Params):
-        folds: int = Field(5, ge=2, le=100, description="Speaker-independent folds (fewer when there are fewer speakers).")
+        folds: int = Field(
+            5, ge=2, le=100, description="Speaker-independent folds (fewer when there are fewer speakers)."
+        )
         features: Literal["prosody", "functionals", "both"] = Field(
             "prosody",
             description="prosody: 13 two-pass Praat prosodic features (pitch level, spread and movement, tempo, "
@@ -51,12 +53,17 @@ class UAR(Metric):
         classifier: Literal["logistic-regression", "linear-svm"] = Field(
             "logistic-regression", description="Linear classifier on the standardised features."
         )
-        regularization: float = Field(1.0, gt=0, le=1e6, description="Inverse regularisation strength C of the classifier.")
+        regularization: float = Field(
+            1.0, gt=0, le=1e6, description="Inverse regularisation strength C of the classifier."
+        )
         speaker_normalization: bool = Field(
             False, description="Z-score features within each speaker before classifying (off: absolute features)."
         )
         bootstrap: int = Field(
-            1000, ge=0, le=100_000, description="Speaker-level bootstrap replicates for the confidence interval (the folds' "
+            1000,
+            ge=0,
+            le=100_000,
+            description="Speaker-level bootstrap replicates for the confidence interval (the folds' "
             "predictions are reweighted, the models not retrained); 0 disables it.",
         )
         confidence: float = Field(0.95, gt=0.0, lt=1.0, description="Coverage of the percentile confidence interval.")
@@ -98,9 +105,12 @@ class UAR(Metric):
         if inputs.anonymized is not None:
             held = [o for o in outcomes if o.anonymized is not None]
             if held:
-                results.append(self.result([o.anonymized for o in held], classes, "anonymized", len(anonymized_rows), common))
-                self.add_interval(results[-1], [(o.anonymized_rows, o.anonymized_predicted) for o in held],
-                                  labels, speakers)
+                results.append(
+                    self.result([o.anonymized for o in held], classes, "anonymized", len(anonymized_rows), common)
+                )
+                self.add_interval(
+                    results[-1], [(o.anonymized_rows, o.anonymized_predicted) for o in held], labels, speakers
+                )
         return results
 
     def add_interval(self, result: MetricResult, folds, labels: np.ndarray, speakers: np.ndarray) -> None:
@@ -108,12 +118,16 @@ class UAR(Metric):
         if not self.params.bootstrap:
             return
         rng = self.context.rng("uar-bootstrap", result.details["speech"])
-        values = [100.0 * weighted_fold_uar(folds, labels, w)
-                  for w in speaker_weights(speakers, self.params.bootstrap, rng)]
+        values = [
+            100.0 * weighted_fold_uar(folds, labels, w) for w in speaker_weights(speakers, self.params.bootstrap, rng)
+        ]
         result.ci_low, result.ci_high = percentile_interval(np.array(values), self.params.confidence)
         if result.ci_low is not None:
-            result.details["bootstrap"] = {"replicates": self.params.bootstrap,
-                                           "confidence": self.params.confidence, "unit": "speaker"}
+            result.details["bootstrap"] = {
+                "replicates": self.params.bootstrap,
+                "confidence": self.params.confidence,
+                "unit": "speaker",
+            }
 
     def cross_validate(self, labels, speakers, features, anonymized_rows, anonymized_features) -> list[FoldOutcome]:
         outcomes = []
@@ -135,8 +149,17 @@ class UAR(Metric):
                 rows = anonymized_rows[held_out]
                 anonymized_predicted = model.predict(anonymized_features[held_out])
                 anonymized = class_recalls(labels[rows], anonymized_predicted)
-            outcomes.append(FoldOutcome(sorted(set(speakers[test].tolist())), original, anonymized,
-                                        test, predicted, rows, anonymized_predicted))
+            outcomes.append(
+                FoldOutcome(
+                    sorted(set(speakers[test].tolist())),
+                    original,
+                    anonymized,
+                    test,
+                    predicted,
+                    rows,
+                    anonymized_predicted,
+                )
+            )
         return outcomes
 
     def result(self, recalls: list[dict[str, float]], classes, speech: str, count: int, common) -> MetricResult:
@@ -169,8 +192,11 @@ class UAR(Metric):
 
     def evaluator_description(self, corpus: Corpus, dimensions: int, folds: int) -> str:
         scaling = "per-speaker z-scored" if self.params.speaker_normalization else "standardised"
-        kind = {"prosody": "two-pass Praat prosodic features", "functionals": "Praat functionals (F0, intensity, "
-                "HNR, MFCC)", "both": "prosodic features and Praat functionals"}[self.params.features]
+        kind = {
+            "prosody": "two-pass Praat prosodic features",
+            "functionals": "Praat functionals (F0, intensity, HNR, MFCC)",
+            "both": "prosodic features and Praat functionals",
+        }[self.params.features]
         return (
             f"vpeval-speech-metrics acoustic emotion evaluator: {self.params.classifier} "
             f"(C={self.params.regularization}, balanced class weights) on {dimensions} {scaling} {kind}, "
@@ -202,8 +228,11 @@ class UAR(Metric):
                 values = cache.get(key)
                 if values is None:
                     audio = utterance.load(FEATURE_RATE)
-                    values = (prosody.prosodic_features(audio, FEATURE_RATE).tolist() if kind == "prosody"
-                              else list(acoustic_features.functionals(audio, FEATURE_RATE).values()))
+                    values = (
+                        prosody.prosodic_features(audio, FEATURE_RATE).tolist()
+                        if kind == "prosody"
+                        else list(acoustic_features.functionals(audio, FEATURE_RATE).values())
+                    )
                     cache.put(key, values)
                 row += values
             return row

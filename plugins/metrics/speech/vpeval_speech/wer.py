@@ -10,11 +10,11 @@ import numpy as np
 from pydantic import Field
 
 from vpeval.api import Metric, MetricInputs, Params, PluginRef
-from vpeval.stats import percentile_interval, speaker_weights
-from vpeval.errors import MetricInputError
-from vpeval.types import Corpus, MetricResult, Utterance
 from vpeval.content_cache import JsonCache, cache_key
 from vpeval.data.fingerprint import file_hash
+from vpeval.errors import MetricInputError
+from vpeval.stats import percentile_interval, speaker_weights
+from vpeval.types import Corpus, MetricResult, Utterance
 from vpeval_speech.normalize import normalize_text
 
 NORMALISER = "vpeval_speech.normalize.normalize_text (NFKC, lowercase, numbers to words, no punctuation)"
@@ -28,7 +28,8 @@ class WER(Metric):
 
     class Params(Params):
         asr: Annotated[str, PluginRef("asr", params="asr_params")] = Field(
-            "whisper", description="Name of the ASR plugin that transcribes the speech.")
+            "whisper", description="Name of the ASR plugin that transcribes the speech."
+        )
         asr_params: dict[str, Any] = Field(
             default_factory=dict, description="Parameters of that ASR plugin (for whisper: model_path, ...)."
         )
@@ -40,7 +41,10 @@ class WER(Metric):
             "original and anonymized speech, round-robin over speakers (None: all). ASR is the slow part.",
         )
         bootstrap: int = Field(
-            1000, ge=0, le=100_000, description="Speaker-level bootstrap replicates for the confidence interval; 0 disables it."
+            1000,
+            ge=0,
+            le=100_000,
+            description="Speaker-level bootstrap replicates for the confidence interval; 0 disables it.",
         )
         confidence: float = Field(0.95, gt=0.0, lt=1.0, description="Coverage of the percentile confidence interval.")
 
@@ -82,8 +86,15 @@ class WER(Metric):
                     chosen.append(queue.pop())
         return {uid: references[uid] for uid in sorted(chosen)}
 
-    def score(self, asr, asr_label: str, corpus: Corpus, references: dict[str, str], speech: str,
-              genders: dict[str, str | None]) -> list[MetricResult]:
+    def score(
+        self,
+        asr,
+        asr_label: str,
+        corpus: Corpus,
+        references: dict[str, str],
+        speech: str,
+        genders: dict[str, str | None],
+    ) -> list[MetricResult]:
         """Pooled WER with a speaker-bootstrap interval, then the same per gender where genders are known."""
         import jiwer
 
@@ -113,8 +124,13 @@ class WER(Metric):
             )
         measures = jiwer.process_words(refs, hyps)
         errors, words = utterance_errors(measures)
-        common = {"speech": speech, "asr": asr_label, "normaliser": NORMALISER,
-                  "skipped_no_transcript": no_transcript, "skipped_empty_reference": empty_reference}
+        common = {
+            "speech": speech,
+            "asr": asr_label,
+            "normaliser": NORMALISER,
+            "skipped_no_transcript": no_transcript,
+            "skipped_empty_reference": empty_reference,
+        }
         speakers_array, gender_array = np.array(speakers), np.array([g or "" for g in utterance_genders])
         results = [self.result(errors, words, speakers_array, "all", common, measures)]
         for gender in ("f", "m"):
@@ -123,25 +139,45 @@ class WER(Metric):
                 results.append(self.result(errors[rows], words[rows], speakers_array[rows], gender, common))
         return results
 
-    def result(self, errors: np.ndarray, words: np.ndarray, speakers: np.ndarray, gender: str, common: dict,
-               measures=None) -> MetricResult:
+    def result(
+        self, errors: np.ndarray, words: np.ndarray, speakers: np.ndarray, gender: str, common: dict, measures=None
+    ) -> MetricResult:
         """WER (%) of these utterances: all their errors over all their reference words."""
         low, high = None, None
         if self.params.bootstrap:
             rng = self.context.rng("wer-bootstrap", common["speech"], gender)
-            replicates = [100.0 * (w @ errors) / (w @ words) if w @ words > 0 else np.nan
-                          for w in speaker_weights(speakers, self.params.bootstrap, rng)]
+            replicates = [
+                100.0 * (w @ errors) / (w @ words) if w @ words > 0 else np.nan
+                for w in speaker_weights(speakers, self.params.bootstrap, rng)
+            ]
             low, high = percentile_interval(np.array(replicates), self.params.confidence)
-        details = {**common, "utterances": int(len(words)), "speakers": int(len(set(speakers.tolist()))),
-                   "reference_words": int(words.sum())}
+        details = {
+            **common,
+            "utterances": int(len(words)),
+            "speakers": int(len(set(speakers.tolist()))),
+            "reference_words": int(words.sum()),
+        }
         if measures is not None:
-            details |= {"substitutions": measures.substitutions, "deletions": measures.deletions,
-                        "insertions": measures.insertions}
+            details |= {
+                "substitutions": measures.substitutions,
+                "deletions": measures.deletions,
+                "insertions": measures.insertions,
+            }
         if low is not None:
-            details["bootstrap"] = {"replicates": self.params.bootstrap, "confidence": self.params.confidence,
-                                    "unit": "speaker"}
-        return MetricResult(metric=self.name, value=100.0 * float(errors.sum() / words.sum()), gender=gender,
-                            ci_low=low, ci_high=high, unit="%", details=details)
+            details["bootstrap"] = {
+                "replicates": self.params.bootstrap,
+                "confidence": self.params.confidence,
+                "unit": "speaker",
+            }
+        return MetricResult(
+            metric=self.name,
+            value=100.0 * float(errors.sum() / words.sum()),
+            gender=gender,
+            ci_low=low,
+            ci_high=high,
+            unit="%",
+            details=details,
+        )
 
     def transcribe(self, asr, corpus: Corpus, references: dict[str, str], speech: str) -> dict[str, str]:
         """Hypothesis text per utterance that has a reference, from the cache or the ASR.

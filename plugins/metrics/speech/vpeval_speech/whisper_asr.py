@@ -51,7 +51,11 @@ def load_model(path: str, device: str, compute_type: str, threads: int, workers:
     from faster_whisper import WhisperModel
 
     return WhisperModel(
-        path, device=device, compute_type=compute_type, cpu_threads=threads, num_workers=workers,
+        path,
+        device=device,
+        compute_type=compute_type,
+        cpu_threads=threads,
+        num_workers=workers,
         local_files_only=True,
     )
 
@@ -115,7 +119,10 @@ class WhisperASR(ASR):
         """The CTranslate2 model, loaded on first use from the local directory only."""
         if self._model is None:
             self._model = load_model(
-                str(self.model_dir()), self.params.device, self.params.compute_type, max(1, self.context.threads),
+                str(self.model_dir()),
+                self.params.device,
+                self.params.compute_type,
+                max(1, self.context.threads),
                 self.concurrency,
             )
         return self._model
