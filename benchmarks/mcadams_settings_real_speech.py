@@ -1,11 +1,12 @@
-"""How mcadams's alpha setting and output level move the GE2E EER on real speech (VCTK p225-p228).
+r"""How mcadams's alpha setting and output level move the GE2E EER on real speech (VCTK p225-p228).
 
 The 2 x 2 of {alpha 0.8 fixed (VPC 2020/2022 B2), alpha ~ U[0.5, 0.9] per utterance (VPC 2024 B2)} x
 {output at the input's peak, output at full scale (VPC 2024)}, utterance level, pretrained GE2E cosine
 scoring over all pairs (the same pairs as benchmarks/anonymizers_real_speech.py). --wer adds Whisper
 tiny.en's WER against its own transcript of the original speech.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/mcadams_settings_real_speech.py [--utterances 10] [--wer] [--gain-db -20]
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/mcadams_settings_real_speech.py \
+        [--utterances 10] [--wer] [--gain-db -20]
 """
 
 from __future__ import annotations

@@ -159,7 +159,8 @@ def _pipes_from_command_line_only(value: bool) -> bool:
 def _plain_name(value: str) -> str:
     if not value.strip() or value in (".", "..") or any(c in value for c in "/\\\0"):
         raise ValueError(
-            "the experiment name must be a plain name (no '/', '\\', '.' or '..'): the default run folder is runs/<name>"
+            "the experiment name must be a plain name (no '/', '\\', '.' or '..'): "
+            "the default run folder is runs/<name>"
         )
     problem = table_breaking(value)
     if problem:

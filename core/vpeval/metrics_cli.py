@@ -28,7 +28,8 @@ def run_metrics_on_scores(path: str, metric_names: list[str] | None, as_json: bo
 
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
         raise ConfigError(
-            f"--bootstrap is {bootstrap}; give 0 (no confidence intervals) or a positive number of replicates, such as 1000."
+            f"--bootstrap is {bootstrap}; give 0 (no confidence intervals) or a positive number of replicates, "
+            "such as 1000."
         )
     scores = read_score_file(path)
     manager = get_plugin_manager()

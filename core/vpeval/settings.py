@@ -93,7 +93,8 @@ class SplitSettings(StrictModel):
     attacker_train_speakers: ShareOrCount = Field(
         0.5,
         description="Speakers for attacker training: a share in (0, 1) of all speakers, or a whole number of "
-        "speakers (at least 2 fewer than the corpus has; 0 only when no attacker trains); the rest are evaluation speakers.",
+        "speakers (at least 2 fewer than the corpus has; 0 only when no attacker trains); "
+        "the rest are evaluation speakers.",
     )
     validation_speakers: float = Field(
         0.1, ge=0.0, lt=1.0, description="Share of the attacker-train speakers held out for early stopping."

@@ -96,6 +96,6 @@ def check_declared(
         actual = info.frames / info.samplerate
         if abs(duration - actual) > max(DURATION_TOLERANCE_S, DURATION_TOLERANCE * actual):
             raise DataError(
-                f"{where} gives the duration {duration:g} s, but {path} lasts {actual:.3f} s by its header; correct the "
-                "duration or leave it empty."
+                f"{where} gives the duration {duration:g} s, but {path} lasts {actual:.3f} s by its header; "
+                "correct the duration or leave it empty."
             )

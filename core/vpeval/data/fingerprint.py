@@ -1,8 +1,8 @@
 """A content fingerprint of a corpus: every declared value of each utterance plus the bytes of its audio file.
 
 The run cache keys on it, so editing a transcript or a declared duration, or re-recording a file,
-invalidates exactly the results that depend on it. Hashing file bytes is the slow part; a small sqlite index (`FileIndex`)
-remembers each file's hash under (path, size, mtime_ns, ctime_ns, inode), so re-fingerprinting an
+invalidates exactly the results that depend on it. Hashing file bytes is the slow part; a small sqlite
+index (`FileIndex`) remembers each file's hash under (path, size, mtime_ns, ctime_ns, inode), so re-fingerprinting an
 unchanged large corpus only stats files. The ctime is what makes this safe: `touch -r` or os.utime can
 set the mtime back after a same-size rewrite, but every write or utime moves the ctime to "now", and
 nothing short of changing the system clock sets it back. The same index keeps each file's audio

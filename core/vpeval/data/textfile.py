@@ -284,8 +284,8 @@ def read_csv(
     for k, column in enumerate(header):
         if column in seen:
             raise TextFileError(
-                f"{label} line {header_line} names the column '{column}' twice (columns {seen[column] + 1} and {k + 1}); "
-                "rename or remove one.",
+                f"{label} line {header_line} names the column '{column}' twice "
+                f"(columns {seen[column] + 1} and {k + 1}); rename or remove one.",
                 path,
                 header_line,
             )

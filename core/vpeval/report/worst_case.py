@@ -73,7 +73,8 @@ def worst_case_tables(rows: list[dict[str, Any]], caption=None) -> list[str]:
         unit = mine[0].eer.get("unit") or ""
         text = (
             f"### Worst case for {anonymizer}\n\nThe lowest {metric}{' [' + unit + ']' if unit else ''} over "
-            f"all attackers of this run{' (' + note + ')' if note else ''}: a privacy claim holds only against the strongest one.\n\n"
+            f"all attackers of this run{' (' + note + ')' if note else ''}: "
+            "a privacy claim holds only against the strongest one.\n\n"
         )
         text += markdown_table(header, body)
         if caption is not None:

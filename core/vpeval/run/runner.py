@@ -253,7 +253,8 @@ class Runner:
         state.console.log.info("%s %s: computed in %.1f s", stage, label, took)
 
     def _executor(self, console: RunConsole) -> Executor:
-        """The experiment's executor plugin (never part of a cache key); local for experiments resolved before it existed."""
+        """The experiment's executor plugin (never part of a cache key); local for experiments resolved before it
+        existed."""
         context = PluginContext(
             seed=self.settings.seed,
             work_dir=self.cache.root / "work" / "executor",

@@ -62,7 +62,8 @@ def require_espeak(who: str) -> None:
         from vpeval.errors import MissingModelError
 
         raise MissingModelError(
-            f"{who} needs espeak-ng from the espeakng-loader package; install it with: pip install espeakng-loader==0.2.4."
+            f"{who} needs espeak-ng from the espeakng-loader package; "
+            "install it with: pip install espeakng-loader==0.2.4."
         ) from None
 
 

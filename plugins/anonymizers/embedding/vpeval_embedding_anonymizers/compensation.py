@@ -66,8 +66,8 @@ class EmotionCompensation(EmbeddingAnonymizer):
             description="How the source emotion is found: 'auto', prosody with emotion_corpus audio and "
             "classifier with emotion_vectors; 'prosody', a classifier on the utterance's prosodic audio "
             "features (an audio indicator like the paper's emotion2vec+; needs emotion_corpus audio); "
-            "'classifier', one on the original embedding (for embedding-only data); 'label', the utterance's emotion label (the paper's "
-            "oracle setting used to tune alpha).",
+            "'classifier', one on the original embedding (for embedding-only data); "
+            "'label', the utterance's emotion label (the paper's oracle setting used to tune alpha).",
         )
         svm_c: float = Field(1.0, gt=0.0, le=1e6, description="LinearSVC regularisation C.")
         alpha_units: Literal["relative", "absolute"] = Field(

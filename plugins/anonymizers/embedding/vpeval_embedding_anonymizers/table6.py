@@ -141,7 +141,8 @@ def main() -> None:
 
     print(
         f"{len(x)} evaluation vectors, {len(set(speakers.tolist()))} speakers; {args.indicator} indicator "
-        f"accuracy {100 * np.mean(predicted == emotions):.1f} %, UAR {100 * balanced_accuracy_score(emotions, predicted):.1f} %"
+        f"accuracy {100 * np.mean(predicted == emotions):.1f} %, "
+        f"UAR {100 * balanced_accuracy_score(emotions, predicted):.1f} %"
     )
     print(
         format_table(

@@ -138,7 +138,10 @@ def test_a_missing_folder_or_manifest_names_the_field_and_the_path(tmp_path):
 def test_params_need_a_source_and_the_experiment_file_says_where():
     with pytest.raises(ValidationError):
         Precomputed.Params()
-    text = "name: x\ndata:\n  corpus: {use: manifest, params: {path: m.csv}}\nanonymizers:\n  - {use: precomputed}\nattackers: []\n"
+    text = (
+        "name: x\ndata:\n  corpus: {use: manifest, params: {path: m.csv}}\n"
+        "anonymizers:\n  - {use: precomputed}\nattackers: []\n"
+    )
     with pytest.raises(ConfigError, match=r"line 5.*`folders`.*`manifest`"):
         load_experiment_text(text, "exp.yaml")
 

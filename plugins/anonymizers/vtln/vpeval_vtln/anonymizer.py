@@ -68,8 +68,8 @@ class VTLN(Anonymizer):
         )
         factor: tuple[Factor, Factor] = Field(
             (1.08, 1.2),
-            description=f"Size of the piecewise-linear slope, log-uniform in [low, high] per voice (1.0 to {MAX_FACTOR}); "
-            "moving down divides by it.",
+            description=f"Size of the piecewise-linear slope, log-uniform in [low, high] per voice "
+            f"(1.0 to {MAX_FACTOR}); moving down divides by it.",
         )
         target: Literal["spectrum", "envelope"] = Field(
             "spectrum",

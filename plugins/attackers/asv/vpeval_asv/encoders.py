@@ -65,7 +65,8 @@ class CheckpointEncoder(SpeakerEncoder):
         config, model = load_weights(checkpoint, f"{self.name}.checkpoint")
         if config.architecture != self.architecture:
             raise MissingModelError(
-                f"{self.name}.checkpoint {self.params.checkpoint} holds a {config.architecture} model, not {self.architecture}; "
+                f"{self.name}.checkpoint {self.params.checkpoint} holds a {config.architecture} model, "
+                f"not {self.architecture}; "
                 f"use the {config.architecture} encoder or another checkpoint."
             )
         self._embedder = Embedder(config, model, self.params.embed_max_seconds)

@@ -116,9 +116,10 @@ class DastAttacker(Attacker):
         original, target = split_stages(data)
         if original is None and ("I" in p.stages or "II" in p.stages):
             raise DataError(
-                f"The {self.name} attacker's stages {'+'.join(s for s in p.stages if s != 'III')} train on original speech "
-                "(Stage II converts it), but train_on: anonymized gives only the target's output; train those stages "
-                "in a dast attacker with train_on: original and start this one from it with init_from."
+                f"The {self.name} attacker's stages {'+'.join(s for s in p.stages if s != 'III')} "
+                "train on original speech (Stage II converts it), but train_on: anonymized gives only the target's "
+                "output; train those stages in a dast attacker with train_on: original and start this one from it "
+                "with init_from."
             )
         if target is None and "III" in p.stages:
             raise DataError(

@@ -1,9 +1,10 @@
-"""Every system variant, trained for one epoch at CPU-test size, gives the speaker vectors and losses the
+r"""Every system variant, trained for one epoch at CPU-test size, gives the speaker vectors and losses the
 code before the per-system strategy classes (systems.py) gave: system_reference.json was written by that
 code (commit b6190df), so a refactor that changes any system's numbers fails here.
 
 Only when a change of numbers is intended, rewrite the file with
-    python plugins/attackers/multiutt/tests/test_system_reference.py plugins/attackers/multiutt/tests/system_reference.json
+    python plugins/attackers/multiutt/tests/test_system_reference.py \
+        plugins/attackers/multiutt/tests/system_reference.json
 and say so in the commit.
 """
 

@@ -93,8 +93,8 @@ class FrontendFrames(FrameSource):
         out = self.frontend.encode(np.asarray(audio, dtype=np.float32))
         if out.features is None:
             raise ConfigError(
-                f"multiutt parameter frame_source: the frontend {self.frontend.name} returns tokens only; the ECAPA-TDNN "
-                "reads float frames, so name a frontend that returns features (for example kimi-like)."
+                f"multiutt parameter frame_source: the frontend {self.frontend.name} returns tokens only; "
+                "the ECAPA-TDNN reads float frames, so name a frontend that returns features (for example kimi-like)."
             )
         return np.asarray(out.features, dtype=np.float32)
 
