@@ -61,9 +61,9 @@ def poolvc(audios, seconds) -> None:
         f0 = t("WORLD stonemask", pw.stonemask, x, f0, times, RATE)
         sp = t("WORLD cheaptrick", pw.cheaptrick, x, f0, times, RATE)
         ap = t("WORLD d4c", pw.d4c, x, f0, times, RATE, threshold=-1.0)
-        query = t("cepstra", lambda: mean_normalised(envelope_cepstra(sp, RATE)))
+        query = t("cepstra", lambda sp=sp: mean_normalised(envelope_cepstra(sp, RATE)))
         idx = t("kNN search", knn_indices, query, keys, 4)
-        env = t("kNN average, rescale", lambda: np.exp(log_sp[idx].mean(axis=1).astype(np.float64)))
+        env = t("kNN average, rescale", lambda idx=idx: np.exp(log_sp[idx].mean(axis=1).astype(np.float64)))
         t("WORLD synthesis", synthesize, WorldFeatures(convert_f0(f0, 5.0, 0.1), env, ap), RATE, len(x))
     t.report("poolvc (conversion; pool analysis not counted)", seconds)
 
@@ -105,8 +105,8 @@ def ecapa(audios, seconds) -> None:
     batches = 6
     for _ in range(batches):
         feats = t("fbank", embedder.features, batch)
-        loss = t("forward + loss", lambda: classifier(model(feats), labels))
-        t("backward", lambda: (optimizer.zero_grad(), loss.backward()))
+        loss = t("forward + loss", lambda feats=feats: classifier(model(feats), labels))
+        t("backward", lambda loss=loss: (optimizer.zero_grad(), loss.backward()))
         t("AdamW step", optimizer.step)
     t.report("ECAPA training (demo size)", batches, "ms per batch of 32 x 2 s")
 
@@ -142,7 +142,7 @@ def wer(audios, seconds) -> None:
     for x in audios:
         t(
             "whisper tiny.en, beam 5",
-            lambda: list(
+            lambda x=x: list(
                 model.transcribe(
                     x.astype(np.float32),
                     language="en",

@@ -298,7 +298,7 @@ def write_manifest(tmp_path: Path, durations: dict[str, float] | None = None) ->
 
 
 def manifest_corpus(path: Path) -> str:
-    return "{use: manifest, params: {path: %s}}" % json.dumps(str(path))
+    return f"{{use: manifest, params: {{path: {json.dumps(str(path))}}}}}"
 
 
 def test_editing_a_declared_duration_retires_the_trained_attacker(tmp_path, fake_plugins):

@@ -142,7 +142,7 @@ def test_privacy_utility_points_carry_the_intervals_as_error_bars(fake_run, tmp_
     (figure,) = figures.privacy_utility_figure(fake_run.rows, tmp_path)
     assert len(drawn) == 4, "one point per anonymizer and attacker"
     wer = {r["anonymizer"]: r for r in fake_run.rows if r["metric"] == "wer"}
-    for x, y, xerr, _yerr, label in drawn:
+    for x, _y, xerr, _yerr, label in drawn:
         anonymizer = label.split(" / ")[0]
         assert x == wer[anonymizer]["value"]
         assert xerr[0][0] == pytest.approx(wer[anonymizer]["value"] - wer[anonymizer]["ci_low"])

@@ -50,7 +50,9 @@ def test_relative_paths_resolve_against_the_recipe_folder(corpus, tmp_path):
     folder = write_data_dir(corpus, recipe / "data" / "set")
     lines = (folder / "wav.scp").read_text().splitlines()
     (recipe / "wav").symlink_to(corpus.utterances[0].path.rsplit("/", 1)[0])
-    (folder / "wav.scp").write_text("".join(f"{l.split()[0]} wav/{l.split()[1].rsplit('/', 1)[1]}\n" for l in lines))
+    (folder / "wav.scp").write_text(
+        "".join(f"{line.split()[0]} wav/{line.split()[1].rsplit('/', 1)[1]}\n" for line in lines)
+    )
     back = read_data_dir(folder)
     assert all(read_audio(u.path)[0].size for u in back.utterances[:2])
 

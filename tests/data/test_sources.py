@@ -158,7 +158,7 @@ def test_manifest_source_loads_real_vctk_with_a_fingerprint(tmp_path):
 def test_experiment_level_allow_pipes_reaches_the_kaldi_source(small_corpus, tmp_path):
     folder = write_data_dir(small_corpus, tmp_path / "data" / "set")
     lines = (folder / "wav.scp").read_text().splitlines()
-    (folder / "wav.scp").write_text("".join(f"{l.split()[0]} cat {l.split()[1]} |\n" for l in lines))
+    (folder / "wav.scp").write_text("".join(f"{line.split()[0]} cat {line.split()[1]} |\n" for line in lines))
     params = KaldiCorpus.Params(root=str(tmp_path / "data"))
     with pytest.raises(DataError, match="line 1 is a shell pipe"):
         KaldiCorpus(params, PluginContext(work_dir=tmp_path / "w")).load()
@@ -172,7 +172,7 @@ def test_an_utterance_in_both_the_enrolls_and_a_trials_folder_is_refused_with_bo
     shared = (enrolls / "wav.scp").read_text().splitlines()[0]  # same id, same file
     utt = shared.split()[0]
     for name in ("wav.scp", "utt2spk"):
-        line = next(l for l in (enrolls / name).read_text().splitlines() if l.split()[0] == utt)
+        line = next(row for row in (enrolls / name).read_text().splitlines() if row.split()[0] == utt)
         (trials / name).write_text((trials / name).read_text() + line + "\n")
     (trials / "spk2utt").unlink()  # it would no longer agree with utt2spk, which the reader refuses
     source = kaldi_source(root, tmp_path / "work")

@@ -339,7 +339,7 @@ def render_latex(table: PaperTable) -> str:
         ]
         lines.append(" & ".join(cells) + " \\\\")
         start, rules = nrow + 1, []
-        for key, width in spans:
+        for _key, width in spans:
             rules.append(f"\\cmidrule(lr){{{start}-{start + width - 1}}}")
             start += width
         lines.append(" ".join(rules))

@@ -151,7 +151,7 @@ class VectorVC(Anonymizer):
         best: tuple[float, np.ndarray, np.ndarray, np.ndarray] | None = None
         cosines = []
         steps = p.refine_steps if p.mixing == "fit" else 0
-        for step in range(steps + 1):
+        for _step in range(steps + 1):
             means = self._voices.means
             weights = fit_weights(target, means, p.max_voices) if p.mixing == "fit" else nearest_weights(target, means)
             out = renderer.render(weights)[: len(audio)]
