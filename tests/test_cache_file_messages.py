@@ -63,11 +63,21 @@ def test_bad_audio_in_the_cache_names_the_entry_and_the_stage(tmp_path):
     message = str(BadAudioError(str(wav), "its data is corrupt or cut short (unexpected end)"))
     assert message.startswith(f"Audio file {wav} cannot be used: its data is corrupt or cut short (unexpected end).")
     assert (
-        f"It is a file of vpeval's cache (the anonymize stage), not one of yours: delete the cache entry folder {wav.parent}"
-        in message
+        f"It is a file of vpeval's cache (the anonymize stage), not one of yours: "
+        f"delete the cache entry folder {wav.parent}" in message
     )
     assert "`--force anonymize`" in message
     assert (
         str(BadAudioError("/data/mine.wav", "it is silent"))
         == "Audio file /data/mine.wav cannot be used: it is silent."
     )
+
+
+def test_a_corrupt_cache_error_raised_in_a_worker_arrives_as_its_sentence(tmp_path):
+    import pickle
+
+    from vpeval.errors import CorruptCacheError
+
+    error = CorruptCacheError(str(tmp_path / "train" / "ab" / ("ab" * 32) / "model.pt"), "truncated")
+    again = pickle.loads(pickle.dumps(error))
+    assert type(again) is CorruptCacheError and str(again) == str(error) and again.reason == "truncated"

@@ -57,6 +57,9 @@ class CorruptCacheError(UserError):
         self.reason = reason
         super().__init__(corrupt_cache_message(path, reason) or f"{path} is damaged ({reason}); delete it and rerun.")
 
+    def __reduce__(self):  # pickled back from a worker: rebuilt from its arguments (see BadAudioError)
+        return type(self), (self.path, self.reason)
+
 
 class DataError(UserError):
     """A data folder, manifest or trial list is malformed."""
