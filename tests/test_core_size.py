@@ -1,0 +1,25 @@
+"""The core's size budget (docs/plugin-hooks.md, "Where new features go"): new features arrive as plugins,
+declared report sections, libraries under lib/ or the vpeval-report split, not as core code.
+
+Raising a number here takes a commit that says why the code belongs in the core."""
+
+from pathlib import Path
+
+import vpeval
+
+CORE = Path(vpeval.__file__).parent
+BUDGET = {"report": 2_300, "": 12_500}  # lines of .py files: the report folder, the whole core
+
+
+def lines_under(folder: Path) -> int:
+    return sum(len(p.read_text(encoding="utf-8").splitlines()) for p in folder.rglob("*.py"))
+
+
+def test_the_core_stays_within_its_budget():
+    for folder, budget in BUDGET.items():
+        used = lines_under(CORE / folder)
+        assert used <= budget, (
+            f"core/vpeval/{folder or ''} has {used} lines, over its budget of {budget}: move the new feature into a "
+            "plugin, a lib/ library or the vpeval-report distribution (docs/plugin-hooks.md), or raise the budget "
+            "with a reason"
+        )
