@@ -167,7 +167,8 @@ def map_stage_rows(items, runs: int, empty_tasks: int, cache_root: Path) -> list
 
 def print_map_rows(rows: list[tuple]) -> None:
     print(
-        f"\nmap stage (ge2e embed)\n{'executor':32s} {'func MB':>8s} {'cold s':>8s} {'new func s':>10s} {'warm s':>8s} {'utt/s':>7s} "
+        f"\nmap stage (ge2e embed)\n{'executor':32s} {'func MB':>8s} {'cold s':>8s} {'new func s':>10s} "
+        f"{'warm s':>8s} {'utt/s':>7s} "
         f"{'vs local 1':>10s} {'CPU s':>7s} {'ms/empty task':>13s}"
     )
     base = rows[0][3]
@@ -178,7 +179,8 @@ def print_map_rows(rows: list[tuple]) -> None:
             else (f"{'':8s}", f"{'':8s}", f"{'':10s}")
         )
         print(
-            f"{label:32s} {mb} {cold_s} {fresh_s} {warm:8.2f} {rate:7.1f} {base / warm:10.2f} {cpu_s:7.2f} {empty * 1000:13.2f}"
+            f"{label:32s} {mb} {cold_s} {fresh_s} {warm:8.2f} {rate:7.1f} {base / warm:10.2f} {cpu_s:7.2f} "
+            f"{empty * 1000:13.2f}"
         )
 
 
@@ -254,7 +256,8 @@ def main() -> None:
 
         base = rows[0][2]
         print(
-            f"\nanonymization (mcadams defaults)\n{'executor':32s} {'start s':>8s} {'cold s':>8s} {'warm s':>8s} {'x real time':>11s} {'vs local 1':>10s} "
+            f"\nanonymization (mcadams defaults)\n{'executor':32s} {'start s':>8s} {'cold s':>8s} {'warm s':>8s} "
+            f"{'x real time':>11s} {'vs local 1':>10s} "
             f"{'CPU s':>7s} {'ms/empty task':>13s}"
         )
         for label, cold, warm, cpu_s, per_task in rows:

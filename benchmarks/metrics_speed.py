@@ -170,7 +170,8 @@ def main() -> None:
     report["ten_million"] = ten_million(args.trials, args.runs)
     r = report["ten_million"]
     print(
-        f"{args.trials:,} trials: EER step+ROCCH, minDCF x2, Cllr, min Cllr: median {r['all']['median_wall_s']:.2f} s wall, "
+        f"{args.trials:,} trials: EER step+ROCCH, minDCF x2, Cllr, min Cllr: median "
+        f"{r['all']['median_wall_s']:.2f} s wall, "
         f"{r['all']['median_cpu_s']:.2f} s CPU (sort + tally alone {r['sort_and_tally']['median_wall_s']:.2f} s)"
     )
     print("   values:", {k: round(v, 4) for k, v in r["all"].pop("result").items()})
@@ -178,20 +179,27 @@ def main() -> None:
 
     report["speechbrain"] = sb = speechbrain_agreement(args.sb_trials, args.runs)
     print(
-        f"{args.sb_trials:,} trials: vpeval step EER {sb['vpeval_median_wall_s'] * 1e3:.1f} ms vs speechbrain EER {sb['speechbrain_wall_s']:.1f} s "
-        f"({sb['speedup_wall']:.0f}x); EER {sb['vpeval_eer']:.8f} vs {sb['speechbrain_eer']:.8f} (|diff| {sb['abs_difference']:.1e}), "
+        f"{args.sb_trials:,} trials: vpeval step EER {sb['vpeval_median_wall_s'] * 1e3:.1f} ms vs speechbrain EER "
+        f"{sb['speechbrain_wall_s']:.1f} s "
+        f"({sb['speedup_wall']:.0f}x); EER {sb['vpeval_eer']:.8f} vs {sb['speechbrain_eer']:.8f} "
+        f"(|diff| {sb['abs_difference']:.1e}), "
         f"threshold {sb['vpeval_threshold']:.6f} vs {sb['speechbrain_threshold']:.6f}"
     )
 
     report["bootstrap"] = bs = bootstrap(args.sb_trials, args.replicates)
     for name in ("eer-step", "min-cllr"):
         print(
-            f"bootstrap {args.replicates} replicates, {args.sb_trials:,} trials, {name}: {bs[name]['median_wall_s']:.2f} s wall, "
-            f"{bs[name]['median_cpu_s']:.2f} s CPU; {bs[name]['value']:.3f} [{bs[name]['ci'][0]:.3f}, {bs[name]['ci'][1]:.3f}]"
+            f"bootstrap {args.replicates} replicates, {args.sb_trials:,} trials, {name}: "
+            f"{bs[name]['median_wall_s']:.2f} s wall, "
+            f"{bs[name]['median_cpu_s']:.2f} s CPU; {bs[name]['value']:.3f} "
+            f"[{bs[name]['ci'][0]:.3f}, {bs[name]['ci'][1]:.3f}]"
         )
 
     report["cli"] = c = cli(args.cli_trials, args.runs)
-    line = f"metrics on a {args.cli_trials:,}-trial score file ({c['file_mb']:.0f} MB): in process {c['in_process']['median_wall_s']:.2f} s wall, {c['in_process']['median_cpu_s']:.2f} s CPU"
+    line = (
+        f"metrics on a {args.cli_trials:,}-trial score file ({c['file_mb']:.0f} MB): in process "
+        f"{c['in_process']['median_wall_s']:.2f} s wall, {c['in_process']['median_cpu_s']:.2f} s CPU"
+    )
     if "command" in c:
         line += f"; `vpeval metrics --scores` command {c['command']['median_wall_s']:.2f} s wall"
     print(line)

@@ -124,8 +124,8 @@ def test_run_folder_under_a_file_names_the_file_in_the_way(tmp_path, fake_plugin
         vpeval("-e", experiment(tmp_path), "--cache", tmp_path / "cache", "--output", blocker / "run", "-q"), 2
     )
     assert (
-        line
-        == f"Error: {blocker} is a file where a folder belongs; move that file away or pass --output with another folder."
+        line == f"Error: {blocker} is a file where a folder belongs; "
+        "move that file away or pass --output with another folder."
     )
 
 
@@ -175,7 +175,8 @@ def test_environment_sentences_for_other_errors():
     boundary.note_place("/data/cache", "the cache", "--cache")
     message = boundary.environment_message
     assert message(OSError(errno.EROFS, "Read-only file system", "/data/cache/x")) == (
-        "/data/cache/x (in the cache /data/cache) is on a read-only file system; pass --cache with another folder on a writable disk."
+        "/data/cache/x (in the cache /data/cache) is on a read-only file system; "
+        "pass --cache with another folder on a writable disk."
     )
     assert "ulimit -n" in message(OSError(errno.EMFILE, "Too many open files", "/data/cache/y"))
     assert message(OSError(errno.ENOENT, "No such file or directory", "/nope")).startswith("/nope does not exist")

@@ -129,12 +129,12 @@ def test_markdown_runs_side_by_side_with_the_best_value_per_column_in_bold(runs)
     assert "| anonymizer | N | demo / O-A | demo / A-A | demo_v2 / O-A | demo_v2 / A-A |" in text
     # EER: higher is better for the anonymizer; per column the higher of the two anonymizers is bold, with its interval.
     assert (
-        "| mc_adams 50% | 1 | **40.00** [38.00, 42.00] | 20.00 [18.00, 22.00] | 35.00 [33.00, 37.00] | **22.00** [20.00, 24.00] |"
-        in text
+        "| mc_adams 50% | 1 | **40.00** [38.00, 42.00] | 20.00 [18.00, 22.00] | 35.00 [33.00, 37.00] | "
+        "**22.00** [20.00, 24.00] |" in text
     )
     assert (
-        "| pool#vc & co | 1 | 30.00 [28.00, 32.00] | **25.00** [23.00, 27.00] | **38.00** [36.00, 40.00] | 21.00 [19.00, 23.00] |"
-        in text
+        "| pool#vc & co | 1 | 30.00 [28.00, 32.00] | **25.00** [23.00, 27.00] | **38.00** [36.00, 40.00] | "
+        "21.00 [19.00, 23.00] |" in text
     )
     assert "attacker ge2e" in text and "(higher is better) in bold" in text
 

@@ -31,18 +31,22 @@ metrics: [fake-eer]
 report:
   # fake-eer reports pooled ("all") values only, so they are the headline ones
   tables:
-    - {title: "Table I: EER of both attackers", metric: fake-eer, rows: [attacker], columns: [n, protocol], where: {anonymizer: fake-shift}, best: lower}
+    - {title: "Table I: EER of both attackers", metric: fake-eer, rows: [attacker], columns: [n, protocol], \
+where: {anonymizer: fake-shift}, best: lower}
     - {title: "Table II: one cell per attacker is ambiguous", metric: fake-eer, rows: [attacker], columns: [protocol]}
   curves:
-    - {title: "Figure 1: EER against bands", metric: fake-eer, x: {attacker: {narrow: 8, wide: 24}}, xlabel: bands, series: anonymizer, where: {n: 1}}
+    - {title: "Figure 1: EER against bands", metric: fake-eer, x: {attacker: {narrow: 8, wide: 24}}, xlabel: bands, \
+series: anonymizer, where: {n: 1}}
   findings:
-    - {claim: "Anonymization raises the EER (O-A above O-O)", metric: fake-eer, left: {protocol: O-A}, op: ">", right: {protocol: O-O}, per: [anonymizer]}
+    - {claim: "Anonymization raises the EER (O-A above O-O)", metric: fake-eer, left: {protocol: O-A}, op: ">", \
+right: {protocol: O-O}, per: [anonymizer]}
     - claim: "More enrollment lowers the EER more in A-A than in O-O"
       metric: fake-eer
       left: {delta: [{n: 1, protocol: A-A}, {n: 2, protocol: A-A}]}
       op: ">"
       right: {delta: [{n: 1, protocol: O-O}, {n: 2, protocol: O-O}]}
-    - {claim: "The wide attacker is close to the narrow one", metric: fake-eer, left: {attacker: wide}, op: "~", right: {attacker: narrow}, tolerance: 100}
+    - {claim: "The wide attacker is close to the narrow one", metric: fake-eer, left: {attacker: wide}, op: "~", \
+right: {attacker: narrow}, tolerance: 100}
 """
 
 

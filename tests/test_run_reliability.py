@@ -113,7 +113,8 @@ def test_an_utterance_cut_off_while_written_is_not_adopted_on_resume(tmp_path, f
 TWO_LABELS = (
     SMALL.replace(
         "anonymizers: [fake-shift]",
-        "anonymizers:\n  - {use: fake-shift, label: 'LABEL1'}\n  - {use: fake-shift, params: {low: 0.7, high: 0.8}, label: 'LABEL2'}",
+        "anonymizers:\n  - {use: fake-shift, label: 'LABEL1'}\n"
+        "  - {use: fake-shift, params: {low: 0.7, high: 0.8}, label: 'LABEL2'}",
     )
     + "protocols: [O-A]\n"
 )

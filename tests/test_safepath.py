@@ -60,7 +60,8 @@ def test_size_limit_and_the_sentence(tmp_path):
     with pytest.raises(ConfigError) as info:
         regular_file(path, "Manifest", max_bytes=1000, error=ConfigError)
     assert str(info.value) == (
-        f"Manifest {path} cannot be used: it is 2.93 KB, over the 1000 bytes limit for such a file; check that this is the right file."
+        f"Manifest {path} cannot be used: it is 2.93 KB, over the 1000 bytes limit for such a file; "
+        "check that this is the right file."
     )
     with pytest.raises(DataError, match=rf"^Manifest {tmp_path} cannot be used: it is a folder"):
         regular_file(tmp_path, "Manifest")
@@ -103,7 +104,8 @@ def test_fingerprint_and_scan_of_a_corpus_listing_a_fifo_or_device_do_not_hang(t
         from vpeval.data.scan import scan_corpus
         from vpeval.types import Corpus, Utterance
 
-        corpus = Corpus("c", [Utterance(name, "s1", {str(tmp_path)!r} + "/" + name) for name in ("pipe.wav", "zero.wav")])
+        corpus = Corpus("c", [Utterance(name, "s1", {str(tmp_path)!r} + "/" + name) \
+for name in ("pipe.wav", "zero.wav")])
         for index in (None, {str(tmp_path / "index")!r}):
             corpus_fingerprint(corpus, index)
             _, skipped = scan_corpus(corpus, "skip", index)

@@ -21,7 +21,8 @@ def _lines(n=200, seed=0):
     for i in range(n):
         target = i % 4 == 0
         out.append(
-            f"spk{i % 10} utt{i} {rng.normal() + 2.0 * target:.4f} {'target' if target else 'nontarget'} {'fm'[(i // 4) % 2]}"
+            f"spk{i % 10} utt{i} {rng.normal() + 2.0 * target:.4f} {'target' if target else 'nontarget'} "
+            f"{'fm'[(i // 4) % 2]}"
         )
     return out
 

@@ -49,7 +49,8 @@ class TableSpec(StrictModel):
     where: Where = Field(default_factory=dict, description="keep only results whose coordinates take these values")
     best: Literal["higher", "lower", "none"] | None = Field(
         default=None,
-        description="which value per column is marked: an attack paper marks the lowest EER (lower); default: the privacy side's",
+        description="which value per column is marked: an attack paper marks the lowest EER (lower); "
+        "default: the privacy side's",
     )
 
     @model_validator(mode="after")
@@ -92,7 +93,8 @@ class CurveSpec(StrictModel):
 
 class Delta(StrictModel):
     delta: Annotated[list[Where], Field(min_length=2, max_length=2)] = Field(
-        description="two selections: the side's value is mean(first) - mean(second), e.g. the EER drop from N = 5 to N = 15"
+        description="two selections: the side's value is mean(first) - mean(second), "
+        "e.g. the EER drop from N = 5 to N = 15"
     )
 
 

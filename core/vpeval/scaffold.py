@@ -67,8 +67,10 @@ BODIES = {
         hop = int(self.sample_rate / self.frame_rate)
         frames = audio[: len(audio) // hop * hop].reshape(-1, hop)
         energy = np.log(np.mean(frames**2, axis=1) + 1e-8)
-        levels = np.clip(((energy + 18) / 18 * self.params.codebook_size).astype(np.int64), 0, self.params.codebook_size - 1)
-        return FrontendOutput(self.frame_rate, tokens=levels[:, None], codebook_sizes=(self.params.codebook_size,), features=energy[:, None].astype(np.float32))
+        levels = np.clip(((energy + 18) / 18 * self.params.codebook_size).astype(np.int64), 0, \
+self.params.codebook_size - 1)
+        return FrontendOutput(self.frame_rate, tokens=levels[:, None], codebook_sizes=(self.params.codebook_size,), \
+features=energy[:, None].astype(np.float32))
 """,
     "metric": """
     needs = "scores"
@@ -86,10 +88,22 @@ BODIES = {
 }
 
 IMPORTS = {
-    "anonymizer": "import numpy as np\nfrom pydantic import Field\n\nfrom vpeval.api import Anonymizer, Params, Voice\n",
-    "attacker": "from collections.abc import Sequence\nfrom pathlib import Path\n\nimport numpy as np\nfrom pydantic import Field\n\nfrom vpeval.api import Attacker, Params\nfrom vpeval.types import TrainingData, Utterance\n",
-    "frontend": "import numpy as np\nfrom pydantic import Field\n\nfrom vpeval.api import Frontend, Params\nfrom vpeval.types import FrontendOutput\n",
-    "metric": "from vpeval.api import Metric, MetricInputs, Params\nfrom vpeval.errors import MetricInputError\nfrom vpeval.types import MetricResult\n",
+    "anonymizer": (
+        "import numpy as np\nfrom pydantic import Field\n\nfrom vpeval.api import Anonymizer, Params, Voice\n"
+    ),
+    "attacker": (
+        "from collections.abc import Sequence\nfrom pathlib import Path\n\n"
+        "import numpy as np\nfrom pydantic import Field\n\n"
+        "from vpeval.api import Attacker, Params\nfrom vpeval.types import TrainingData, Utterance\n"
+    ),
+    "frontend": (
+        "import numpy as np\nfrom pydantic import Field\n\n"
+        "from vpeval.api import Frontend, Params\nfrom vpeval.types import FrontendOutput\n"
+    ),
+    "metric": (
+        "from vpeval.api import Metric, MetricInputs, Params\n"
+        "from vpeval.errors import MetricInputError\nfrom vpeval.types import MetricResult\n"
+    ),
 }
 
 CONTRACTS = {

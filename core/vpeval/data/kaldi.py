@@ -46,7 +46,8 @@ def read_data_dir(
     folder = Path(folder)
     if not folder.is_dir():
         raise DataError(
-            f"Data folder {folder} {file_problem(folder) or 'is a file, not a folder'}; give a Kaldi data folder (with a wav.scp)."
+            f"Data folder {folder} {file_problem(folder) or 'is a file, not a folder'}; "
+            "give a Kaldi data folder (with a wav.scp)."
         )
     scp = folder / "wav.scp"
     if not scp.exists():
@@ -243,8 +244,8 @@ def _speakers(folder: Path, paths: dict[str, str]) -> dict[str, str]:
                     other_line, other = from_spk2utt[utt]
                     twice = "twice" if other == spk else f"under speaker {other} and under {spk}"
                     raise DataError(
-                        f"{spk2utt} lists the utterance {utt} {twice} (lines {other_line} and {line}); an utterance has "
-                        "one speaker, so keep it on one line."
+                        f"{spk2utt} lists the utterance {utt} {twice} (lines {other_line} and {line}); "
+                        "an utterance has one speaker, so keep it on one line."
                     )
                 from_spk2utt[utt] = (line, spk)
     if from_utt2spk is None and from_spk2utt is None:
@@ -255,7 +256,8 @@ def _speakers(folder: Path, paths: dict[str, str]) -> dict[str, str]:
     missing = [utt for utt in paths if utt not in table]
     if missing:
         raise DataError(
-            f"{source} does not give a speaker for {missing[0]} (and {len(missing) - 1} more) listed in wav.scp; add them."
+            f"{source} does not give a speaker for {missing[0]} (and {len(missing) - 1} more) listed in wav.scp; "
+            "add them."
         )
     return {utt: spk for utt, (_, spk) in table.items()}
 
@@ -267,14 +269,15 @@ def _agree(
     for utt, (line, spk) in by_utt.items():
         if utt not in by_spk:
             raise DataError(
-                f"{utt2spk} line {line} gives {utt} the speaker {spk}, but {spk2utt} does not list {utt}; the two files "
-                "must agree (regenerate spk2utt with Kaldi's utils/utt2spk_to_spk2utt.pl, or delete it)."
+                f"{utt2spk} line {line} gives {utt} the speaker {spk}, but {spk2utt} does not list {utt}; "
+                "the two files must agree (regenerate spk2utt with Kaldi's utils/utt2spk_to_spk2utt.pl, or delete it)."
             )
         other_line, other = by_spk[utt]
         if other != spk:
             raise DataError(
                 f"{utt2spk} line {line} gives {utt} the speaker {spk}, but {spk2utt} line {other_line} lists it under "
-                f"{other}; the two files must agree (regenerate spk2utt with utils/utt2spk_to_spk2utt.pl, or delete it)."
+                f"{other}; the two files must agree "
+                "(regenerate spk2utt with utils/utt2spk_to_spk2utt.pl, or delete it)."
             )
     for utt, (line, spk) in by_spk.items():
         if utt not in by_utt:
@@ -319,7 +322,8 @@ def _run_pipe(scp: Path, line: int, command: str, folder: Path, cache: Path) -> 
     if done.returncode != 0 or not done.stdout:
         err = " ".join(done.stderr.decode(errors="replace").split())[:200]
         raise DataError(
-            f"{scp} line {line}: the pipe '{command}' failed (exit {done.returncode}: {err or 'no output'}); fix the command."
+            f"{scp} line {line}: the pipe '{command}' failed (exit {done.returncode}: {err or 'no output'}); "
+            "fix the command."
         )
     fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=cache)
     with os.fdopen(fd, "wb") as handle:

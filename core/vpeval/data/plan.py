@@ -315,7 +315,8 @@ def write_sides(trial_list: TrialList, path: str | os.PathLike) -> Path:
 
 
 def read_sides(path: str | os.PathLike) -> dict[str, tuple[str, ...]]:
-    """side id -> its utterance ids, from a sides file (write_sides); a side or an utterance in a side twice is refused."""
+    """side id -> its utterance ids, from a sides file (write_sides); a side or an utterance in a side twice is
+    refused."""
     path = Path(path)
     sides = {}
     for line, (sid, *utts) in read_table(path, ("side-id", "utt-id"), last="many"):
@@ -336,8 +337,8 @@ def read_trial_list(trials_path: str | os.PathLike, sides_path: str | os.PathLik
         where = f"{trials_path} line {line}"
         if (enroll_id, test_id) in seen:
             raise DataError(
-                f"{where} repeats the trial '{enroll_id} {test_id}' of line {seen[enroll_id, test_id]}; a trial counted "
-                "twice weighs double in every metric, so remove the repeat."
+                f"{where} repeats the trial '{enroll_id} {test_id}' of line {seen[enroll_id, test_id]}; "
+                "a trial counted twice weighs double in every metric, so remove the repeat."
             )
         seen[enroll_id, test_id] = line
         for sid in (enroll_id, test_id):
@@ -454,11 +455,13 @@ def predefined_plan(
                     continue
                 if spk not in enroll_by_speaker:
                     raise DataError(
-                        f"{folder.trials_file} line {line} enrolls speaker {spk}, who has no utterance in {s.enrolls.name}."
+                        f"{folder.trials_file} line {line} enrolls speaker {spk}, "
+                        f"who has no utterance in {s.enrolls.name}."
                     )
                 if uid not in folder.corpus:
                     raise DataError(
-                        f"{folder.trials_file} line {line} tests utterance {utt}, which {folder.name}/wav.scp does not list."
+                        f"{folder.trials_file} line {line} tests utterance {utt}, "
+                        f"which {folder.name}/wav.scp does not list."
                     )
                 side = tuple(u.id for u in enroll_by_speaker[spk])
                 gender = folder_gender or s.enrolls.gender_of(spk)

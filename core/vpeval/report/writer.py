@@ -123,7 +123,8 @@ def report_markdown(
     lines = [f"# {e.name}", ""]
     lines.append(
         f"Seed {e.seed}; corpus `{exp.corpus.use}` ({exp.corpus.distribution} {exp.corpus.version}); "
-        f"{payload['corpus']['evaluation_speakers']} evaluation speakers, {payload['corpus']['train_speakers']} attacker-train speakers; "
+        f"{payload['corpus']['evaluation_speakers']} evaluation speakers, "
+        f"{payload['corpus']['train_speakers']} attacker-train speakers; "
         f"trials per N: {payload['trials']}."
     )
     lines.append("")
@@ -134,7 +135,8 @@ def report_markdown(
         "Attackers: " + (", ".join(f"`{a.label}` trained on {a.train_on}" for a in exp.attackers) or "none") + "."
     )
     lines.append(
-        "Protocols: O-O original enrollment and trials; O-A original enrollment, anonymized trials; A-A both anonymized."
+        "Protocols: O-O original enrollment and trials; O-A original enrollment, anonymized trials; "
+        "A-A both anonymized."
     )
     lines.append("Values with a bracket carry a 95 % speaker-level bootstrap confidence interval.")
     if payload.get("plan_notes"):
@@ -142,7 +144,8 @@ def report_markdown(
     if result.skipped_audio:
         lines += [
             "",
-            f"**{len(result.skipped_audio)} unusable audio files (unreadable, NaN, silent, too short or beyond full scale) were skipped** (on_bad_audio: skip):",
+            f"**{len(result.skipped_audio)} unusable audio files (unreadable, NaN, silent, too short or beyond "
+            "full scale) were skipped** (on_bad_audio: skip):",
             "",
         ]
         lines += [f"- {u}: {p} ({r})" for u, p, r in result.skipped_audio]

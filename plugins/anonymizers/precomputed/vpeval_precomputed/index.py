@@ -48,10 +48,14 @@ class PrecomputedSet:
         if wanted is None:
             what = f"utterance {first} has no audio in {self.where()} ({len(self)} utterances there)"
         else:
-            what = f"{len(missing)} of the {wanted} utterances to anonymize have no audio in {self.where()} (first: {first})"
+            what = (
+                f"{len(missing)} of the {wanted} utterances to anonymize have no audio in {self.where()} "
+                f"(first: {first})"
+            )
         return (
-            f"anonymizer precomputed: {what}{self.prefix_hint(missing[0])}; anonymize the missing utterances with your toolkit "
-            "too, or add the data folders that hold them to `folders`."
+            f"anonymizer precomputed: {what}{self.prefix_hint(missing[0])}; "
+            "anonymize the missing utterances with your toolkit too, "
+            "or add the data folders that hold them to `folders`."
         )
 
     def prefix_hint(self, utterance_id: str) -> str:

@@ -190,7 +190,8 @@ class AudioTextSystem(_LevelledFusion):
 
 
 class WeightedAudioTextSystem(_LevelledFusion):
-    """audio-text, fusion weighted: fixed weights on the cosine scores of the two modalities (III-B2); no fusion layers."""
+    """audio-text, fusion weighted: fixed weights on the cosine scores of the two modalities (III-B2); no fusion
+    layers."""
 
     name = "audio-text"
     uses_text = True

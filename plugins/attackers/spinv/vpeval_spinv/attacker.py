@@ -39,7 +39,8 @@ class StageBWeights(Params):
 class SpInvParams(Params):
     target_encoder: EncoderSpec = Field(
         default_factory=lambda: EncoderSpec(use="ge2e"),
-        description="The frozen speaker encoder F whose space is recovered {use, params} (the paper: ECAPA-TDNN; here GE2E, packaged).",
+        description="The frozen speaker encoder F whose space is recovered {use, params} "
+        "(the paper: ECAPA-TDNN; here GE2E, packaged).",
     )
     observed_seconds: float = Field(
         3.0,
@@ -152,7 +153,8 @@ class SpInv(Attacker):
     # -- parts ----------------------------------------------------------------------------------
 
     def attacked_frontend(self):
-        """The frontend whose output G reads (set by the core); one DataError sentence when the experiment names none."""
+        """The frontend whose output G reads (set by the core); one DataError sentence when the experiment names
+        none."""
         if self.frontend is None:
             raise DataError("spinv attacks a frontend's output; name one in the experiment (frontend: <name>).")
         return self.frontend
@@ -233,7 +235,8 @@ class SpInv(Attacker):
     # -- attack ---------------------------------------------------------------------------------
 
     def recover(self, utterance: Utterance) -> np.ndarray:
-        """ẑ = G(a contiguous `observed_seconds` slice of the frontend output), slice start seeded by the utterance id."""
+        """ẑ = G(a contiguous `observed_seconds` slice of the frontend output), slice start seeded by the
+        utterance id."""
         key = _key(utterance)
         if key not in self._recovered:
             import torch

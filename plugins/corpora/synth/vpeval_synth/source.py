@@ -84,7 +84,8 @@ class SynthCorpus(CorpusSource):
             None,
             ge=0.0,
             le=1.0,
-            description="Share of utterances spoken happy, sad or angry, the rest neutral (preset: 0.4; emotion: 0.75).",
+            description="Share of utterances spoken happy, sad or angry, the rest neutral "
+            "(preset: 0.4; emotion: 0.75).",
         )
         style_strength: float | None = Field(  # above 4, sad speech reaches a rate of zero
             None,

@@ -176,7 +176,8 @@ class DaskExecutor(Executor):
         if blind:
             raise PluginError(
                 f"executor dask: worker {blind[0]} cannot read the cache folder {root}; vpeval's workers write "
-                "results there, so put the cache (VPEVAL_CACHE or --cache) on a filesystem every worker mounts at the same path."
+                "results there, so put the cache (VPEVAL_CACHE or --cache) on a filesystem every worker mounts "
+                "at the same path."
             )
         self._checked_shared = True
 

@@ -69,7 +69,8 @@ class QwenFrontend(TorchFrontend):
                 model.load_state_dict(read_state_dict(folder, TOWER_PREFIX, "Qwen3-Omni audio tower"), strict=True)
             else:
                 raise MissingModelError(
-                    f"The qwen frontend parameter weights={folder} holds a {model_type} model; point it at a folder with {NEEDS}."
+                    f"The qwen frontend parameter weights={folder} holds a {model_type} model; "
+                    f"point it at a folder with {NEEDS}."
                 )
         from transformers import WhisperFeatureExtractor
 

@@ -94,7 +94,8 @@ class Inversion(Metric):
         speakers = np.asarray(inputs.speakers)
         if recovered.ndim != 2 or recovered.shape != target.shape or len(speakers) != len(recovered):
             raise MetricInputError(
-                f"Metric {self.name}: recovered {recovered.shape}, target {target.shape} and {len(speakers)} speakers do not match; "
+                f"Metric {self.name}: recovered {recovered.shape}, target {target.shape} and {len(speakers)} speakers "
+                "do not match; "
                 "give one speaker per row of two [rows, dim] arrays."
             )
         if not (np.isfinite(recovered).all() and np.isfinite(target).all()):

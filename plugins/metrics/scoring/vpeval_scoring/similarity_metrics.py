@@ -28,7 +28,8 @@ class SimilarityMetric(Metric):
         matrix = inputs.similarity.get(protocol)
         if matrix is None:
             raise MetricInputError(
-                f"Metric {self.name} needs the {protocol} score matrix, but only {sorted(inputs.similarity) or 'none'} were given."
+                f"Metric {self.name} needs the {protocol} score matrix, "
+                f"but only {sorted(inputs.similarity) or 'none'} were given."
             )
         return _speaker_similarity(matrix, protocol, self.name, self.params.calibrate)
 
@@ -78,7 +79,8 @@ def _speaker_similarity(matrix: SimilarityMatrix, protocol: str, metric: str, ca
     rows, cols = np.asarray(matrix.row_speakers), np.asarray(matrix.col_speakers)
     if scores.ndim != 2 or scores.shape != (len(rows), len(cols)):
         raise MetricInputError(
-            f"Metric {metric}: the {protocol} matrix is {scores.shape} but has {len(rows)} row and {len(cols)} column speakers."
+            f"Metric {metric}: the {protocol} matrix is {scores.shape} "
+            f"but has {len(rows)} row and {len(cols)} column speakers."
         )
     if not np.isfinite(scores).all():
         raise MetricInputError(
@@ -103,6 +105,7 @@ def _speaker_similarity(matrix: SimilarityMatrix, protocol: str, metric: str, ca
     if empty.any():
         who = [s for s, e in zip(sim.speakers, empty, strict=True) if e][:3]
         raise MetricInputError(
-            f"Metric {metric}: in the {protocol} matrix speaker(s) {', '.join(who)} have no same-speaker pair; give every speaker at least two utterances."
+            f"Metric {metric}: in the {protocol} matrix speaker(s) {', '.join(who)} have no same-speaker pair; "
+            "give every speaker at least two utterances."
         )
     return sim
