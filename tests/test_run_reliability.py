@@ -237,7 +237,7 @@ def kaldi_with_pipes(tmp_path: Path) -> Path:
     corpus = make_corpus(tmp_path / "audio", speakers=8, utterances=4, seconds=0.5)
     folder = write_data_dir(corpus, tmp_path / "kaldi" / "all")
     lines = (folder / "wav.scp").read_text().splitlines()
-    (folder / "wav.scp").write_text("".join(f"{l.split()[0]} cat {l.split()[1]} |\n" for l in lines))
+    (folder / "wav.scp").write_text("".join(f"{line.split()[0]} cat {line.split()[1]} |\n" for line in lines))
     return tmp_path / "kaldi"
 
 

@@ -193,8 +193,7 @@ class DaskExecutor(Executor):
         except Exception as exc:  # cloudpickle raises TypeError, PicklingError, AttributeError, ...
             yield from self._map_here(func, items, description, exc)
             return
-        client = self.client
-        self._check_shared_folder()
+        self._check_shared_folder()  # connects (the client property) when it has a folder to check
         size = self.params.batch
         pending = dict(enumerate(items[i : i + size] for i in range(0, len(items), size)))
         stage = "".join(c if c.isalnum() or c in "-_." else "-" for c in (description or "map"))[:60]
