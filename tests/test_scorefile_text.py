@@ -80,3 +80,17 @@ def test_the_command_line_gives_the_same_numbers_for_a_bom_file_and_one_sentence
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
     assert result.output.startswith(f"Error: Score file {bad} line 8 is not UTF-8")
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_huge_scores_print_in_exponent_form(tmp_path):
+    from click.testing import CliRunner
+
+    from vpeval.cli import main
+
+    path = tmp_path / "scores.txt"
+    path.write_text("a x 1e300 target\na y 2e300 nontarget\nb z 3e300 target\nb w -1e300 nontarget\n")
+    result = CliRunner().invoke(main, ["metrics", "--scores", str(path), "--metric", "eer-step"])
+    assert result.exit_code == 0, result.output
+    table = " ".join(result.stdout.splitlines()[1:])  # below the header line, which names the file
+    assert max(map(len, table.split())) < 40  # not 300-digit fixed-point thresholds
+    assert "e+300" in result.stdout

@@ -86,7 +86,8 @@ def _confidence(results: list[MetricResult]) -> float:
 def _fmt(x: float) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
-    return f"{x:.4f}" if abs(x) >= 1e-3 or x == 0 else f"{x:.3e}"
+    # fixed point in the usual range; exponents for tiny and huge values (a 1e308 threshold is 309 digits)
+    return f"{x:.4f}" if 1e-3 <= abs(x) < 1e9 or x == 0 else f"{x:.3e}"
 
 
 def _details(details: dict) -> str:
