@@ -9,38 +9,10 @@ then hung (synth speakers: 1e12), exhausted memory (ecapa channels: 1e12) or gav
 from __future__ import annotations
 
 import pytest
+from one_plugin_experiment import PLACE, experiment
 
 from vpeval.config import load_experiment_text
 from vpeval.errors import ConfigError
-
-SKELETON = """\
-name: bounds
-data:
-  corpus: {corpus}
-anonymizers:
-  - {anonymizer}
-attackers:
-  - {attacker}
-metrics:
-  - {metric}
-"""
-VALID = {
-    "corpus": "{use: synth, params: {preset: tiny}}",
-    "anonymizer": "{use: mcadams}",
-    "attacker": "{use: ge2e}",
-    "metric": "{use: eer}",
-}
-# slot -> (line, dotted location) of the plugin in SKELETON
-PLACE = {
-    "corpus": (3, "data.corpus"),
-    "anonymizer": (5, "anonymizers[0]"),
-    "attacker": (7, "attackers[0]"),
-    "metric": (9, "metrics[0]"),
-}
-
-
-def experiment(slot: str, text: str) -> str:
-    return SKELETON.format(**{**VALID, slot: text})
 
 
 def test_skeleton_is_valid():

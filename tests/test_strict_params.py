@@ -9,40 +9,12 @@ for a tuple, text for a path, a mapping for a nested model, a whole number for a
 from __future__ import annotations
 
 import pytest
+from one_plugin_experiment import PLACE, experiment
 
 from vpeval.build import validate_params
 from vpeval.config import load_experiment_text
 from vpeval.errors import ConfigError
 from vpeval.plugins import get_plugin_manager
-
-SKELETON = """\
-name: strict
-data:
-  corpus: {corpus}
-anonymizers:
-  - {anonymizer}
-attackers:
-  - {attacker}
-metrics:
-  - {metric}
-"""
-VALID = {
-    "corpus": "{use: synth, params: {preset: tiny}}",
-    "anonymizer": "{use: mcadams}",
-    "attacker": "{use: ge2e}",
-    "metric": "{use: eer}",
-}
-PLACE = {
-    "corpus": (3, "data.corpus"),
-    "anonymizer": (5, "anonymizers[0]"),
-    "attacker": (7, "attackers[0]"),
-    "metric": (9, "metrics[0]"),
-}
-
-
-def experiment(slot: str, text: str) -> str:
-    return SKELETON.format(**{**VALID, slot: text})
-
 
 # (slot, plugin text, field below params, words the sentence holds)
 COERCED = [
