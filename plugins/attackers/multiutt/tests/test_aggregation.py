@@ -11,7 +11,7 @@ from vpeval.api import PluginContext
 from vpeval_multiutt.attacker import MultiUttAttacker
 from vpeval_multiutt.audio_model import AudioConfig, AudioModel, QueryAttention
 from vpeval_multiutt.fusion import weighted_vector
-from vpeval_multiutt.params import CPU_TEST_SIZE
+from vpeval_multiutt.params import CPU_TEST_SIZE, SYSTEMS
 from vpeval_multiutt.text_model import AuthorshipHead, contrastive_loss
 from vpeval_multiutt.training import Episodes
 
@@ -160,21 +160,7 @@ def test_params_refuse_bad_values(bad, message):
         MultiUttAttacker.Params(**{**CPU_TEST_SIZE, **bad})
 
 
-@pytest.mark.parametrize(
-    "system",
-    [
-        "mean",
-        "query-attention",
-        "frame-concat",
-        "text",
-        "audio-text",
-        "audio-prosody",
-        "hybrid",
-        "rjca",
-        "rjca-global-text",
-        "ssl-whisper",
-    ],
-)
+@pytest.mark.parametrize("system", SYSTEMS)  # the params module's list: a new system is covered too
 def test_cpu_test_size_is_valid_for_every_system(system):
     assert (
         MultiUttAttacker(MultiUttAttacker.Params(**{**CPU_TEST_SIZE, "system": system}), PluginContext()).system
