@@ -127,6 +127,16 @@ def test_every_check_has_its_test_and_resolve_runs_them_all():
     assert sorted(public) == sorted(names), "a check function that is not in CHECKS never runs"
 
 
+def test_device_available(manager, monkeypatch):
+    from vpeval import device
+
+    assert checks.device_available(pieces(manager)) == []
+    assert checks.device_available(pieces(manager, BASE + "device: cpu\n")) == []
+    monkeypatch.setattr(device, "cuda_device_count", lambda: 0)
+    (sentence,) = checks.device_available(pieces(manager, BASE + "device: cuda:1\n"))
+    assert sentence.startswith("exp.yaml, line 9") and "needs a CUDA GPU" in sentence
+
+
 def test_waveform_steps(manager):
     assert checks.waveform_steps(pieces(manager)) == []
     for entry in ("{use: embed-only}", "{chain: [{use: fake-shift}, {use: embed-only}]}"):

@@ -81,6 +81,21 @@ class PluginContext:
     # Where `map` runs: the one executor of the run (set by the runner, or by plugin_context from its
     # `workers`); None: in this process.
     executor: Executor | None = None
+    # Where torch models run and in what precision (vpeval.device): resolved by the runner, never "auto".
+    # A plugin moves its models to `device` and wraps forward passes in `autocast()`; the CPU runs fp32.
+    device: str = "cpu"
+    precision: str = "fp32"
+
+    def autocast(self):
+        """torch.autocast for the run's precision on a GPU (bf16 / fp16); a no-op on the CPU and in fp32."""
+        from vpeval.device import autocast
+
+        return autocast(self.device, self.precision)
+
+    @property
+    def on_gpu(self) -> bool:
+        """Whether torch work runs on a GPU: batch it in this process there, never in forked workers."""
+        return self.device.startswith("cuda")
 
     def rng(self, *keys: object) -> np.random.Generator:
         """A generator fixed by the experiment seed and the keys (for example a speaker id)."""
@@ -166,6 +181,8 @@ class PluginContext:
             progress_factory=self.progress_factory,
             options=self.options,
             executor=self.executor,
+            device=self.device,
+            precision=self.precision,
         )
 
     def apply_threads(self) -> None:
@@ -197,6 +214,9 @@ class Plugin:
     # Filled in by the plugin manager at registration.
     distribution: ClassVar[str] = ""
     version: ClassVar[str] = ""
+    # True for plugins whose numbers depend on the device and precision (torch models): off the CPU's
+    # fp32 their cache keys carry both (vpeval.device.numerics_identity).
+    device_sensitive: ClassVar[bool] = False
 
     def __init__(self, params: Params | None = None, context: PluginContext | None = None):
         self.params = params if params is not None else self.Params()

@@ -21,6 +21,7 @@ from vpeval.api import PluginRef
 from vpeval.build import round_trip_problem, validate_params
 from vpeval.codehash import code_fingerprint, referenced_code
 from vpeval.config_checks import Pieces, check_all
+from vpeval.device import DEVICE_PATTERN, numerics_identity, resolve_device
 from vpeval.errors import ConfigError, PluginError
 from vpeval.report_spec import ReportSpec
 from vpeval.settings import EnrollSizes, PlanSettings, Seed, SplitSettings, StrictModel, non_empty_distinct
@@ -198,6 +199,16 @@ class Experiment(Strict):
     workers: int = Field(
         default=1, ge=1, le=1024, description="worker processes for per-utterance stages (anonymization)"
     )
+    device: str = Field(
+        default="auto",
+        pattern=DEVICE_PATTERN,
+        description="where torch models run: auto (CUDA when torch sees a GPU, else the CPU), cpu, cuda or "
+        "cuda:N (vpeval.device); on a GPU the torch plugins' cache keys carry the device type",
+    )
+    precision: Literal["fp32", "bf16", "fp16"] = Field(
+        default="fp32",
+        description="torch precision on a GPU (autocast); the CPU always computes in fp32",
+    )
     executor: Spec | None = Field(
         default=None,
         description="where per-utterance stages run: {use: local} (the default: "
@@ -242,6 +253,7 @@ class ResolvedPlugin(BaseModel):
     label: str
     code: str = ""  # hash of the plugin package's source files
     helpers: str = ""  # hash of the source of the plugins its params name ("" when it names none)
+    numerics: dict[str, str] = {}  # device type and precision off the CPU's fp32 (device-sensitive plugins only)
 
     def identity(self) -> dict[str, Any]:
         """What the cache key hashes: the code (distribution, version, source hash), the code of the plugins
@@ -259,6 +271,8 @@ class ResolvedPlugin(BaseModel):
         }
         if self.helpers:  # only then: the keys of plugins that name no other plugin stay as they were
             identity["helpers"] = self.helpers
+        if self.numerics:  # only off the CPU's fp32: CPU keys stay as they were before devices existed
+            identity["numerics"] = self.numerics
         return identity
 
 
@@ -377,7 +391,8 @@ def resolve_pieces(doc: YamlDocument, manager=None) -> tuple[Pieces, list[str]]:
     if non_finite:
         raise ConfigError(error_lines(non_finite, doc.path))
     errors: list[str] = []
-    plugin = functools.partial(_resolve_plugin, manager, doc, errors)
+    numerics = numerics_identity(resolve_device(exp.device), exp.precision)
+    plugin = functools.partial(_resolve_plugin, manager, doc, errors, numerics=numerics)
 
     corpus = plugin("corpus", exp.data.corpus, ("data", "corpus"))
     anonymizers: list[ResolvedAnonymizer | None] = []  # one per entry of the file; None: a step did not resolve
@@ -417,7 +432,13 @@ def resolve_pieces(doc: YamlDocument, manager=None) -> tuple[Pieces, list[str]]:
 
 
 def _resolve_plugin(
-    manager, doc: YamlDocument, errors: list[str], kind: str, spec: PluginSpec | AttackerSpec, loc: Loc
+    manager,
+    doc: YamlDocument,
+    errors: list[str],
+    kind: str,
+    spec: PluginSpec | AttackerSpec,
+    loc: Loc,
+    numerics: dict[str, str] | None = None,
 ) -> ResolvedPlugin | None:
     """The plugin `spec` names, its params validated (and those of the plugins they name); None, and the
     sentences in `errors`, when it is not installed, not the recorded version, or its params are refused."""
@@ -456,6 +477,7 @@ def _resolve_plugin(
         label=label,
         code=code_fingerprint(cls),
         helpers=referenced_code(cls, named),
+        numerics=(numerics or {}) if any(c.device_sensitive for c in (cls, *named)) else {},
     )
 
 

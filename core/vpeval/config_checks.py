@@ -232,7 +232,16 @@ def _labels(entries: list) -> list[str]:
     return [e.label for e in entries if e is not None]
 
 
+def device_available(p: Pieces) -> list[str]:
+    """The experiment's `device` exists on this machine (`auto` always does)."""
+    from vpeval.device import device_problem
+
+    problem = device_problem(p.exp.device)
+    return [f"{p.doc.where(('device',))}: {problem}"] if problem else []
+
+
 CHECKS: list[Check] = [
+    device_available,
     waveform_steps,
     frontend_named,
     frontend_used,

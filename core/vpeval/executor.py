@@ -56,10 +56,32 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="vpeval-parent-watch", daemon=True).start()
 
 
-def start_worker(parent: int) -> None:
-    """Worker initializer: die with `parent`, and leave Ctrl-C to it (see `ignore_interrupts`)."""
+def start_worker(parent: int, task: Callable[[Any], Any] | None = None) -> None:
+    """Worker initializer: die with `parent`, and leave Ctrl-C to it (see `ignore_interrupts`).
+
+    `task` is the function of a spawned worker (a forked one inherits `_TASK`)."""
+    global _TASK
     die_with_parent(parent)
     ignore_interrupts()
+    if task is not None:
+        _TASK = task
+
+
+def start_method(func: Callable[[Any], Any]) -> str | None:
+    """How workers start for `func`: "fork" (they inherit prepared models), "spawn" once this process has
+    started CUDA (a forked child cannot use it, and crashes or hangs in it), or None: `func` does not
+    pickle, so with CUDA started it runs in this process."""
+    from vpeval.device import cuda_started
+
+    if not cuda_started():
+        return "fork"
+    import pickle
+
+    try:
+        pickle.dumps(func)
+    except Exception:
+        return None
+    return "spawn"
 
 
 def ignore_interrupts() -> None:
@@ -108,23 +130,28 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
 
 
 class LocalExecutor:
-    """`workers` = 1 runs in-process; more forks workers that inherit prepared models (no pickling)."""
+    """`workers` = 1 runs in-process; more forks workers that inherit prepared models (no pickling).
+
+    Once CUDA has started in this process, workers are spawned instead (func is pickled to them), and a
+    func that does not pickle runs here: GPU stages batch in one process rather than fan out."""
 
     def __init__(self, workers: int = 1):
         self.workers = max(1, workers)
 
     def map(self, func: Callable[[Any], Any], items: list[Any]) -> Iterator[Any]:
         """Results in completion order (each stage writes per-item outputs, so order does not matter)."""
-        if self.workers == 1 or len(items) < 2:
+        method = start_method(func) if self.workers > 1 and len(items) > 1 else None
+        if method is None:
             for item in items:
                 yield func(item)
             return
         global _TASK
         _TASK = func
         try:
-            context = multiprocessing.get_context("fork")
+            context = multiprocessing.get_context(method)
             workers = min(self.workers, len(items))
-            pool = ProcessPoolExecutor(workers, context, initializer=start_worker, initargs=(os.getpid(),))
+            initargs = (os.getpid(),) if method == "fork" else (os.getpid(), func)
+            pool = ProcessPoolExecutor(workers, context, initializer=start_worker, initargs=initargs)
             try:
                 with children_ignore_interrupts():  # the workers are forked while submitting
                     futures = [pool.submit(_call, item) for item in items]

@@ -17,14 +17,15 @@ from vpeval.errors import CorruptCacheError, MissingModelError, cache_entry_of
 _BOILERPLATE = ("Weights only load failed", "Please file an issue", "Check the documentation", "Re-running")
 
 
-def load_weights_only(path: str | Path) -> Any:
-    """The tensors (usually a state dict) stored in `path`; MissingModelError for anything else."""
+def load_weights_only(path: str | Path, map_location: Any = "cpu") -> Any:
+    """The tensors (usually a state dict) stored in `path`, on `map_location` (the CPU by default: a
+    plugin moves its module to the run's device after loading); MissingModelError for anything else."""
     import pickle
 
     import torch
 
     try:
-        return torch.load(Path(path), map_location="cpu", weights_only=True)
+        return torch.load(Path(path), map_location=map_location, weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, KeyError, ValueError, AttributeError, TypeError) as exc:
         if cache_entry_of(path) is not None:  # vpeval wrote it: the remedy is recomputing, not another file
             raise CorruptCacheError(str(path), f"not a readable weights-only checkpoint: {_reason(exc)}") from None

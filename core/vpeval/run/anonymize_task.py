@@ -74,10 +74,14 @@ class AnonymizeTask:
     cache_root: Path
     partial: Path
     options: dict[str, Any] = field(default_factory=dict)
+    device: str = "cpu"  # the run's resolved device and precision (vpeval.device), for torch anonymizers
+    precision: str = "fp32"
 
     @property
     def identity(self) -> str:
-        return stable_key([self.anon.identity(), self.seed, str(self.cache_root), self.threads])
+        return stable_key(
+            [self.anon.identity(), self.seed, str(self.cache_root), self.threads, self.device, self.precision]
+        )
 
     def remember(self, steps: list[Anonymizer]) -> None:
         """Use these prepared instances in this process and in processes forked from it."""
@@ -142,6 +146,8 @@ class AnonymizeTask:
             log=logging.getLogger("vpeval.worker"),
             plugin_factory=self._helper,
             options=self.options,
+            device=self.device,
+            precision=self.precision,
         )
 
     def _helper(self, kind: str, name: str, params: dict | None) -> Plugin:

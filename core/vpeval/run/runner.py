@@ -33,6 +33,7 @@ from vpeval.api import (
 from vpeval.build import build_helper, build_resolved
 from vpeval.builtin.local_executor import LocalProcesses
 from vpeval.config import ResolvedAnonymizer, ResolvedAttacker, ResolvedExperiment, ResolvedPlugin
+from vpeval.device import effective_precision, resolve_device
 from vpeval.errors import DataError, PluginError
 from vpeval.names import utterance_file
 from vpeval.plugins import get_plugin_manager
@@ -130,6 +131,8 @@ class Runner:
         self.cache = StageCache(self._tmp_cache or cache_root or default_cache_root(), set(force))
         self.quiet = quiet
         self.manager = get_plugin_manager()
+        self.device = resolve_device(self.settings.device)  # auto: CUDA when torch sees a GPU
+        self.precision = effective_precision(self.device, self.settings.precision)
         self._state: RunState | None = None
 
     @property
@@ -151,6 +154,8 @@ class Runner:
             progress_factory=console.track,
             options={"allow_pipes": self.allow_pipes, "cache_root": self.cache.root},
             executor=self.state.executor,
+            device=self.device,
+            precision=self.precision,
         )
 
     def _instantiate(self, plugin: ResolvedPlugin, *work: str) -> Plugin:
@@ -286,6 +291,11 @@ class Runner:
             ):
                 self._state = RunState(console, self._executor(console))
                 console.log.info("run %s -> %s (cache %s)", self.settings.name, self.folder, self.cache.root)
+                console.log.info("torch device %s, precision %s", self.device, self.precision)
+                if self.precision != self.settings.precision:
+                    console.log.info(
+                        "precision %s applies on a GPU only; the CPU computes in fp32", self.settings.precision
+                    )
                 try:
                     return self._run()
                 finally:
@@ -446,6 +456,8 @@ class Runner:
             self.cache.root,
             partial,
             {"allow_pipes": self.allow_pipes, "cache_root": self.cache.root},
+            self.device,
+            self.precision,
         )
         task.remember(steps)
         console = self.state.console

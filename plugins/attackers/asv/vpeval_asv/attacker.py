@@ -27,6 +27,7 @@ class AsvAttacker(Attacker):
     architecture: ClassVar[str] = ""
     sample_rate: ClassVar[int] = 16000
     needs_training: ClassVar[bool] = True
+    device_sensitive: ClassVar[bool] = True
     Params: ClassVar[type[AsvParams]] = AsvParams
 
     def __init__(self, params=None, context=None):

@@ -1,0 +1,123 @@
+"""Where torch models run and in what precision: the experiment's `device` and `precision` keys.
+
+The experiment names a device (`auto`, `cpu`, `cuda`, `cuda:N`) and a precision (`fp32`, `bf16`, `fp16`).
+The runner resolves them once (`auto` is CUDA when torch sees a GPU) and hands the result to every
+plugin through `PluginContext.device` / `.precision` / `.autocast()`. CPU always computes in fp32: the
+reduced precisions are for GPUs, where they are fast and where the numbers are a device's own anyway.
+
+Numbers: on the CPU in fp32 (the default) nothing about the device enters a cache key, so results
+computed before these keys existed stay valid. On a GPU, or in bf16/fp16, the keys of the plugins that
+declare `device_sensitive = True` (the torch ones) carry `numerics_identity(...)`: CUDA kernels and
+reduced precision give numbers of their own, so they are never mixed with CPU results in one cache
+entry. Which GPU (cuda:0 or cuda:1) is not in the key.
+
+torch is imported only where a GPU question is asked; nothing here starts CUDA.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+DEVICE_PATTERN = r"^(auto|cpu|cuda|cuda:[0-9]{1,2})$"
+PRECISIONS = ("fp32", "bf16", "fp16")
+_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
+
+
+_GPU_NODES = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/kfd")  # NVIDIA's driver, AMD's ROCm
+
+
+def cuda_device_count() -> int:
+    """How many GPUs torch sees here (0 without torch, or without CUDA); does not initialise CUDA.
+
+    A machine without a GPU driver answers without importing torch, so `vpeval validate` stays quick."""
+    import os
+
+    if not any(os.path.exists(node) for node in _GPU_NODES):
+        return 0
+    try:
+        import torch
+    except ImportError:
+        return 0
+    try:
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:  # a broken driver counts as no GPU; the validate sentence says so
+        return 0
+
+
+def device_problem(spec: str) -> str | None:
+    """Why `spec` cannot run on this machine (one sentence without the file prefix), or None."""
+    if spec in ("auto", "cpu"):
+        return None
+    count = cuda_device_count()
+    if count == 0:
+        return (
+            f"device '{spec}' needs a CUDA GPU and torch sees none on this machine; use `device: auto` "
+            "(CUDA when present, else the CPU) or `device: cpu`."
+        )
+    match = re.fullmatch(r"cuda:(\d+)", spec)
+    if match and int(match.group(1)) >= count:
+        return f"device '{spec}' does not exist: torch sees {count} GPU(s), cuda:0 to cuda:{count - 1}."
+    return None
+
+
+def resolve_device(spec: str) -> str:
+    """The device a run uses: `auto` is `cuda` when torch sees a GPU, else `cpu`; others as written."""
+    if spec == "auto":
+        return "cuda" if cuda_device_count() > 0 else "cpu"
+    return spec
+
+
+def device_type(device: str) -> str:
+    """'cuda' for cuda and cuda:N, 'cpu' for cpu."""
+    return device.split(":", 1)[0]
+
+
+def effective_precision(device: str, precision: str) -> str:
+    """The precision computed in: the experiment's on a GPU, fp32 on the CPU."""
+    return precision if device_type(device) == "cuda" else "fp32"
+
+
+def numerics_identity(device: str, precision: str) -> dict[str, str]:
+    """What a device-sensitive plugin's cache key adds: nothing for the CPU in fp32 (the default)."""
+    precision = effective_precision(device, precision)
+    if device_type(device) == "cpu" and precision == "fp32":
+        return {}
+    return {"device": device_type(device), "precision": precision}
+
+
+def autocast(device: str, precision: str) -> AbstractContextManager[Any]:
+    """torch.autocast for bf16 / fp16 on a GPU; a no-op context for fp32 and for the CPU."""
+    precision = effective_precision(device, precision)
+    if precision == "fp32":
+        return nullcontext()
+    import torch
+
+    return torch.autocast(device_type=device_type(device), dtype=getattr(torch, _DTYPES[precision]))
+
+
+def cuda_started() -> bool:
+    """Whether this process has initialised CUDA: from then on a forked child would crash in CUDA."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    try:
+        return bool(torch.cuda.is_initialized())
+    except Exception:
+        return False
+
+
+def cpu_state_dict(state: Any) -> Any:
+    """A state dict (or a module's) with every tensor on the CPU and detached, so a checkpoint saved on a
+    GPU loads on any device (and carries no device of the run that wrote it)."""
+    if hasattr(state, "state_dict"):
+        state = state.state_dict()
+    if isinstance(state, dict):
+        return {key: cpu_state_dict(value) for key, value in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(cpu_state_dict(value) for value in state)
+    if hasattr(state, "detach") and hasattr(state, "cpu"):
+        return state.detach().cpu()
+    return state
