@@ -293,6 +293,11 @@ class Frontend(Plugin):
         """Encode mono float32 audio at `sample_rate`."""
         raise NotImplementedError
 
+    def encode_batch(self, audios: Sequence[np.ndarray]) -> list[FrontendOutput]:
+        """`encode` of each waveform, in order; torch frontends override it to run padded batches on the
+        run's device, with outputs equal to the per-waveform ones (tests/contracts check it)."""
+        return [self.encode(audio) for audio in audios]
+
     def save(self, folder: Path) -> None:
         """Store what `fit` learned."""
 
@@ -429,6 +434,11 @@ class SpeakerEncoder(Plugin):
     def embed(self, audio: np.ndarray) -> np.ndarray:
         """One embedding [D] for mono float32 audio at `sample_rate`."""
         raise NotImplementedError
+
+    def embed_batch(self, audios: Sequence[np.ndarray]) -> np.ndarray:
+        """Embeddings [B, D] of several waveforms, in order; torch encoders override it to run padded
+        batches on the run's device, equal to `embed` of each (exactly where masks allow)."""
+        return np.stack([self.embed(audio) for audio in audios])
 
     def embed_corpus(self, corpus: Corpus) -> np.ndarray:
         """Embeddings [U, D] for every utterance of a corpus, in its order."""
