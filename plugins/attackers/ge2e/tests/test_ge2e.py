@@ -129,3 +129,43 @@ def test_real_fsdd_digits_single_and_five_utterance_sides():
     assert all(len(g) == 5 for g in groups.values())
     assert single < 0.25, f"GE2E single-digit EER on FSDD is {single:.2%}"
     assert five < 0.05 and five < single / 3, f"five-digit sides: {five:.2%} vs single {single:.2%}"
+
+
+def test_embed_batch_equals_embed_of_each(tmp_path):
+    """Partial windows of several utterances in one LSTM forward (chunks of batch_partials) give each
+    utterance's own d-vector: max abs difference below 1e-5 (float rounding of another batch size)."""
+    from vpeval_ge2e.encoder import Ge2eEncoder
+
+    rng = np.random.default_rng(3)
+    lengths = (0.7, 2.4, 1.6, 4.1)
+    audios = [synthesize(speaker_voice(k % 3), seconds, 16000, rng) * 0.1 for k, seconds in enumerate(lengths)]
+    encoder = Ge2eEncoder(Ge2eEncoder.Params(vad=False, batch_partials=3), PluginContext())
+    batched = encoder.embed_batch(audios)
+    single = np.stack([encoder.embed(a) for a in audios])
+    assert batched.shape == (4, 256)
+    assert np.abs(batched - single).max() < 1e-5
+    assert encoder.embed_batch([]).shape == (0, 256)
+
+
+def test_gpu_path_embeds_in_batches_in_this_process_and_uses_the_content_cache(tmp_path, monkeypatch):
+    """On a GPU (faked here: context.on_gpu) represent_many runs embed_batch in this process, never the
+    forked workers' map, and stores every d-vector in the content cache under the CPU's extractor key plus
+    the device's numerics."""
+    corpus = make_corpus(tmp_path / "c", speakers=2, utterances=2, seconds=1.0)
+    context = PluginContext(options={"cache_root": str(tmp_path / "cache")})
+    attacker = Ge2eAttacker(Ge2eAttacker.Params(vad=False), context)
+    cpu_identity = attacker.extractor_identity()
+    monkeypatch.setattr(type(context), "on_gpu", property(lambda self: True))
+    monkeypatch.setattr(context, "map", lambda *a, **k: pytest.fail("forked map on a GPU"))
+    calls = []
+    batch = attacker.encoder.embed_batch
+    attacker.encoder.embed_batch = lambda audios: calls.append(len(audios)) or batch(audios)
+    u = corpus.utterances
+    reps = attacker.represent_many([[x] for x in u])
+    assert calls == [4]
+    expected = np.stack([attacker.encoder.embed(x.load(16000)) for x in u])
+    np.testing.assert_allclose(reps, expected, atol=1e-5)
+    again = Ge2eAttacker(Ge2eAttacker.Params(vad=False), context)
+    again.encoder.embed_batch = lambda audios: pytest.fail("cached d-vectors were computed again")
+    np.testing.assert_array_equal(again.represent_many([[x] for x in u]), reps)
+    assert cpu_identity == again.extractor_identity()  # the CPU's fp32 key: numerics add nothing there
