@@ -29,9 +29,10 @@ from vpeval.run.cache import STAGES
 @click.option("--overwrite", is_flag=True, help="Write into an existing folder that vpeval did not create.")
 @click.option("--allow-pipes", is_flag=True, help="Run Kaldi wav.scp lines that are shell pipes (they run commands).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars or log lines on the terminal.")
+@click.option("--var", "var", multiple=True, metavar="NAME=VALUE", help="Set a variable of the file's `variables:`.")
 @click.version_option(package_name="vpeval")
 @click.pass_context
-def main(ctx, experiment, force, no_cache, cache_dir, output, overwrite, allow_pipes, quiet):
+def main(ctx, experiment, force, no_cache, cache_dir, output, overwrite, allow_pipes, quiet, var):
     """vpeval: evaluate speaker anonymization against attackers.
 
     `vpeval --experiment exp.yaml` runs an experiment; the commands below inspect plugins and results.
@@ -43,8 +44,9 @@ def main(ctx, experiment, force, no_cache, cache_dir, output, overwrite, allow_p
         return
     from vpeval.config import load_experiment
     from vpeval.run.runner import Runner, default_cache_root
+    from vpeval.variables import parse_assignments
 
-    resolved = load_experiment(experiment)
+    resolved = load_experiment(experiment, variables=parse_assignments(var))
     if not no_cache:
         note_place(cache_dir or default_cache_root(), "the cache", "--cache")
     note_place(output or resolved.output, "the run folder", "--output")
@@ -64,12 +66,14 @@ def main(ctx, experiment, force, no_cache, cache_dir, output, overwrite, allow_p
 
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-def validate(file):
+@click.option("--var", "var", multiple=True, metavar="NAME=VALUE", help="Set a variable of the file's `variables:`.")
+def validate(file, var):
     """Check an experiment file (schema and every plugin's parameters) without running it."""
     from vpeval.config import load_experiment
     from vpeval.run.folder import experiment_run_folder
+    from vpeval.variables import parse_assignments
 
-    resolved = load_experiment(file)
+    resolved = load_experiment(file, variables=parse_assignments(var))
     experiment_run_folder(resolved)
     grid = max(1, len(resolved.anonymizers)) * max(1, len(resolved.attackers))
     click.echo(

@@ -25,6 +25,7 @@ from vpeval.device import DEVICE_PATTERN, numerics_identity, resolve_device
 from vpeval.errors import ConfigError, PluginError
 from vpeval.report_spec import ReportSpec
 from vpeval.settings import EnrollSizes, PlanSettings, Seed, SplitSettings, StrictModel, non_empty_distinct
+from vpeval.variables import substitute_variables
 from vpeval.yamlsource import Loc, YamlDocument, format_loc, load_yaml, parse_yaml
 
 SCENARIO_ALIASES = {
@@ -340,13 +341,21 @@ def _plugin_dict(p: ResolvedPlugin) -> dict[str, Any]:
     return {"use": p.use, "params": p.params, "distribution": p.distribution, "version": p.version, "code": p.code}
 
 
-def load_experiment(path: str | Path, manager=None) -> ResolvedExperiment:
-    """Read, validate and resolve an experiment file; raise ConfigError with file and line."""
-    return resolve(load_yaml(path), manager)
+def load_experiment(path: str | Path, manager=None, variables: dict[str, str] | None = None) -> ResolvedExperiment:
+    """Read, validate and resolve an experiment file; raise ConfigError with file and line.
+
+    `variables` are the command line's `--var NAME=VALUE` for the file's `variables:` (vpeval.variables)."""
+    doc = load_yaml(path)
+    substitute_variables(doc, variables)
+    return resolve(doc, manager)
 
 
-def load_experiment_text(text: str, name: str = "<string>", manager=None) -> ResolvedExperiment:
-    return resolve(parse_yaml(text, name), manager)
+def load_experiment_text(
+    text: str, name: str = "<string>", manager=None, variables: dict[str, str] | None = None
+) -> ResolvedExperiment:
+    doc = parse_yaml(text, name)
+    substitute_variables(doc, variables)
+    return resolve(doc, manager)
 
 
 def resolve(doc: YamlDocument, manager=None) -> ResolvedExperiment:

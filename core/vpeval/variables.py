@@ -1,0 +1,114 @@
+"""An experiment file's `variables:`: folders and model paths that differ between machines, given once.
+
+    variables:
+      VPC_ROOT: null                 # required: `vpeval --var VPC_ROOT=/data/vpc2024 ...`
+      ASV_MODEL: ${VPC_ROOT}/exp/asv_orig   # a default may use variables declared above it
+    data:
+      corpus: {use: vpc, params: {root: "${VPC_ROOT}/data"}}
+
+`${NAME}` inside any string value is replaced by the variable's value (the command line's `--var
+NAME=VALUE` first, else the file's default). Substitution happens on the parsed values, never on the YAML
+text, so a value cannot inject YAML structure, and every error keeps the file and line of the value. The
+resolved experiment (resolved.yaml) holds the substituted values, so cache keys see real paths.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from vpeval.errors import ConfigError
+from vpeval.yamlsource import Loc, YamlDocument
+
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+REFERENCE = re.compile(r"\$\{([^}]*)\}")
+
+
+def parse_assignments(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """`NAME=VALUE` strings of the command line (`--var`) as a mapping; ConfigError for a malformed one."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not NAME.fullmatch(name):
+            raise ConfigError(f"--var {pair!r} is not NAME=VALUE; write it as, for example, --var VPC_ROOT=/data/vpc.")
+        out[name] = value
+    return out
+
+
+def substitute_variables(doc: YamlDocument, given: Mapping[str, str] | None = None) -> None:
+    """Replace `${NAME}` in every string of `doc.data` and drop its `variables:` section (in place)."""
+    given = dict(given or {})
+    data = doc.data
+    declared = data.pop("variables", None) if isinstance(data, dict) else None
+    if declared is None:
+        if given:
+            raise ConfigError(
+                f"{doc.path} declares no `variables:`, so --var {next(iter(given))} has nothing to set; declare "
+                "it in the file's `variables:` section."
+            )
+        _refuse_references(doc, data, ())
+        return
+    if not isinstance(declared, dict):
+        raise ConfigError(f"{doc.where(('variables',))}: `variables` is a mapping of NAME: default (null: required).")
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise ConfigError(
+            f"--var {unknown[0]}: {doc.path} declares no such variable (it declares {', '.join(declared) or 'none'})."
+        )
+    values: dict[str, str] = {}
+    for name, default in declared.items():
+        loc = ("variables", name)
+        if not NAME.fullmatch(str(name)):
+            raise ConfigError(f"{doc.where(loc)}: a variable name is letters, digits and _; rename '{name}'.")
+        if name in given:
+            values[name] = given[name]
+        elif default is None:
+            raise ConfigError(
+                f"{doc.where(loc)}: the variable {name} has no default; give it on the command line: "
+                f"--var {name}=VALUE."
+            )
+        elif isinstance(default, (str, int, float)) and not isinstance(default, bool):
+            values[name] = _replace(doc, str(default), loc, values)  # earlier variables only
+        else:
+            raise ConfigError(f"{doc.where(loc)}: a variable's default is a string or a number, or null (required).")
+    doc.data = _walk(doc, data, (), values)
+
+
+def _walk(doc: YamlDocument, value: Any, loc: Loc, values: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return _replace(doc, value, loc, values)
+    if isinstance(value, dict):
+        return {key: _walk(doc, item, loc + (key,), values) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_walk(doc, item, loc + (i,), values) for i, item in enumerate(value)]
+    return value
+
+
+def _replace(doc: YamlDocument, text: str, loc: Loc, values: dict[str, str]) -> str:
+    def one(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in values:
+            known = ", ".join(values) or "none so far"
+            raise ConfigError(
+                f"{doc.where(loc)}: ${{{name}}} names no variable declared before it ({known}); declare it under "
+                "`variables:` at the top of the file."
+            )
+        return values[name]
+
+    return REFERENCE.sub(one, text)
+
+
+def _refuse_references(doc: YamlDocument, value: Any, loc: Loc) -> None:
+    """A `${NAME}` in a file without `variables:` would reach a plugin as a literal path."""
+    if isinstance(value, str) and REFERENCE.search(value):
+        raise ConfigError(
+            f"{doc.where(loc)}: {REFERENCE.search(value).group(0)} refers to a variable, but the file has no "
+            "`variables:` section; declare it there (null for one the command line must give)."
+        )
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_references(doc, item, loc + (key,))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _refuse_references(doc, item, loc + (i,))
