@@ -46,6 +46,16 @@ class TestZebra(MetricContract):
     params = {"bootstrap": 50}
 
 
+class TestPerSpeakerEER(MetricContract):
+    plugin_name = "per-speaker-eer"
+    params = {"bootstrap": 50, "clip": True}
+
+
+class TestTPRAtFPR(MetricContract):
+    plugin_name = "tpr-at-fpr"
+    params = {"bootstrap": 50, "fpr": [0.05, 0.01]}  # the contract's 560 non-targets resolve 1 %, not 0.1 %
+
+
 def _matrices():
     rng = np.random.default_rng(0)
     spk = np.repeat([f"s{k}" for k in range(5)], 3)
