@@ -3,13 +3,15 @@ random config, the loaded config checked against the frontend, and codes turned 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from vpeval.errors import ConfigError, MissingModelError
 from vpeval.types import FrontendOutput
-from vpeval_slm_frontends.base import TorchFrontend
+from vpeval_slm_frontends.base import TorchFrontend, padded
 from vpeval_slm_frontends.weights import require_folder
 
 
@@ -54,13 +56,35 @@ class CodecFrontend(TorchFrontend):
                 f"codebooks of the loaded {self.part}; lower it."
             )
         self.frame_rate = float(config.frame_rate)
-        return model.to(self.params.device)
+        return model.to(self.device)
+
+    def frames(self, samples: int) -> int:
+        """Frames the codec emits for `samples` samples: it pads the last frame to a whole hop."""
+        return max(1, math.ceil(samples * self.frame_rate / self.sample_rate - 1e-9))
+
+    def _output(self, codes: np.ndarray) -> FrontendOutput:
+        tokens = np.ascontiguousarray(codes.T, dtype=np.int64)  # [Q, N] -> [N, Q]
+        return FrontendOutput(self.frame_rate, tokens, (int(self.model.config.codebook_size),) * tokens.shape[1])
 
     def encode(self, audio: np.ndarray) -> FrontendOutput:
         import torch
 
         model = self.model
-        with torch.inference_mode():
+        with torch.inference_mode(), self.context.autocast():
             codes = self._codes(model, self._tensor(audio)[None, None])
-        tokens = codes[0].T.cpu().numpy().astype(np.int64)  # [Q, N] -> [N, Q]
-        return FrontendOutput(self.frame_rate, tokens, (int(model.config.codebook_size),) * tokens.shape[1])
+        return self._output(codes[0].cpu().numpy())
+
+    def encode_batch(self, audios: Sequence[np.ndarray]) -> list[FrontendOutput]:
+        """Batches of params.batch_size waveforms zero-padded at the end (pads_exactly: causal codecs) or of
+        equal length; each row's codes cut to the frames of its own length. Equal to encode() (tests)."""
+        import torch
+
+        audios = [np.asarray(a, dtype=np.float32) for a in audios]
+        model = self.model
+        out: list[FrontendOutput | None] = [None] * len(audios)
+        for group in self.batches([len(a) for a in audios]):
+            with torch.inference_mode(), self.context.autocast():
+                codes = self._codes(model, padded([audios[i] for i in group], self.device)).cpu().numpy()
+            for row, index in enumerate(group):
+                out[index] = self._output(codes[row, :, : self.frames(len(audios[index]))])
+        return out  # type: ignore[return-value]

@@ -42,7 +42,7 @@ class HiggsFrontend(CodecFrontend):
             None, description="A HiggsAudioV2TokenizerConfig as a dict: builds random weights instead (tests)."
         )
         num_codebooks: int | None = Field(None, ge=1, le=32, description="Codebooks exposed; None: all of them (8).")
-        device: str = Field("cpu", description="torch device to run the tokenizer on.")
+        batch_size: int = Field(16, ge=1, le=4096, description="Waveforms per encode_batch batch (run's device).")
 
     def _classes(self) -> tuple[type, type]:
         from transformers import HiggsAudioV2TokenizerConfig, HiggsAudioV2TokenizerModel

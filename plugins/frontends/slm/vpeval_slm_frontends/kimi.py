@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -62,7 +63,7 @@ class KimiFrontend(TorchFrontend):
         feature_pooling: Literal["stack", "mean"] = Field(
             "stack", description="stack: concatenate the 4 Whisper frames of a token (Kimi-Audio); mean: average them."
         )
-        device: str = Field("cpu", description="torch device to run both encoders on.")
+        batch_size: int = Field(16, ge=1, le=4096, description="Waveforms per encode_batch batch (run's device).")
 
     def _load(self):
         from torch import nn
@@ -96,7 +97,7 @@ class KimiFrontend(TorchFrontend):
         self.token_mel = WhisperFeatureExtractor(feature_size=tokenizer.encoder.config.num_mel_bins)
         self.feature_mel = WhisperFeatureExtractor(feature_size=whisper.config.num_mel_bins)
         self.window_frames = whisper.config.max_source_positions * 2
-        return nn.ModuleDict({"tokenizer": tokenizer, "whisper": whisper}).to(self.params.device)
+        return nn.ModuleDict({"tokenizer": tokenizer, "whisper": whisper}).to(self.device)
 
     def token_inputs(self, chunk: np.ndarray):
         """Log-mel [1, n_mels, T] padded to whole tokens, and its mask [1, T] (GLM-4-Voice's padding)."""
@@ -108,34 +109,70 @@ class KimiFrontend(TorchFrontend):
             pad_to_multiple_of=self.model["tokenizer"].samples_per_token,
             return_tensors="pt",
         )
-        return mel["input_features"].to(self.params.device), mel["attention_mask"].bool().to(self.params.device)
+        return mel["input_features"].to(self.device), mel["attention_mask"].bool().to(self.device)
 
-    def _tokens(self, chunk: np.ndarray) -> np.ndarray:
-        ids, valid = self.model["tokenizer"](*self.token_inputs(chunk))
-        return ids[valid].cpu().numpy().astype(np.int64)
-
-    def _features(self, chunk: np.ndarray, count: int) -> np.ndarray:
-        whisper = self.model["whisper"]
-        mel = self.feature_mel(chunk, sampling_rate=self.sample_rate, padding="max_length", return_tensors="pt")
-        frames = mel["input_features"][..., : self.window_frames].to(self.params.device)
-        hidden = whisper(frames).last_hidden_state[0, : 4 * count].float().cpu().numpy()
+    def _features(self, hidden: np.ndarray, count: int) -> np.ndarray:
+        """The 4 Whisper frames of each of `count` tokens, stacked or averaged, from a chunk's encoder output."""
+        hidden = hidden[: 4 * count]
         if len(hidden) < 4 * count:  # a chunk of exactly 30 s: repeat the last frame
             hidden = np.concatenate([hidden, np.repeat(hidden[-1:], 4 * count - len(hidden), axis=0)])
         grouped = hidden.reshape(count, 4, -1)
         return grouped.reshape(count, -1) if self.params.feature_pooling == "stack" else grouped.mean(axis=1)
 
-    def encode(self, audio: np.ndarray) -> FrontendOutput:
+    def _encode_chunks(self, chunks: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(token ids [n], features [n, F]) of each <= 30 s chunk, params.batch_size chunks at a time.
+
+        Tokens: each chunk's log-mel padded to whole tokens as GLM-4-Voice pads it, then zero-padded to the
+        batch's longest; the padded frames are masked out of attention and dropped, and a zero mel frame is
+        what the first convolution's own padding gives the last real frame, so the ids equal one chunk's
+        alone. Features: every chunk is padded to Whisper's 30 s window anyway, so batches are stacks."""
         import torch
 
-        audio = np.asarray(audio, dtype=np.float32)
+        model = self.model
+        inputs = [self.token_inputs(chunk) for chunk in chunks]
+        out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(chunks)
+        for group in self.batches([frames.shape[-1] for frames, _ in inputs], exact=False):
+            longest = max(inputs[i][0].shape[-1] for i in group)
+            mel = torch.zeros(len(group), inputs[group[0]][0].shape[1], longest, device=self.device)
+            valid = torch.zeros(len(group), longest, dtype=torch.bool, device=self.device)
+            for row, index in enumerate(group):
+                frames, mask = inputs[index]
+                mel[row, :, : frames.shape[-1]] = frames[0]
+                valid[row, : mask.shape[-1]] = mask[0]
+            windows = self.feature_mel(
+                [np.asarray(chunks[i], dtype=np.float32) for i in group],
+                sampling_rate=self.sample_rate,
+                padding="max_length",
+                return_tensors="pt",
+            )["input_features"][..., : self.window_frames].to(self.device)
+            with torch.inference_mode(), self.context.autocast():
+                ids, kept = model["tokenizer"](mel, valid)
+                hidden = model["whisper"](windows).last_hidden_state
+            ids, kept, hidden = ids.cpu().numpy(), kept.cpu().numpy(), hidden.float().cpu().numpy()
+            for row, index in enumerate(group):
+                tokens = ids[row][kept[row]].astype(np.int64)
+                out[index] = (tokens, self._features(hidden[row], len(tokens)))
+        return out  # type: ignore[return-value]
+
+    def encode(self, audio: np.ndarray) -> FrontendOutput:
+        return self.encode_batch([audio])[0]
+
+    def encode_batch(self, audios: Sequence[np.ndarray]) -> list[FrontendOutput]:
+        """Every waveform cut into 30 s chunks (both Whisper encoders see at most 30 s), all chunks encoded
+        in batches, then joined back per waveform."""
         step = CHUNK_SECONDS * self.sample_rate
-        tokens, features = [], []
-        with torch.inference_mode():
+        audios = [np.asarray(a, dtype=np.float32) for a in audios]
+        owners, chunks = [], []
+        for index, audio in enumerate(audios):
             for start in range(0, max(1, len(audio)), step):
-                chunk = audio[start : start + step]
-                ids = self._tokens(chunk)
-                tokens.append(ids)
-                features.append(self._features(chunk, len(ids)))
+                owners.append(index)
+                chunks.append(audio[start : start + step])
+        encoded = self._encode_chunks(chunks)
         size = int(self.model["tokenizer"].codebook.num_embeddings)
-        features = np.concatenate(features).astype(np.float32)
-        return FrontendOutput(self.frame_rate, np.concatenate(tokens)[:, None], (size,), features)
+        out = []
+        for index in range(len(audios)):
+            parts = [encoded[k] for k, owner in enumerate(owners) if owner == index]
+            tokens = np.concatenate([t for t, _ in parts])[:, None]
+            features = np.concatenate([f for _, f in parts]).astype(np.float32)
+            out.append(FrontendOutput(self.frame_rate, tokens, (size,), features))
+        return out

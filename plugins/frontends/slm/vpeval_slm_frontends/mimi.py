@@ -28,6 +28,7 @@ class MimiFrontend(CodecFrontend):
     sample_rate = 24000
     frame_rate = 12.5
     checkpoint = "kyutai/mimi"
+    pads_exactly = True  # causal convolutions and attention: zeros after the audio change none of its frames
 
     class Params(Params):
         weights: str | None = Field(
@@ -39,7 +40,7 @@ class MimiFrontend(CodecFrontend):
         num_codebooks: int = Field(
             8, ge=1, le=32, description="Codebooks exposed: 1 semantic + (Q-1) acoustic; Moshi uses 8."
         )
-        device: str = Field("cpu", description="torch device to run the codec on.")
+        batch_size: int = Field(16, ge=1, le=4096, description="Waveforms per encode_batch batch (run's device).")
 
     def _classes(self) -> tuple[type, type]:
         from transformers import MimiConfig, MimiModel

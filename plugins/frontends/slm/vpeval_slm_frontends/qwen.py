@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,8 @@ from vpeval_slm_frontends.base import TorchFrontend
 from vpeval_slm_frontends.weights import read_state_dict, require_folder
 
 TOWER_PREFIX = "thinker.audio_tower."
+HOP = 160  # Whisper log-mel hop at 16 kHz: 100 frames/s
+WINDOW_MEL_FRAMES = 100  # the encoder's convolution window: n_window * 2 = 1 s of mel frames
 NEEDS = (
     "config.json and safetensors of Qwen/Qwen3-Omni-30B-A3B-Instruct (only the thinker.audio_tower tensors are "
     "read) or of its audio encoder saved alone"
@@ -46,7 +49,7 @@ class QwenFrontend(TorchFrontend):
         config: dict[str, Any] | None = Field(
             None, description="A Qwen3OmniMoeAudioEncoderConfig as a dict: builds random weights instead (tests)."
         )
-        device: str = Field("cpu", description="torch device to run the encoder on.")
+        batch_size: int = Field(16, ge=1, le=4096, description="Waveforms per encode_batch batch (run's device).")
 
     def _load(self):
         from transformers.models.qwen3_omni_moe.configuration_qwen3_omni_moe import (
@@ -75,17 +78,53 @@ class QwenFrontend(TorchFrontend):
         from transformers import WhisperFeatureExtractor
 
         self.mel = WhisperFeatureExtractor(feature_size=model.config.num_mel_bins, sampling_rate=self.sample_rate)
-        return model.to(self.params.device)
+        return model.to(self.device)
 
-    def encode(self, audio: np.ndarray) -> FrontendOutput:
-        import torch
-
-        model = self.model
+    def _mel(self, audio: np.ndarray) -> np.ndarray:
+        """128-band log-mel [n_mels, T] of the frames that hold audio (T = samples // hop)."""
         mel = self.mel(
             np.asarray(audio, dtype=np.float32), sampling_rate=self.sample_rate, padding="longest", return_tensors="np"
         )["input_features"][0]
-        mel = mel[:, : max(1, len(audio) // self.mel.hop_length)]  # the frames that hold audio
-        with torch.inference_mode():
-            features = torch.from_numpy(np.ascontiguousarray(mel)).to(self.params.device)
-            out = model(features, feature_lens=torch.tensor([mel.shape[1]], device=self.params.device))
-        return FrontendOutput(self.frame_rate, features=out.last_hidden_state.float().cpu().numpy())
+        return mel[:, : max(1, len(audio) // self.mel.hop_length)]
+
+    def frames(self, samples: int) -> int:
+        """Frames the encoder emits for `samples` samples (13 per whole 1 s window, then the tail's)."""
+        return encoder_frames(max(1, samples // HOP), 2 * self.model.n_window)
+
+    def encode(self, audio: np.ndarray) -> FrontendOutput:
+        return self.encode_batch([audio])[0]
+
+    def encode_batch(self, audios: Sequence[np.ndarray]) -> list[FrontendOutput]:
+        """The encoder takes many utterances at once as one concatenated mel with their lengths, and its
+        attention is block-diagonal per utterance's windows (cu_seqlens): no padding enters any utterance's
+        frames. Batches of params.batch_size, split back by each utterance's frame count."""
+        import torch
+
+        model = self.model
+        mels = [self._mel(audio) for audio in audios]
+        out: list[FrontendOutput | None] = [None] * len(mels)
+        for group in self.batches([m.shape[1] for m in mels], exact=False):
+            joined = np.ascontiguousarray(np.concatenate([mels[i] for i in group], axis=1))
+            lengths = torch.tensor([mels[i].shape[1] for i in group], device=self.device)
+            with torch.inference_mode(), self.context.autocast():
+                hidden = model(torch.from_numpy(joined).to(self.device), feature_lens=lengths).last_hidden_state
+            hidden = hidden.float().cpu().numpy()
+            counts = [encoder_frames(mels[i].shape[1], 2 * model.n_window) for i in group]
+            if sum(counts) != len(hidden):
+                raise RuntimeError(f"qwen: the encoder emitted {len(hidden)} frames, expected {sum(counts)}.")
+            for index, part in zip(group, np.split(hidden, np.cumsum(counts)[:-1])):
+                out[index] = FrontendOutput(self.frame_rate, features=part)
+        return out  # type: ignore[return-value]
+
+
+def encoder_frames(mel_frames: int, window: int = WINDOW_MEL_FRAMES) -> int:
+    """Frames from `mel_frames` log-mel frames: whole windows of 100 give 13 each (three stride-2, kernel-3,
+    padding-1 convolutions: 100 -> 50 -> 25 -> 13); the tail window goes through the same arithmetic."""
+
+    def conv(n: int) -> int:
+        for _ in range(3):
+            n = (n - 1) // 2 + 1
+        return n
+
+    whole, tail = divmod(mel_frames, window)
+    return whole * conv(window) + (conv(tail) if tail else 0)
