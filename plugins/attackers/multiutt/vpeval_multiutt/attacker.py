@@ -75,6 +75,7 @@ class MultiUttAttacker(Attacker):
     sample_rate: ClassVar[int] = 16000
     needs_training: ClassVar[bool] = True
     Params: ClassVar[type[MultiUttParams]] = MultiUttParams
+    device_sensitive: ClassVar[bool] = True
 
     def __init__(self, params=None, context=None):
         super().__init__(params, context)
@@ -99,6 +100,17 @@ class MultiUttAttacker(Attacker):
     @property
     def system(self) -> str:
         return self.params.system
+
+    @property
+    def device(self) -> str:
+        """Where every network of this attacker runs (the experiment's device, resolved by the core)."""
+        return self.context.device
+
+    def tensor(self, array: np.ndarray):
+        """A numpy array as a tensor on the run's device."""
+        import torch
+
+        return torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
 
     @property
     def uses_audio(self) -> bool:
@@ -164,9 +176,10 @@ class MultiUttAttacker(Attacker):
         with torch.random.fork_rng(devices=[]):
             # Keyed by the aggregation, not the system: systems that share an encoder share its start (shared.py).
             torch.manual_seed(self.context.torch_seed(self.name, self.audio_aggregation, "audio"))
-            return AudioModel(
+            model = AudioModel(
                 config, self.audio_aggregation, self.params.attention_heads, self.params.query_temperature
             )
+        return model.to(self.device)  # built on the CPU: the same start weights on every device
 
     def _build_text(self):
         import torch
@@ -176,16 +189,18 @@ class MultiUttAttacker(Attacker):
         p = self.params
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.context.torch_seed(self.name, "text", self._text_episode))
-            return TextModel(
+            model = TextModel(
                 resolve_text_model(p.text_model_path), p.text_max_tokens, p.attention_heads, p.text_dim, p.text_finetune
             )
+        return model.to(self.device)
 
     def _build_fusion(self):
         import torch
 
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.context.torch_seed(self.name, self.system, "fusion"))
-            return self.strategy.build_fusion(self)
+            fusion = self.strategy.build_fusion(self)
+        return fusion.to(self.device)
 
     def _audio_config(self):
         from vpeval_multiutt.audio_model import AudioConfig
@@ -252,12 +267,10 @@ class MultiUttAttacker(Attacker):
 
     def crops(self, utterances: Sequence[Utterance], picks: np.ndarray, rng: np.random.Generator):
         """[S*N, T, F] random training crops of the picked utterances' frames (crop_seconds long)."""
-        import torch
-
         from vpeval_multiutt.frames import random_crop
 
         length = max(1, int(round(self.params.crop_seconds * self.frames.frame_rate)))
-        return torch.from_numpy(
+        return self.tensor(
             np.stack([random_crop(self.frames.frames(utterances[k]), length, rng) for k in picks.ravel()])
         )
 
@@ -448,23 +461,20 @@ class MultiUttAttacker(Attacker):
         self._utterance_memo = {}  # nested N-utterance sides share utterances: embed each once per call
         self._map_memo = MemoryCache(self.params.audio_cache_mb)  # likewise their frame maps, within a budget
         try:
-            with torch.no_grad():
+            with torch.no_grad(), self.context.autocast():
                 return np.stack([self.strategy.side(self, list(side)) for side in items]).astype(np.float64)
         finally:
             self._utterance_memo = None
             self._map_memo = None
 
     def _frames_of(self, side: list[Utterance]):
-        import torch
-
-        return [torch.from_numpy(self.frames.frames(u)) for u in side]
+        return [self.tensor(self.frames.frames(u)) for u in side]
 
     def frame_maps(self, side: list[Utterance]) -> list:
         """Each utterance's ECAPA frame map [1, C, T_i] (before pooling), once per represent_many call."""
-        import torch
 
         def make(u: Utterance):
-            return self.audio.encoder.frame_map(torch.from_numpy(self.frames.frames(u))[None])
+            return self.audio.encoder.frame_map(self.tensor(self.frames.frames(u))[None])
 
         if self._map_memo is None:
             return [make(u) for u in side]
@@ -486,7 +496,7 @@ class MultiUttAttacker(Attacker):
         for u in side:
             key = (u.path, u.channel)
             if key not in memo:
-                memo[key] = self.audio.utterance_embeddings(torch.from_numpy(self.frames.frames(u))[None])[0]
+                memo[key] = self.audio.utterance_embeddings(self.tensor(self.frames.frames(u))[None])[0]
         return torch.stack([memo[(u.path, u.channel)] for u in side])
 
     def texts(self, utterances: Sequence[Utterance], what: str = "transcribe") -> list[str]:
@@ -516,20 +526,22 @@ class MultiUttAttacker(Attacker):
     def save(self, folder: Path) -> None:
         import torch
 
+        from vpeval.device import cpu_state_dict
+
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         config: dict = {"system": self.system}
-        if self.audio is not None:
-            torch.save(self.audio.state_dict(), folder / WEIGHTS["audio"])
+        if self.audio is not None:  # checkpoints hold CPU tensors: they load on any device
+            torch.save(cpu_state_dict(self.audio), folder / WEIGHTS["audio"])
             config["audio"] = self.audio.config.to_json()
             if self.params.frame_source != "fbank":
                 self.frames.save(folder / FRONTEND)
         if self.strategy.uses_cross_frames and self.params.cross_frames != "fbank":
             self.cross_frames.save(folder / CROSS_FRONTEND)
         if self.text is not None:
-            torch.save(self.text.trainable_state(), folder / WEIGHTS["text"])
+            torch.save(cpu_state_dict(self.text.trainable_state()), folder / WEIGHTS["text"])
         if self.fusion is not None:
-            torch.save(self.fusion.state_dict(), folder / WEIGHTS["fusion"])
+            torch.save(cpu_state_dict(self.fusion), folder / WEIGHTS["fusion"])
         if self.prosody_mean is not None:
             config["prosody_mean"] = self.prosody_mean.tolist()
             config["prosody_std"] = self.prosody_std.tolist()
@@ -575,13 +587,13 @@ class MultiUttAttacker(Attacker):
             self._load_state(self.fusion, folder / WEIGHTS["fusion"])
 
     def _load_state(self, module, path: Path, strict: bool = True) -> None:
-        import torch
+        from vpeval.torchload import load_weights_only
 
         if not path.is_file():
             raise MissingModelError(
                 f"{self.name}: {path} is missing; the saved model folder is incomplete, train again."
             )
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = load_weights_only(path, map_location="cpu")  # copied into the module on the run's device
         missing, unexpected = module.load_state_dict(state, strict=strict)
         if unexpected or (not strict and any(k.startswith("head.") for k in missing)):
             raise ConfigError(f"{self.name}: {path} does not match the network the parameters build; train again.")

@@ -21,6 +21,8 @@ import torch
 from torch import nn
 
 from vpeval.content_cache import identity_digest, source_digest
+from vpeval.device import cpu_state_dict
+from vpeval.torchload import load_weights_only
 from vpeval_multiutt.training import EpochRecord, History
 
 WEIGHTS = "weights.pt"
@@ -56,7 +58,7 @@ class SharedEncoders:
         """
         entry = self.folder / f"{kind}-{identity_digest(kind, identity, code_digest())}"
         if (entry / WEIGHTS).is_file() and (entry / EPOCHS).is_file():
-            saved = torch.load(entry / WEIGHTS, map_location="cpu", weights_only=True)
+            saved = load_weights_only(entry / WEIGHTS, map_location="cpu")
             missing, unexpected = module.load_state_dict(saved, strict=False)
             expected = set(state())
             if not unexpected and not expected.intersection(missing):
@@ -68,7 +70,7 @@ class SharedEncoders:
         partial = entry.with_name(f"{entry.name}.{os.getpid()}.partial")
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
-        torch.save(state(), partial / WEIGHTS)
+        torch.save(cpu_state_dict(state()), partial / WEIGHTS)
         (partial / EPOCHS).write_text(json.dumps([asdict(r) for r in history.epochs[first:]], indent=2))
         shutil.rmtree(entry, ignore_errors=True)
         partial.replace(entry)

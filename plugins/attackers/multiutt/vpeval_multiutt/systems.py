@@ -77,11 +77,16 @@ class System:
         raise NotImplementedError
 
 
+def to_numpy(tensor) -> np.ndarray:
+    """A result tensor (on any device, in any precision) as float32 numpy on the CPU."""
+    return tensor.detach().float().cpu().numpy()
+
+
 def _mean_of_unit(fused) -> np.ndarray:
     """Per-utterance fused vectors [N, D] -> the mean of their unit vectors (utterance-level fusion, III-A)."""
     import torch
 
-    return torch.nn.functional.normalize(fused, dim=-1).mean(dim=0).numpy()
+    return to_numpy(torch.nn.functional.normalize(fused.float(), dim=-1).mean(dim=0))
 
 
 def _transcripts(attacker: MultiUttAttacker, utterances: list[Utterance]) -> list[str]:
@@ -101,7 +106,7 @@ class MeanSystem(System):
         return self.name
 
     def side(self, attacker, side):
-        return attacker.audio.aggregate(attacker.audio_utterances(side)).numpy()
+        return to_numpy(attacker.audio.aggregate(attacker.audio_utterances(side)))
 
 
 class QueryAttentionSystem(MeanSystem):
@@ -116,7 +121,7 @@ class FrameConcatSystem(MeanSystem):
     name = "frame-concat"
 
     def side(self, attacker, side):
-        return attacker.audio_side(side).numpy()
+        return to_numpy(attacker.audio_side(side))
 
 
 # -- text only --------------------------------------------------------------------------------------
@@ -130,7 +135,7 @@ class TextSystem(System):
     uses_text = True
 
     def side(self, attacker, side):
-        return attacker.text([attacker.texts(side)])[0].numpy()
+        return to_numpy(attacker.text([attacker.texts(side)])[0])
 
 
 # -- audio fused with text or prosody, at frame (speaker) or utterance level ----------------------------
@@ -185,7 +190,7 @@ class AudioTextSystem(_LevelledFusion):
     def side(self, attacker, side):
         texts = attacker.texts(side)
         if self.speaker_level:
-            return attacker.fusion(attacker.audio_side(side)[None], attacker.text([texts]))[0].numpy()
+            return to_numpy(attacker.fusion(attacker.audio_side(side)[None], attacker.text([texts]))[0])
         return _mean_of_unit(attacker.fusion(attacker.audio_utterances(side), attacker.text([[t] for t in texts])))
 
 
@@ -202,9 +207,9 @@ class WeightedAudioTextSystem(_LevelledFusion):
         weights = self.params.fusion_weights
         texts = attacker.texts(side)
         if self.speaker_level:
-            return weighted_vector(attacker.audio_side(side).numpy(), attacker.text([texts])[0].numpy(), weights)
-        audio = attacker.audio_utterances(side).numpy()
-        text = attacker.text([[t] for t in texts]).numpy()
+            return weighted_vector(to_numpy(attacker.audio_side(side)), to_numpy(attacker.text([texts])[0]), weights)
+        audio = to_numpy(attacker.audio_utterances(side))
+        text = to_numpy(attacker.text([[t] for t in texts]))
         return np.mean([weighted_vector(a, t, weights) for a, t in zip(audio, text)], axis=0)
 
 
@@ -230,17 +235,15 @@ class AudioProsodySystem(_LevelledFusion):
             attacker.audio.eval()
             with torch.no_grad():
                 audio, rows = attacker.audio.training_embeddings(attacker.crops(utterances, picks, rng), n)
-                other = torch.from_numpy(attacker.prosody_input(prosody[picks]))
+                other = attacker.tensor(attacker.prosody_input(prosody[picks]))
             return attacker.fusion(audio, other), rows
 
         return step
 
     def side(self, attacker, side):
-        import torch
-
-        prosody = torch.from_numpy(attacker.prosody_input(attacker.prosody(side)[None]))
+        prosody = attacker.tensor(attacker.prosody_input(attacker.prosody(side)[None]))
         if self.speaker_level:
-            return attacker.fusion(attacker.audio_side(side)[None], prosody)[0].numpy()
+            return to_numpy(attacker.fusion(attacker.audio_side(side)[None], prosody)[0])
         return _mean_of_unit(attacker.fusion(attacker.audio_utterances(side), prosody))
 
 
@@ -357,7 +360,7 @@ class RjcaSystem(System):
 
     def side(self, attacker, side):
         audio = attacker.audio_utterances(side)[None]
-        return attacker.fusion(audio, self.text_sequence(attacker, [attacker.texts(side)]))[0].numpy()
+        return to_numpy(attacker.fusion(audio, self.text_sequence(attacker, [attacker.texts(side)]))[0])
 
 
 class RjcaGlobalTextSystem(RjcaSystem):
@@ -402,7 +405,6 @@ class SslWhisperSystem(System):
         self, attacker: MultiUttAttacker, utterances: Sequence[Utterance], picks: np.ndarray, rng: np.random.Generator
     ):
         """Crops of the ECAPA frames and of the Whisper frames over the same stretch of each utterance."""
-        import torch
 
         from vpeval_multiutt.frames import crop_at, crop_start
 
@@ -420,7 +422,7 @@ class SslWhisperSystem(System):
             whisper.append(
                 crop_at(attacker.cross_frames.frames(utterances[k]), round(start * cross_rate / rate), cross_length)
             )
-        return torch.from_numpy(np.stack(ecapa)), torch.from_numpy(np.stack(whisper))
+        return attacker.tensor(np.stack(ecapa)), attacker.tensor(np.stack(whisper))
 
     def fusion_step(self, attacker, utterances):
         import torch
@@ -436,7 +438,7 @@ class SslWhisperSystem(System):
                 frames, whisper = self.aligned_crops(attacker, utterances, picks, rng)
                 maps = attacker.audio.encoder.frame_map(frames).transpose(1, 2)  # [S*N, T, C]
             s, t, tw = len(picks), maps.shape[1], whisper.shape[1]
-            positions = training_positions(n, p.max_utterances, rng)
+            positions = training_positions(n, p.max_utterances, rng).to(attacker.device)
             return attacker.fusion(
                 maps.reshape(s, n * t, -1),
                 positions.repeat_interleave(t),
@@ -455,9 +457,10 @@ class SslWhisperSystem(System):
                 f"{self.params.max_utterances}; raise max_utterances and train again, or use smaller N."
             )
         maps = [m[0].T for m in attacker.frame_maps(side)]
-        whisper = [torch.from_numpy(attacker.cross_frames.frames(u)) for u in side]
-        index = lambda parts: torch.cat([torch.full((len(x),), i) for i, x in enumerate(parts)])  # noqa: E731
-        return attacker.fusion(torch.cat(maps)[None], index(maps), torch.cat(whisper)[None], index(whisper))[0].numpy()
+        whisper = [attacker.tensor(attacker.cross_frames.frames(u)) for u in side]
+        index = lambda parts: torch.cat([torch.full((len(x),), i, device=attacker.device) for i, x in enumerate(parts)])  # noqa: E731
+        fused = attacker.fusion(torch.cat(maps)[None], index(maps), torch.cat(whisper)[None], index(whisper))
+        return to_numpy(fused[0])
 
 
 SYSTEM_CLASSES: dict[str, type[System]] = {

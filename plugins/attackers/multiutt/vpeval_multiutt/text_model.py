@@ -73,7 +73,7 @@ class SentenceEncoder(nn.Module):
             max_length=self.max_tokens,
             return_tensors="pt",
             return_special_tokens_mask=True,
-        )
+        ).to(self.model.device)
         special = batch.pop("special_tokens_mask").bool()
         padding = ~batch["attention_mask"].bool()
         return self.model(**batch).last_hidden_state, padding, ~padding & ~special
@@ -139,7 +139,7 @@ def contrastive_loss(first: torch.Tensor, second: torch.Tensor, temperature: flo
     a = nn.functional.normalize(first, dim=-1)
     b = nn.functional.normalize(second, dim=-1)
     logits = a @ b.T / temperature
-    labels = torch.arange(len(a))
+    labels = torch.arange(len(a), device=logits.device)
     return 0.5 * (nn.functional.cross_entropy(logits, labels) + nn.functional.cross_entropy(logits.T, labels))
 
 
@@ -187,9 +187,10 @@ def train_text(
             losses = []
             for _, picks in episodes.epoch(rng):
                 sides = [[texts[k] for k in row] for row in picks]
-                first = model([s[:n] for s in sides])
-                second = model([s[n:] for s in sides])
-                loss = contrastive_loss(first, second, temperature)
+                with context.autocast():
+                    first = model([s[:n] for s in sides])
+                    second = model([s[n:] for s in sides])
+                loss = contrastive_loss(first.float(), second.float(), temperature)
                 optimizer.zero_grad()
                 loss.backward()
                 nn.utils.clip_grad_norm_(params, grad_clip)

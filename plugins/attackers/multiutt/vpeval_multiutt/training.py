@@ -125,10 +125,11 @@ def train_aam(
     """
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(context.torch_seed(stage, "classifier"))
-        classifier = AamSoftmax(dim, len(episodes.speakers), margin, scale)
+        classifier = AamSoftmax(dim, len(episodes.speakers), margin, scale).to(context.device)
     params = [p for p in modules.parameters() if p.requires_grad] + list(classifier.parameters())
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=lr_step, gamma=lr_gamma)
+    scaler = torch.amp.GradScaler("cuda", enabled=context.on_gpu and context.precision == "fp16")  # fp16 underflows
     context.log.info(
         "%s: %d speakers, %d batches of %d speakers x %d utterances per epoch, %d epochs",
         stage,
@@ -150,12 +151,16 @@ def train_aam(
             for labels, picks in context.progress(
                 batches, total=len(batches), description=f"{stage} epoch {epoch}/{epochs}"
             ):
-                embeddings, rows = embed(picks, rng)
-                loss = classifier(embeddings, torch.from_numpy(np.repeat(labels, rows)))
+                with context.autocast():  # bf16 / fp16 on a GPU; the loss in fp32
+                    embeddings, rows = embed(picks, rng)
+                labels_on = torch.from_numpy(np.repeat(labels, rows)).to(context.device)
+                loss = classifier(embeddings.float(), labels_on)
                 optimizer.zero_grad()
-                loss.backward()
+                scaler.scale(loss).backward()
+                scaler.unscale_(optimizer)
                 nn.utils.clip_grad_norm_(params, grad_clip)
-                optimizer.step()
+                scaler.step(optimizer)
+                scaler.update()
                 losses.append(loss.item())
             lr_now = optimizer.param_groups[0]["lr"]
             scheduler.step()
