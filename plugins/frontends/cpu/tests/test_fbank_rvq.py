@@ -23,7 +23,7 @@ def fitted(corpus, tmp_path_factory):
 
 @pytest.mark.parametrize("rate", [25.0, 12.5])
 def test_shapes_rates_and_token_ranges(corpus, tmp_path, rate):
-    frontend = make(tmp_path, frame_rate=rate)
+    frontend = make(tmp_path, frame_rate=rate, expose="tokens+features")
     frontend.fit(corpus)
     audio = corpus.utterances[0].load(16000)
     out = frontend.encode(audio)
@@ -66,8 +66,9 @@ def test_save_and_load_restore_the_codebooks(corpus, fitted, tmp_path):
 
 
 def test_each_residual_stage_lowers_the_reconstruction_error(corpus, fitted):
-    out = fitted.encode(corpus.utterances[7].load(16000))
-    target = (out.features - fitted.mean) / fitted.std
+    audio = corpus.utterances[7].load(16000)
+    out = fitted.encode(audio)
+    target = (fitted._features(audio) - fitted.mean) / fitted.std
     errors = [np.mean((target - decode_residual(out.tokens[:, :q], fitted.books[:q])) ** 2) for q in range(1, 9)]
     assert all(b < a for a, b in zip(errors, errors[1:]))
     assert errors[-1] < 0.6 * np.mean(target**2)
@@ -78,3 +79,22 @@ def test_bad_frame_rate_and_too_little_speech_are_user_errors(corpus, tmp_path):
         make(tmp_path, frame_rate=30.0)
     with pytest.raises(DataError, match="codebook_size"):
         make(tmp_path, codebook_size=4096).fit(corpus)
+
+
+def test_tokens_only_by_default_as_mimi_and_higgs_expose(corpus, fitted, tmp_path):
+    audio = corpus.utterances[3].load(16000)
+    out = fitted.encode(audio)
+    assert fitted.params.expose == "tokens" and out.features is None and out.tokens.shape[1] == 8
+    both = make(tmp_path, expose="tokens+features")
+    fitted.save(tmp_path / "state")
+    both.load(tmp_path / "state")
+    with_features = both.encode(audio)
+    # The same tokens either way; the features are the raw stacked log-mel frames the tokens quantize.
+    assert np.array_equal(with_features.tokens, out.tokens)
+    assert np.array_equal(with_features.features, fitted._features(audio))
+
+
+def test_encode_batch_equals_encode(corpus, fitted):
+    audios = [u.load(16000) for u in corpus.utterances[:4]]
+    for audio, out in zip(audios, fitted.encode_batch(audios)):
+        assert np.array_equal(out.tokens, fitted.encode(audio).tokens) and out.features is None

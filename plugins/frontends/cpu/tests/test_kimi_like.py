@@ -67,3 +67,18 @@ def test_whisper_tiny_en_alternative(corpus, tmp_path):
     frontend = make(tmp_path, model="whisper-tiny.en")
     frontend.codebook = np.zeros((2, 384), dtype=np.float32)
     assert frontend.encode(corpus.utterances[0].load(16000)).features.shape[1] == 384
+
+
+def test_encode_batch_equals_encode_and_runs_on_the_context_device(corpus, fitted, tmp_path):
+    # Crops of one length (as SpInv's training views) and whole utterances of other lengths.
+    audios = [u.load(16000) for u in corpus.utterances[:3]]
+    audios += [audios[0][:12000], audios[1][:12000], audios[2][3000:15000]]
+    alone = make(tmp_path / "alone")
+    alone.codebook = fitted.codebook
+    expected = [alone.encode(a) for a in audios]
+    batched = make(tmp_path / "batched", batch_size=2)
+    batched.codebook = fitted.codebook
+    for out, single in zip(batched.encode_batch(audios), expected):
+        assert np.array_equal(out.tokens, single.tokens)
+        assert np.abs(out.features - single.features).max() <= 1e-5
+    assert batched.device_sensitive and batched.encoder.model.device == "cpu"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from pydantic import Field, field_validator
@@ -18,8 +19,10 @@ class FbankRvqFrontend(Frontend):
     """fbank-rvq: codec-like tokens, eight residual codebooks over stacked log-mel frames.
 
     Interface (seed 002's codec frontends, Mimi/Higgs style): 16 kHz audio in; out tokens [N, Q]
-    (Q = num_codebooks, default 8, each of codebook_size entries, default 256) and the stacked
-    80-band log-mel frames they quantize as features [N, 80 * 100 / frame_rate]. frame_rate 25
+    (Q = num_codebooks, default 8, each of codebook_size entries, default 256) and nothing else, as
+    Mimi and Higgs expose (expose: tokens, the default). expose: tokens+features also hands out the
+    stacked 80-band log-mel frames they quantize as features [N, 80 * 100 / frame_rate]: the raw
+    spectrum, which no codec frontend exposes, so an attack on it is not a token attack. frame_rate 25
     (Higgs' rate, 4 stacked 10 ms frames) or 12.5 (Mimi's rate, 8 frames); N = ceil(seconds * rate).
 
     Like a codec's residual vector quantizer, stage q's codebook is learned by k-means on what
@@ -47,6 +50,11 @@ class FbankRvqFrontend(Frontend):
         )
         mel_bands: int = Field(80, ge=8, le=128, description="Log-mel filterbank bands per 10 ms frame (25 ms window).")
         max_fit_frames: int = Field(60000, ge=1, le=10_000_000, description="At most this many frames feed k-means.")
+        expose: Literal["tokens", "tokens+features"] = Field(
+            "tokens",
+            description="tokens: the RVQ tokens only, as Mimi and Higgs expose; tokens+features: also the stacked "
+            "log-mel frames they quantize (not a codec's interface).",
+        )
 
         @field_validator("frame_rate")
         @classmethod
@@ -95,7 +103,8 @@ class FbankRvqFrontend(Frontend):
             raise RuntimeError("fbank-rvq: call fit() or load() before encode(); its codebooks are learned.")
         feats = self._features(audio)
         tokens = encode_residual((feats - self.mean) / self.std, self.books)
-        return FrontendOutput(self.frame_rate, tokens, (self.books.shape[1],) * len(self.books), feats)
+        features = feats if self.params.expose == "tokens+features" else None
+        return FrontendOutput(self.frame_rate, tokens, (self.books.shape[1],) * len(self.books), features)
 
     def save(self, folder: Path) -> None:
         Path(folder).mkdir(parents=True, exist_ok=True)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
@@ -39,6 +40,7 @@ class KimiLikeFrontend(Frontend):
     name = "kimi-like"
     sample_rate = 16000
     frame_rate = 12.5
+    device_sensitive: ClassVar[bool] = True  # CTranslate2 on a GPU (and in bf16/fp16) gives numbers of its own
 
     class Params(Params):
         model: Literal["whisper-base", "whisper-tiny.en"] = Field(
@@ -65,6 +67,7 @@ class KimiLikeFrontend(Frontend):
         max_fit_frames: int = Field(
             60000, ge=1, le=10_000_000, description="At most this many 12.5 Hz frames feed k-means."
         )
+        batch_size: int = Field(16, ge=1, le=4096, description="Whisper windows of one width per encoder call.")
 
     def __init__(self, params=None, context=None):
         super().__init__(params, context)
@@ -77,7 +80,13 @@ class KimiLikeFrontend(Frontend):
         if self._encoder is None:
             from vpeval_cpu_frontends.whisper_ct2 import WhisperEncoderCT2
 
-            self._encoder = WhisperEncoderCT2(self.params.model, self.context.threads, self.params.pad_to_window)
+            self._encoder = WhisperEncoderCT2(
+                self.params.model,
+                self.context.threads,
+                self.params.pad_to_window,
+                self.context.device,
+                self.context.precision,
+            )
         return self._encoder
 
     def _frames(self, audio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -90,8 +99,25 @@ class KimiLikeFrontend(Frontend):
             self._cache[key] = self._compute_frames(audio)
         return self._cache[key]
 
+    def _frames_many(self, audios: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """_frames of many waveforms; those not in memory are encoded in batches (encode_many)."""
+        audios = [np.ascontiguousarray(a, dtype=np.float32) for a in audios]
+        keys = [hashlib.sha1(a.tobytes()).digest() for a in audios]
+        todo = {key: audio for key, audio in zip(keys, audios) if key not in self._cache}
+        found = {key: self._cache[key] for key in keys if key in self._cache}
+        if todo:
+            encoded = self.encoder.encode_many(list(todo.values()), POOL, self.params.batch_size)
+            for key, frames in zip(todo, encoded):
+                found[key] = self._pool(frames)
+                if len(self._cache) >= CACHE_ENTRIES:
+                    self._cache.pop(next(iter(self._cache)))
+                self._cache[key] = found[key]
+        return [found[key] for key in keys]
+
     def _compute_frames(self, audio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        frames = self.encoder.encode(audio, multiple=POOL)
+        return self._pool(self.encoder.encode(audio, multiple=POOL))
+
+    def _pool(self, frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         grouped = frames.reshape(-1, POOL, frames.shape[1])
         pooled = grouped.mean(axis=1)
         exposed = pooled if self.params.feature_pooling == "mean" else grouped.reshape(len(grouped), -1)
@@ -100,8 +126,13 @@ class KimiLikeFrontend(Frontend):
     def fit(self, corpus: Corpus) -> None:
         if len(corpus) == 0:
             raise DataError("The kimi-like frontend got an empty corpus to fit its codebook on; give fit() speech.")
-        items = self.context.progress(corpus.utterances, total=len(corpus), description="kimi-like: encode")
-        frames = np.concatenate([self._frames(u.load(self.sample_rate))[0] for u in items])
+        utterances, step = corpus.utterances, 4 * self.params.batch_size  # a few batches of audio in memory
+        starts = self.context.progress(range(0, len(utterances), step), description="kimi-like: encode")
+        pooled = []
+        for start in starts:
+            audios = [u.load(self.sample_rate) for u in utterances[start : start + step]]
+            pooled += [frames for frames, _ in self._frames_many(audios)]
+        frames = np.concatenate(pooled)
         rng = self.context.rng("kimi-like", "codebook")
         frames = subsample(frames, self.params.max_fit_frames, rng)
         self.codebook = fit_codebook(frames, self.params.codebook_size, rng, "kimi-like")
@@ -112,6 +143,16 @@ class KimiLikeFrontend(Frontend):
         pooled, exposed = self._frames(audio)
         tokens = nearest(pooled, self.codebook)[:, None]
         return FrontendOutput(self.frame_rate, tokens, (len(self.codebook),), exposed.astype(np.float32))
+
+    def encode_batch(self, audios: Sequence[np.ndarray]) -> list[FrontendOutput]:
+        """encode() of each waveform, the Whisper windows of equal width encoded together (equal frames)."""
+        if self.codebook is None:
+            raise RuntimeError("kimi-like: call fit() or load() before encode(); its codebook is learned.")
+        out = []
+        for pooled, exposed in self._frames_many(audios):
+            tokens = nearest(pooled, self.codebook)[:, None]
+            out.append(FrontendOutput(self.frame_rate, tokens, (len(self.codebook),), exposed.astype(np.float32)))
+        return out
 
     def save(self, folder: Path) -> None:
         Path(folder).mkdir(parents=True, exist_ok=True)

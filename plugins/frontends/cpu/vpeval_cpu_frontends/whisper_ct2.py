@@ -73,36 +73,75 @@ def whisper_tiny_en_dir() -> Path:
 MODELS = {"whisper-base": (whisper_base_dir, 512), "whisper-tiny.en": (whisper_tiny_en_dir, 384)}
 
 
-class WhisperEncoderCT2:
-    """Whisper's encoder run by CTranslate2: 16 kHz audio -> [T, D] frames at 50 frames/s."""
+COMPUTE_TYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}  # the experiment's precision
 
-    def __init__(self, model: str, threads: int = 1, pad_to_window: bool = False):
+
+class WhisperEncoderCT2:
+    """Whisper's encoder run by CTranslate2: 16 kHz audio -> [T, D] frames at 50 frames/s.
+
+    `device` is CTranslate2's ("cpu" or "cuda"; "cuda:N" picks GPU N), `precision` the experiment's
+    (CTranslate2 computes in float32 on the CPU whatever it says)."""
+
+    def __init__(
+        self, model: str, threads: int = 1, pad_to_window: bool = False, device: str = "cpu", precision: str = "fp32"
+    ):
         import ctranslate2
         from faster_whisper.feature_extractor import FeatureExtractor
 
         locate, self.dim = MODELS[model]
+        kind, _, index = device.partition(":")
+        compute_type = COMPUTE_TYPES[precision] if kind == "cuda" else "float32"
         self.model = ctranslate2.models.Whisper(
-            str(locate()), device="cpu", compute_type="float32", intra_threads=max(1, threads)
+            str(locate()),
+            device=kind,
+            device_index=int(index or 0),
+            compute_type=compute_type,
+            intra_threads=max(1, threads),
         )
         self.features = FeatureExtractor(feature_size=self.model.n_mels)
         self.pad_to_window = pad_to_window
 
-    def encode(self, audio: np.ndarray, multiple: int = 1) -> np.ndarray:
-        """Encoder frames [T, D]; T = ceil(seconds * 50 / multiple) * multiple (zero-padded end)."""
-        import ctranslate2
-
+    def _windows(self, audio: np.ndarray, multiple: int) -> list[tuple[np.ndarray, int]]:
+        """(log-mel window [n_mels, W], encoder frames it holds) of each <= 30 s piece of the audio."""
         step = 2 * multiple * HOP  # samples per `multiple` encoder frames
         n_frames = max(1, -(-len(audio) // step)) * multiple
         padded = np.zeros(n_frames * 2 * HOP, dtype=np.float32)
         padded[: len(audio)] = audio
         mel = self.features(padded, padding=0)[:, : 2 * n_frames]
-        out = []
+        windows = []
         # Whisper's positional table covers 30 s; longer audio is encoded window by window.
         for start in range(0, mel.shape[1], WINDOW_MEL_FRAMES):
             chunk = mel[:, start : start + WINDOW_MEL_FRAMES]
             used = chunk.shape[1] // 2
             if self.pad_to_window:
                 chunk = np.pad(chunk, ((0, 0), (0, WINDOW_MEL_FRAMES - chunk.shape[1])))
-            view = ctranslate2.StorageView.from_array(np.ascontiguousarray(chunk[None], dtype=np.float32))
-            out.append(np.asarray(self.model.encode(view, to_cpu=True))[0, :used])
-        return np.concatenate(out).astype(np.float32)
+            windows.append((np.ascontiguousarray(chunk, dtype=np.float32), used))
+        return windows
+
+    def encode(self, audio: np.ndarray, multiple: int = 1) -> np.ndarray:
+        """Encoder frames [T, D]; T = ceil(seconds * 50 / multiple) * multiple (zero-padded end)."""
+        return self.encode_many([audio], multiple)[0]
+
+    def encode_many(self, audios, multiple: int = 1, batch_size: int = 16) -> list[np.ndarray]:
+        """encode() of each waveform; windows of the same width (every crop of one length, every padded
+        window) go through the encoder together, at most batch_size at a time. Whisper's encoder has no
+        padding mask, so windows of other widths never share a batch: the frames equal encode()'s."""
+        import ctranslate2
+
+        windows = [(owner, *w) for owner, audio in enumerate(audios) for w in self._windows(audio, multiple)]
+        encoded: list[np.ndarray | None] = [None] * len(windows)
+        by_width: dict[int, list[int]] = {}
+        for k, (_, chunk, _) in enumerate(windows):
+            by_width.setdefault(chunk.shape[1], []).append(k)
+        for width in sorted(by_width):
+            members = by_width[width]
+            for first in range(0, len(members), batch_size):
+                group = members[first : first + batch_size]
+                view = ctranslate2.StorageView.from_array(np.stack([windows[k][1] for k in group]))
+                out = np.asarray(self.model.encode(view, to_cpu=True))
+                for row, k in enumerate(group):
+                    encoded[k] = out[row, : windows[k][2]]
+        frames: list[list[np.ndarray]] = [[] for _ in audios]
+        for (owner, _, _), value in zip(windows, encoded):
+            frames[owner].append(value)
+        return [np.concatenate(parts).astype(np.float32) for parts in frames]
