@@ -1,0 +1,212 @@
+"""Tiny random-weight SpeechBrain folders, written in the exact layout VoicePrivacy ships (exp/asv_orig):
+hyperparams.yaml as the toolkit's evaluation/privacy/asv/asv_train/hparams/{ecapa,xvector}/hyperparams.yaml
+(small channels), embedding_model.ckpt (and classifier.ckpt / mean_var_norm_emb.ckpt when asked) saved
+from speechbrain's own classes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+ECAPA_YAML = """\
+# ################################
+# Model: Speaker Verification Baseline (VoicePrivacy ecapa/hyperparams.yaml, channels scaled down)
+# ################################
+
+seed: 1234
+__set_seed: !apply:torch.manual_seed [!ref <seed>]
+device: 'cuda:0'
+
+# Feature parameters
+n_mels: 80
+left_frames: 0
+right_frames: 0
+deltas: False
+emb_dim: 16
+
+compute_features: !new:speechbrain.lobes.features.Fbank
+    n_mels: !ref <n_mels>
+
+mean_var_norm: !new:speechbrain.processing.features.InputNormalization
+    norm_type: sentence
+    std_norm: False
+
+embedding_model: !new:speechbrain.lobes.models.ECAPA_TDNN.ECAPA_TDNN
+    input_size: !ref <n_mels>
+    channels: [16, 16, 16, 16, 48]
+    kernel_sizes: [5, 3, 3, 3, 1]
+    dilations: [1, 2, 3, 4, 1]
+    #groups: [1, 1, 1, 1, 1]
+    attention_channels: 128
+    lin_neurons: !ref <emb_dim>
+
+mean_var_norm_emb: !new:speechbrain.processing.features.InputNormalization
+    norm_type: {emb_norm}
+    std_norm: True
+
+classifier: !new:speechbrain.lobes.models.ECAPA_TDNN.Classifier
+    input_size: !ref <emb_dim>
+    out_neurons: 7
+
+modules:
+    compute_features: !ref <compute_features>
+    embedding_model: !ref <embedding_model>
+    mean_var_norm: !ref <mean_var_norm>
+    classifier: !ref <classifier>
+
+
+pretrainer: !new:speechbrain.utils.parameter_transfer.Pretrainer
+    loadables:
+        embedding_model: !ref <embedding_model>{extra_loadables}
+"""
+
+XVECTOR_YAML = """\
+# ################################
+# Model: Speaker identification with x-vectors (VoicePrivacy xvector/hyperparams.yaml, scaled down)
+# ################################
+
+seed: 1986
+__set_seed: !apply:torch.manual_seed [!ref <seed>]
+device: 'cuda:0'
+
+n_mels: 24
+left_frames: 0
+right_frames: 0
+deltas: False
+
+compute_features: !new:speechbrain.lobes.features.Fbank
+    n_mels: !ref <n_mels>
+    left_frames: !ref <left_frames>
+    right_frames: !ref <right_frames>
+    deltas: !ref <deltas>
+
+mean_var_norm: !new:speechbrain.processing.features.InputNormalization
+    norm_type: sentence
+    std_norm: False
+
+embedding_model: !new:speechbrain.lobes.models.Xvector.Xvector
+    in_channels: !ref <n_mels>
+    activation: !name:torch.nn.LeakyReLU
+    tdnn_blocks: 5
+    tdnn_channels: [16, 16, 16, 16, 40]
+    tdnn_kernel_sizes: [5, 3, 3, 1, 1]
+    tdnn_dilations: [1, 2, 3, 1, 1]
+    lin_neurons: 12
+
+classifier: !new:speechbrain.lobes.models.Xvector.Classifier
+    input_shape: [null, null, 12]
+    activation: !name:torch.nn.LeakyReLU
+    lin_blocks: 1
+    lin_neurons: 12
+    out_neurons: 7
+
+modules:
+    compute_features: !ref <compute_features>
+    mean_var_norm: !ref <mean_var_norm>
+    embedding_model: !ref <embedding_model>
+    classifier: !ref <classifier>
+
+pretrainer: !new:speechbrain.utils.parameter_transfer.Pretrainer
+    loadables:
+        embedding_model: !ref <embedding_model>
+"""
+
+
+def _randomise(module: torch.nn.Module, seed: int) -> None:
+    """Random weights and batch-norm statistics, so every loaded tensor matters."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, tensor in module.state_dict().items():
+            if not tensor.is_floating_point():
+                continue
+            noise = torch.randn(tensor.shape, generator=generator)
+            if name.endswith("running_var"):
+                tensor.copy_(0.5 + noise.abs())
+            else:
+                tensor.copy_(noise * (0.3 if name.endswith("running_mean") else 0.2))
+
+
+def write_ecapa_folder(folder: Path, seed: int = 0, classifier: bool = False, emb_norm: bool = False) -> Path:
+    from speechbrain.lobes.models.ECAPA_TDNN import ECAPA_TDNN, Classifier
+    from speechbrain.processing.features import InputNormalization
+
+    folder.mkdir(parents=True, exist_ok=True)
+    extra = ""
+    if classifier:
+        extra += "\n        classifier: !ref <classifier>"
+    if emb_norm:
+        extra += "\n        mean_var_norm_emb: !ref <mean_var_norm_emb>"
+    text = ECAPA_YAML.replace("{emb_norm}", "global" if emb_norm else "sentence").replace("{extra_loadables}", extra)
+    (folder / "hyperparams.yaml").write_text(text)
+    model = ECAPA_TDNN(
+        80, channels=[16, 16, 16, 16, 48], kernel_sizes=[5, 3, 3, 3, 1], dilations=[1, 2, 3, 4, 1], lin_neurons=16
+    )
+    _randomise(model, seed)
+    torch.save(model.state_dict(), folder / "embedding_model.ckpt")
+    if classifier:
+        head = Classifier(input_size=16, out_neurons=7)
+        _randomise(head, seed + 1)
+        torch.save(head.state_dict(), folder / "classifier.ckpt")
+    if emb_norm:
+        norm = InputNormalization(norm_type="global", std_norm=True)
+        norm.train()
+        norm(torch.randn(50, 1, 16) * 0.3 + 0.1, torch.ones(50))  # global statistics of random embeddings
+        norm._save(folder / "mean_var_norm_emb.ckpt")
+    return folder
+
+
+def write_xvector_folder(folder: Path, seed: int = 0) -> Path:
+    from speechbrain.lobes.models.Xvector import Xvector
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "hyperparams.yaml").write_text(XVECTOR_YAML)
+    model = Xvector(
+        in_channels=24,
+        activation=torch.nn.LeakyReLU,
+        tdnn_blocks=5,
+        tdnn_channels=[16, 16, 16, 16, 40],
+        tdnn_kernel_sizes=[5, 3, 3, 1, 1],
+        tdnn_dilations=[1, 2, 3, 1, 1],
+        lin_neurons=12,
+    )
+    _randomise(model, seed)
+    torch.save(model.state_dict(), folder / "embedding_model.ckpt")
+    return folder
+
+
+def reference_classifier(folder: Path, savedir: Path):
+    """speechbrain's own loader on the same folder: the test's reference (it runs the test's own YAML)."""
+    from speechbrain.inference.speaker import EncoderClassifier
+
+    return EncoderClassifier.from_hparams(source=str(folder), savedir=str(savedir), run_opts={"device": "cpu"})
+
+
+def random_audio(seconds: float, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(seconds * 16000)) / 16000
+    tone = 0.3 * np.sin(2 * np.pi * (120 + 40 * seed) * t) * (1 + 0.5 * np.sin(2 * np.pi * 3 * t))
+    return (tone + rng.normal(0, 0.05, t.size)).astype(np.float32)
+
+
+@pytest.fixture
+def ecapa_folder(tmp_path):
+    return write_ecapa_folder(tmp_path / "asv_orig")
+
+
+@pytest.fixture
+def folders():
+    """The writers, for tests that need other variants."""
+    return {"ecapa": write_ecapa_folder, "xvector": write_xvector_folder}
+
+
+@pytest.fixture
+def reference():
+    return reference_classifier
+
+
+@pytest.fixture
+def audio():
+    return random_audio

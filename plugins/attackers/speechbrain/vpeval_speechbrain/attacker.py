@@ -1,0 +1,103 @@
+"""The "speechbrain" attackers: VoicePrivacy's ASV_eval with a SpeechBrain folder.
+
+`speechbrain`: the released model as it is (lazy-informed / ignorant: nothing to train). `speechbrain-train`:
+the semi-informed attacker, the folder's network trained on the run's (anonymized) training speech by
+VoicePrivacy's recipe (from scratch, or fine-tuned from the folder's weights), then used the same way.
+Both: cosine scores; a trial side is the mean of its utterances' embeddings, as VoicePrivacy averages
+a speaker's enrollment embeddings (SpeakerEmbeddings.convert_to_spk_level), without length normalisation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+from vpeval.api import Attacker
+from vpeval.errors import DataError
+from vpeval.types import TrainingData, Utterance
+from vpeval_speechbrain.params import SpeechBrainParams, SpeechBrainTrainParams
+from vpeval_speechbrain.service import FolderEmbeddings
+
+
+class SpeechBrainAttacker(Attacker):
+    """A released SpeechBrain speaker-embedding folder (VoicePrivacy 2024 asv_orig), no training."""
+
+    name: ClassVar[str] = "speechbrain"
+    sample_rate: ClassVar[int] = 16000
+    needs_training: ClassVar[bool] = False
+    device_sensitive: ClassVar[bool] = True
+    Params: ClassVar[type[SpeechBrainParams]] = SpeechBrainParams
+
+    def __init__(self, params=None, context=None):
+        super().__init__(params, context)
+        self.folder = FolderEmbeddings(self.params, self.context, self.name)
+        self._cache: dict[tuple[str, int | None], np.ndarray] = {}
+
+    def train(self, data: TrainingData) -> None:
+        """Nothing to learn: the folder's model is used as released."""
+
+    def save(self, folder: Path) -> None:
+        """Nothing to store: the model stays in its folder (its files' contents key the embeddings)."""
+
+    def load(self, folder: Path) -> None:
+        """Nothing to restore."""
+
+    def represent(self, utterances: Sequence[Utterance]) -> np.ndarray:
+        return self.represent_many([utterances])[0]
+
+    def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:
+        """Mean embedding per side [S, D]; each distinct utterance is embedded once per attacker."""
+        for side in sides:
+            if len(side) == 0:
+                raise DataError(
+                    f"A trial side given to the {self.name} attacker has no utterances; check the trial list."
+                )
+        todo = list({_key(u): u for side in sides for u in side if _key(u) not in self._cache}.values())
+        if todo:
+            for u, vector in zip(todo, self.folder.embed_utterances(todo, f"{self.name}: embed")):
+                self._cache[_key(u)] = vector
+        return np.stack(
+            [np.mean([self._cache[_key(u)].astype(np.float64) for u in side], axis=0) for side in sides]
+        )
+
+
+class SpeechBrainTrainAttacker(SpeechBrainAttacker):
+    """The folder's network trained by VoicePrivacy's semi-informed recipe, saved as a SpeechBrain folder."""
+
+    name: ClassVar[str] = "speechbrain-train"
+    needs_training: ClassVar[bool] = True
+    Params: ClassVar[type[SpeechBrainTrainParams]] = SpeechBrainTrainParams
+
+    def __init__(self, params=None, context=None):
+        super().__init__(params, context)
+        self._trained: Path | None = None
+
+    def train(self, data: TrainingData) -> None:
+        from vpeval_speechbrain.training import train_folder
+
+        self._trained = train_folder(self.params, self.context, data, self.context.folder("trained"), self.name)
+        self._use(self._trained)
+
+    def save(self, folder: Path) -> None:
+        from vpeval_speechbrain.training import copy_model_folder
+
+        if self._trained is None:
+            raise RuntimeError(f"attacker {self.name} has no trained model: call train() or load() first")
+        copy_model_folder(self._trained, Path(folder))
+
+    def load(self, folder: Path) -> None:
+        self._trained = Path(folder)
+        self._use(self._trained)
+
+    def _use(self, folder: Path) -> None:
+        from vpeval_speechbrain.build import load_folder
+
+        self.folder.use(load_folder(folder, f"{self.name} trained model"))
+        self._cache.clear()
+
+
+def _key(u: Utterance) -> tuple[str, int | None]:
+    return (u.path, u.channel)

@@ -1,0 +1,107 @@
+"""Speaker embeddings the way VoicePrivacy's ASV_eval computes them with SpeechBrain's EncoderClassifier.
+
+VPC 2024 and 2026 (evaluation/privacy/asv): each file is loudness-normalised to -30 LUFS and divided by
+its peak (utils.normalize_wave; the division undoes the loudness gain, so it is a peak normalisation),
+leading and trailing exact zeros are cut (np.trim_zeros in speechbrain_vectors.extract_vector), and
+EncoderClassifier.encode_batch runs compute_features -> mean_var_norm(feats, wav_lens) ->
+embedding_model(feats, wav_lens), without mean_var_norm_emb (normalize=False). Here several waveforms
+of similar length share a zero-padded batch with their relative lengths (wav_lens), as encode_batch
+takes them; a batch of one is VPC's call exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from vpeval.errors import DataError, MissingModelError
+from vpeval_speechbrain.build import SAMPLE_RATE, SpeechBrainModel
+
+
+def vpc_waveform(audio: np.ndarray, peak_normalize: bool = True, trim_zeros: bool = True) -> np.ndarray:
+    """One mono waveform prepared as VPC prepares it before encode_batch (float32)."""
+    wave = np.asarray(audio, dtype=np.float64).reshape(-1)
+    if peak_normalize:
+        peak = float(np.max(np.abs(wave))) if wave.size else 0.0
+        if peak > 0.0:  # VPC divides by the peak; silence would be NaN there
+            wave = wave / peak
+    if trim_zeros:
+        wave = np.trim_zeros(wave)
+    if wave.size == 0:
+        raise DataError("A waveform given to the speechbrain embedder is empty or all zeros; check the audio file.")
+    return wave.astype(np.float32)
+
+
+class Embedder:
+    """Embeddings [B, D] of prepared waveforms from a loaded folder, in padded batches on one device."""
+
+    def __init__(
+        self,
+        model: SpeechBrainModel,
+        device: str = "cpu",
+        autocast=None,  # a callable returning the run's autocast context (PluginContext.autocast)
+        normalize_embeddings: bool = False,
+        batch_size: int = 1,
+        max_batch_seconds: float | None = None,
+        noise_seed: int = 0,
+    ):
+        if normalize_embeddings and (model.mean_var_norm_emb is None or not _has_statistics(model.mean_var_norm_emb)):
+            raise MissingModelError(
+                f"normalize_embeddings asks for mean_var_norm_emb, but {model.folder} has no mean_var_norm_emb "
+                "with its mean_var_norm_emb.ckpt; set normalize_embeddings: false (VoicePrivacy does not use it)."
+            )
+        self.model = model.to(device)
+        self.device = device
+        self.autocast = autocast
+        self.normalize_embeddings = normalize_embeddings
+        self.batch_size = batch_size
+        self.noise_seed = noise_seed
+        self.max_samples = None if max_batch_seconds is None else int(max_batch_seconds * SAMPLE_RATE)
+
+    @property
+    def dim(self) -> int:
+        return self.model.dim
+
+    def embed(self, waves: Sequence[np.ndarray]) -> np.ndarray:
+        """Embeddings [len(waves), D] float32, in order; waveforms of similar length share a batch."""
+        from vpeval_torch.batching import length_buckets
+
+        out = np.empty((len(waves), self.dim), dtype=np.float32)
+        for bucket in length_buckets([w.shape[0] for w in waves], self.batch_size, self.max_samples):
+            out[bucket] = self.embed_batch([waves[i] for i in bucket])
+        return out
+
+    def embed_batch(self, waves: Sequence[np.ndarray]) -> np.ndarray:
+        """One padded batch through the modules, as EncoderClassifier.encode_batch(wavs, wav_lens)."""
+        from vpeval_torch.batching import pad_batch
+
+        wavs, lengths = pad_batch([np.asarray(w, dtype=np.float32) for w in waves], self.device)
+        wav_lens = lengths.to(torch.float32) / wavs.shape[1]
+        m = self.model
+        # speechbrain's StatisticsPooling (x-vector) adds Gaussian noise of about 1e-5 to the pooled mean,
+        # at inference too: drawn from a generator seeded per batch, so the same input gives the same vector.
+        devices = [torch.device(self.device)] if str(self.device).startswith("cuda") else []
+        with torch.random.fork_rng(devices=devices), torch.inference_mode():
+            torch.manual_seed(self.noise_seed)
+            feats = m.compute_features(wavs)  # STFT and log-mel in float32 (outside autocast)
+            feats = m.mean_var_norm(feats, wav_lens)
+            with self.autocast() if self.autocast is not None else _nothing():
+                embeddings = m.embedding_model(feats, wav_lens)
+            embeddings = embeddings.float()
+            if self.normalize_embeddings:
+                embeddings = m.mean_var_norm_emb(embeddings, torch.ones(embeddings.shape[0], device=self.device))
+        return embeddings.reshape(embeddings.shape[0], -1).cpu().numpy().astype(np.float32)
+
+
+def _has_statistics(norm: torch.nn.Module) -> bool:
+    """Global statistics loaded from mean_var_norm_emb.ckpt: "sentence" statistics of a single embedding
+    frame would subtract the embedding from itself (EncoderClassifier's normalize=True returns zeros)."""
+    return getattr(norm, "norm_type", "") == "global" and getattr(norm, "glob_mean", torch.empty(0)).numel() > 0
+
+
+def _nothing():
+    from contextlib import nullcontext
+
+    return nullcontext()

@@ -1,0 +1,39 @@
+"""The "speechbrain" speaker encoder: a SpeechBrain speaker-embedding folder, read without running its YAML."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from vpeval.api import SpeakerEncoder
+from vpeval.types import Corpus
+from vpeval_speechbrain.params import SpeechBrainParams
+from vpeval_speechbrain.service import FolderEmbeddings
+
+
+class SpeechBrainEncoder(SpeakerEncoder):
+    """Embeddings of a SpeechBrain ECAPA-TDNN or x-vector folder, as VoicePrivacy's EncoderClassifier path."""
+
+    name: ClassVar[str] = "speechbrain"
+    sample_rate: ClassVar[int] = 16000
+    device_sensitive: ClassVar[bool] = True
+    Params: ClassVar[type[SpeechBrainParams]] = SpeechBrainParams
+
+    def __init__(self, params=None, context=None):
+        super().__init__(params, context)
+        self.folder = FolderEmbeddings(self.params, self.context, self.name)
+
+    def prepare(self) -> None:
+        self.folder.prepare()
+
+    def embed(self, audio: np.ndarray) -> np.ndarray:
+        return self.folder.embed_audio([audio])[0]
+
+    def embed_batch(self, audios: Sequence[np.ndarray]) -> np.ndarray:
+        """Padded batches of similar length (batch_size on a GPU; one by one on the CPU, as VoicePrivacy)."""
+        return self.folder.embed_audio(list(audios))
+
+    def embed_corpus(self, corpus: Corpus) -> np.ndarray:
+        return np.stack(self.folder.embed_utterances(corpus.utterances, f"{self.name}: embed"))

@@ -1,0 +1,118 @@
+"""Embedding utterances with a SpeechBrain folder inside a run: the content cache, the CPU workers, GPU batches.
+
+On the CPU every utterance is embedded alone (VoicePrivacy's encode_batch call) in the run's workers; on
+a GPU the utterances run in padded batches of similar length in this process (forked workers cannot
+share CUDA). Results are kept per audio content under an identity made of the folder's file contents,
+this code, the parameters and, off the CPU's fp32, the device and precision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from vpeval.content_cache import ContentCache, cached_map, identity_digest, source_digest
+from vpeval.errors import BadAudioError, DataError
+from vpeval.types import Utterance
+from vpeval_speechbrain.build import SAMPLE_RATE, SpeechBrainModel, load_folder
+from vpeval_speechbrain.embedding import Embedder, vpc_waveform
+from vpeval_speechbrain.params import SpeechBrainParams
+
+GPU_CHUNK = 512  # utterances loaded into memory at a time on the GPU path
+
+
+class FolderEmbeddings:
+    """One folder's embedder for a plugin: loads lazily, embeds waveforms and utterances."""
+
+    def __init__(self, params: SpeechBrainParams, context, name: str):
+        self.params = params
+        self.context = context
+        self.name = name
+        self._embedder: Embedder | None = None
+        self._folder: Path | None = None
+
+    def use(self, model: SpeechBrainModel) -> None:
+        """Embed with these modules (a trained or loaded model) from now on."""
+        p = self.params
+        self._folder = model.folder
+        self._embedder = Embedder(
+            model,
+            self.context.device,
+            self.context.autocast,
+            p.normalize_embeddings,
+            p.batch_size if self.context.on_gpu else 1,
+            p.max_batch_seconds,
+            self.context.torch_seed(self.name, "pooling-noise"),
+        )
+
+    def prepare(self) -> Embedder:
+        if self._embedder is None:
+            self.use(load_folder(self.params.source, f"{self.name}.source"))
+        assert self._embedder is not None
+        return self._embedder
+
+    @property
+    def dim(self) -> int:
+        return self.prepare().dim
+
+    def waveform(self, audio: np.ndarray) -> np.ndarray:
+        return vpc_waveform(audio, self.params.peak_normalize, self.params.trim_zeros)
+
+    def embed_audio(self, audios: Sequence[np.ndarray]) -> np.ndarray:
+        """[B, D] for raw 16 kHz waveforms (prepared as VoicePrivacy prepares them)."""
+        embedder = self.prepare()
+        self.context.apply_threads()
+        return embedder.embed([self.waveform(a) for a in audios])
+
+    def embed_utterances(self, utterances: Sequence[Utterance], description: str) -> list[np.ndarray]:
+        """One embedding per utterance, in order, from the content cache where present."""
+        embedder = self.prepare()
+        identity = self.identity()
+        if not self.context.on_gpu:
+            return cached_map(self.context, utterances, identity, self._embed_one, description)
+        root = self.context.options.get("cache_root")
+        cache = ContentCache(Path(root) / "content", identity) if root else None
+        out: list[np.ndarray | None] = [cache.get(u) if cache else None for u in utterances]
+        missing = [i for i, value in enumerate(out) if value is None]
+        for start in self.context.progress(
+            range(0, len(missing), GPU_CHUNK), total=-(-len(missing) // GPU_CHUNK), description=description
+        ):
+            chunk = missing[start : start + GPU_CHUNK]
+            vectors = embedder.embed([self._load(utterances[i]) for i in chunk])
+            for i, vector in zip(chunk, vectors):
+                out[i] = vector
+                if cache is not None:
+                    cache.put(utterances[i], vector)
+        return out  # type: ignore[return-value]
+
+    def _embed_one(self, u: Utterance) -> np.ndarray:
+        self.context.apply_threads()
+        return self.prepare().embed_batch([self._load(u)])[0]
+
+    def _load(self, u: Utterance) -> np.ndarray:
+        try:
+            return self.waveform(u.load(SAMPLE_RATE))
+        except DataError:
+            raise BadAudioError(str(u.path), "it is empty or all zeros, so VoicePrivacy's zero trimming leaves nothing") from None
+
+    def identity(self) -> str:
+        """What an embedding depends on besides the audio: the folder's files, this code, the settings."""
+        from vpeval.data.fingerprint import file_hash
+        from vpeval.device import numerics_identity
+
+        from vpeval_speechbrain import build, embedding, hparams, service
+
+        self.prepare()
+        assert self._folder is not None
+        files = sorted(f for f in self._folder.iterdir() if f.is_file() and f.suffix in (".yaml", ".ckpt"))
+        settings = self.params.model_dump(mode="json", include={"peak_normalize", "trim_zeros", "normalize_embeddings"})
+        if self.context.on_gpu:  # padding in batches changes the numbers slightly; on the CPU each runs alone
+            settings["batch_size"] = self.params.batch_size
+        return "speechbrain-" + identity_digest(
+            [(f.name, file_hash(f)) for f in files],
+            source_digest(build, embedding, hparams, service),
+            settings,
+            numerics_identity(self.context.device, self.context.precision),
+        )
