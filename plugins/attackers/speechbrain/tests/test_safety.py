@@ -43,7 +43,8 @@ def test_a_module_naming_another_class_is_refused_with_file_and_line(ecapa_folde
     with pytest.raises(MissingModelError) as caught:
         load_folder(ecapa_folder)
     message = str(caught.value)
-    line = next(i for i, t in enumerate((ecapa_folder / "hyperparams.yaml").read_text().splitlines(), 1) if "Popen" in t)
+    lines = (ecapa_folder / "hyperparams.yaml").read_text().splitlines()
+    line = next(i for i, t in enumerate(lines, 1) if "Popen" in t)
     assert f"hyperparams.yaml, line {line}" in message and "!new:subprocess.Popen" in message
     assert "!new:speechbrain.lobes.models.ECAPA_TDNN.ECAPA_TDNN" in message  # what is supported
     assert not marker.exists()
@@ -51,7 +52,8 @@ def test_a_module_naming_another_class_is_refused_with_file_and_line(ecapa_folde
 
 def test_an_activation_naming_a_function_is_refused(ecapa_folder, tmp_path):
     marker = tmp_path / "ran"
-    _replace(ecapa_folder, "    attention_channels: 128", f"    attention_channels: 128\n    activation: !apply:os.system ['touch {marker}']")
+    bad = f"    attention_channels: 128\n    activation: !apply:os.system ['touch {marker}']"
+    _replace(ecapa_folder, "    attention_channels: 128", bad)
     with pytest.raises(MissingModelError, match=r"activation` is !apply:os.system, which vpeval never runs"):
         load_folder(ecapa_folder)
     assert not marker.exists()

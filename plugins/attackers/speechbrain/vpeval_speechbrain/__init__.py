@@ -1,1 +1,1 @@
-"""vpeval-speechbrain: SpeechBrain speaker-embedding folders (VoicePrivacy's ASV_eval models), read without running their YAML."""
+"""vpeval-speechbrain: SpeechBrain speaker-embedding folders (VoicePrivacy's ASV_eval models), YAML never run."""

@@ -19,7 +19,6 @@ from vpeval.api import Attacker
 from vpeval.errors import DataError
 from vpeval.types import TrainingData, Utterance
 from vpeval_speechbrain.params import SpeechBrainParams, SpeechBrainTrainParams
-from vpeval_speechbrain.service import FolderEmbeddings
 
 
 class SpeechBrainAttacker(Attacker):
@@ -33,6 +32,8 @@ class SpeechBrainAttacker(Attacker):
 
     def __init__(self, params=None, context=None):
         super().__init__(params, context)
+        from vpeval_speechbrain.service import FolderEmbeddings  # torch: on use, not on import
+
         self.folder = FolderEmbeddings(self.params, self.context, self.name)
         self._cache: dict[tuple[str, int | None], np.ndarray] = {}
 
@@ -59,9 +60,7 @@ class SpeechBrainAttacker(Attacker):
         if todo:
             for u, vector in zip(todo, self.folder.embed_utterances(todo, f"{self.name}: embed")):
                 self._cache[_key(u)] = vector
-        return np.stack(
-            [np.mean([self._cache[_key(u)].astype(np.float64) for u in side], axis=0) for side in sides]
-        )
+        return np.stack([np.mean([self._cache[_key(u)].astype(np.float64) for u in side], axis=0) for side in sides])
 
 
 class SpeechBrainTrainAttacker(SpeechBrainAttacker):

@@ -253,5 +253,6 @@ def _load_statistics(module: torch.nn.Module, path: Path, hparams: HyperParams, 
 
 
 def _first(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return (text.splitlines()[0].rstrip(".:") if text else type(exc).__name__)[:300]
+    """The exception's first two lines (torch's load_state_dict says which keys or sizes on the second)."""
+    lines = [line.strip().rstrip(".:") for line in str(exc).strip().splitlines() if line.strip()]
+    return (": ".join(lines[:2]) if lines else type(exc).__name__)[:300]

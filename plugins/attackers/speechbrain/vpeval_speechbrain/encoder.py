@@ -10,7 +10,6 @@ import numpy as np
 from vpeval.api import SpeakerEncoder
 from vpeval.types import Corpus
 from vpeval_speechbrain.params import SpeechBrainParams
-from vpeval_speechbrain.service import FolderEmbeddings
 
 
 class SpeechBrainEncoder(SpeakerEncoder):
@@ -23,6 +22,8 @@ class SpeechBrainEncoder(SpeakerEncoder):
 
     def __init__(self, params=None, context=None):
         super().__init__(params, context)
+        from vpeval_speechbrain.service import FolderEmbeddings  # torch: on use, not on import
+
         self.folder = FolderEmbeddings(self.params, self.context, self.name)
 
     def prepare(self) -> None:

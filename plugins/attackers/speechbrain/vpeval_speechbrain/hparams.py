@@ -82,7 +82,7 @@ class HyperParams:
         finally:
             loader.dispose()
         if not isinstance(values, dict) or not isinstance(root, yaml.MappingNode):
-            raise MissingModelError(f"{path} is not a mapping of hyper-parameters; give a SpeechBrain hyperparams.yaml.")
+            raise MissingModelError(f"{path} is not a mapping of hyper-parameters (SpeechBrain's hyperparams.yaml).")
         lines = {str(k.value): k.start_mark.line + 1 for k, _ in root.value if isinstance(k, yaml.ScalarNode)}
         return cls(path, {str(k): v for k, v in values.items()}, lines)
 

@@ -95,13 +95,13 @@ class FolderEmbeddings:
         try:
             return self.waveform(u.load(SAMPLE_RATE))
         except DataError:
-            raise BadAudioError(str(u.path), "it is empty or all zeros, so VoicePrivacy's zero trimming leaves nothing") from None
+            reason = "it is empty or all zeros, so VoicePrivacy's zero trimming leaves nothing"
+            raise BadAudioError(str(u.path), reason) from None
 
     def identity(self) -> str:
         """What an embedding depends on besides the audio: the folder's files, this code, the settings."""
         from vpeval.data.fingerprint import file_hash
         from vpeval.device import numerics_identity
-
         from vpeval_speechbrain import build, embedding, hparams, service
 
         self.prepare()

@@ -128,9 +128,11 @@ def _start_folder(model: SpeechBrainModel, folder: Path) -> Path:
     config = {
         "architecture": model.architecture,
         "n_mels": model.n_mels,
-        "channels": list(_effective(model.embedding_model, model.arguments["embedding_model"])[
-            "channels" if model.architecture == "ecapa" else "tdnn_channels"
-        ]),
+        "channels": list(
+            _effective(model.embedding_model, model.arguments["embedding_model"])[
+                "channels" if model.architecture == "ecapa" else "tdnn_channels"
+            ]
+        ),
         "embedding_dim": model.dim,
         "sample_rate": 16000,
     }
