@@ -1,6 +1,7 @@
-"""ssl_context: utterance computes the frozen SSL model once per utterance and process (shared by the
-run's dast attackers, for training and embedding) and crops its frames with the audio; the crop and
-its frames cover the same stretch, and the network still learns."""
+"""ssl_context: utterance computes the frozen SSL model once per utterance and run (stored on disk,
+memory-mapped, shared by the run's dast attackers for training and embedding) and crops its frames with
+the audio; the crop and its frames cover the same stretch, and the network still learns. No SSL states
+are kept in RAM."""
 
 from __future__ import annotations
 
@@ -52,8 +53,8 @@ def test_utterance_context_runs_the_ssl_model_once_per_utterance(
     params = DastAttacker.Params(
         **tiny, fusion=fusion, ssl={"kind": "wavlm", "path": str(tiny_wavlm)}, ssl_context="utterance"
     )
-    embedding._SHARED_SSL_CACHES.clear()
-    attacker = DastAttacker(params, plugin_context(seed=1, work_dir=tmp_path))
+    run = {"cache_root": str(tmp_path / "cache")}  # the run cache the store lives in
+    attacker = DastAttacker(params, plugin_context(seed=1, work_dir=tmp_path, options=run))
     attacker._ssl_stream()
     calls = []
     real = attacker._ssl.hidden_states
@@ -66,14 +67,29 @@ def test_utterance_context_runs_the_ssl_model_once_per_utterance(
         assert heldout_calls == len(heldout.utterances)
         # a second attacker of the run with the same SSL model trains and embeds on the stored states
         other = DastAttacker(
-            params.model_copy(update={"fusion": "ssl"}), plugin_context(seed=2, work_dir=tmp_path / "b")
+            params.model_copy(update={"fusion": "ssl"}), plugin_context(seed=2, work_dir=tmp_path / "b", options=run)
         )
         other.train(TrainingData([TrainingStage("original", train_corpus)]))
         other.represent_many([[u] for u in heldout.utterances])
         assert len(calls) == len(train_corpus.utterances) + len(heldout.utterances)
+        stored = list((tmp_path / "cache" / "work" / "dast-ssl").rglob("*.npy"))
+        assert len(stored) == len(train_corpus.utterances) + len(heldout.utterances)
     finally:
         del attacker._ssl.hidden_states
-        embedding._SHARED_SSL_CACHES.clear()
+
+
+def test_no_ssl_states_in_ram(train_corpus, tiny_wavlm, tmp_path, tiny):
+    """The states are read memory-mapped from their files: no in-memory cache of them is left."""
+    params = DastAttacker.Params(
+        **tiny, fusion="ssl", ssl={"kind": "wavlm", "path": str(tiny_wavlm)}, ssl_context="utterance"
+    )
+    attacker = DastAttacker(params, plugin_context(seed=1, work_dir=tmp_path))
+    attacker._embedder = attacker._new_embedder()
+    utterance = train_corpus.utterances[0]
+    states = attacker.embedder.ssl_store.load(utterance, utterance.load(16000))
+    assert isinstance(states, np.memmap) and states.dtype == np.float16
+    assert not any(isinstance(v, dict | list) and v for v in vars(attacker.embedder.ssl_store).values())
+    assert not hasattr(embedding, "SslCache") and not hasattr(embedding, "AudioCache")
 
 
 def test_cached_states_embed_like_computed_ones(train_corpus, tiny_wavlm, tmp_path, tiny):
@@ -88,4 +104,3 @@ def test_cached_states_embed_like_computed_ones(train_corpus, tiny_wavlm, tmp_pa
     cached = attacker.embedder.embed_audio(audio, utterance)
     computed = attacker.embedder.embed_audio(audio)
     assert np.allclose(cached, computed, rtol=0.02, atol=0.02 * np.abs(computed).max())
-    embedding._SHARED_SSL_CACHES.clear()

@@ -1,9 +1,11 @@
 """The dast attacker: trains the dual-stream network through the declared stages, then embeds trial
-sides (mean of length-normalised utterance embeddings) and scores them by cosine (section 3.2)."""
+sides (mean of length-normalised utterance embeddings) and scores them by cosine (section 3.2).
+
+Everything runs on the run's device (`context.device`, under `context.autocast()`): training in this
+process with crops streamed from disk, embedding in padded length buckets of `embed_batch_size`."""
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
@@ -17,6 +19,8 @@ from vpeval.errors import DataError
 from vpeval.types import TrainingData, Utterance
 from vpeval_dast.params import DastParams
 
+SSL_STORE_VERSION = "1"  # bump when the stored states' layout or computation changes
+
 
 class DastAttacker(Attacker):
     """DAST: dual-stream (Fbank + weighted-sum SSL) ECAPA-TDNN attacker with three-stage training (seed 001)."""
@@ -24,6 +28,7 @@ class DastAttacker(Attacker):
     name: ClassVar[str] = "dast"
     sample_rate: ClassVar[int] = 16000
     needs_training: ClassVar[bool] = True
+    device_sensitive: ClassVar[bool] = True
     Params: ClassVar[type[DastParams]] = DastParams
 
     def __init__(self, params=None, context=None):
@@ -60,7 +65,7 @@ class DastAttacker(Attacker):
         if self._ssl is None and self.params.uses_ssl:
             from vpeval_dast.ssl import load_ssl
 
-            self._ssl = load_ssl(self.params.ssl)
+            self._ssl = load_ssl(self.params.ssl, self.context).to(self.context.device)
         return self._ssl
 
     def network_config(self):
@@ -80,21 +85,52 @@ class DastAttacker(Attacker):
     def _new_embedder(self):
         import torch
 
-        from vpeval_dast.embedding import Embedder, shared_ssl_cache
+        from vpeval_dast.embedding import Embedder, SslStore
         from vpeval_dast.model import DastNetwork, SpecAugment
 
-        p = self.params
+        p, context = self.params, self.context
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(self.context.torch_seed(self.name, "model"))
-            network = DastNetwork(self.network_config())
+            torch.manual_seed(context.torch_seed(self.name, "model"))
+            network = DastNetwork(self.network_config())  # built on the CPU: the same initial weights anywhere
         augment = SpecAugment(p.freq_masks, p.freq_mask_width, p.time_masks, p.time_mask_width)
         ssl = self._ssl_stream()
-        cache = (
-            shared_ssl_cache(p.ssl.model_dump_json(), ssl, p.ssl_cache_mb)
+        store = (
+            SslStore(self._ssl_store_folder(), ssl, context.device, context.autocast)
             if ssl is not None and p.ssl_context == "utterance"
             else None
         )
-        return Embedder(network, ssl, augment, p.embed_max_seconds, cache)
+        ssl_augment = (
+            augment.for_stream(p.n_mels, ssl.dim, self.sample_rate / ssl.hop)
+            if ssl is not None and p.specaugment_streams == "both"
+            else None
+        )
+        return Embedder(
+            network,
+            ssl,
+            augment,
+            p.embed_max_seconds,
+            store,
+            ssl_augment,
+            device=context.device,
+            autocast=context.autocast,
+            batch_size=p.embed_batch_size,
+        )
+
+    def _ssl_store_folder(self) -> Path:
+        """Where whole-utterance SSL states go: in a run, a folder of the run cache named by the SSL model and
+        the numbers' device and precision, shared by the run's dast attackers; outside a run, the work folder."""
+        from vpeval.content_cache import identity_digest
+        from vpeval.device import numerics_identity
+
+        identity = identity_digest(
+            self.params.ssl.model_dump_json(),
+            json.dumps(numerics_identity(self.context.device, self.context.precision), sort_keys=True),
+            SSL_STORE_VERSION,
+        )[:16]
+        root = self.context.options.get("cache_root")
+        if not root:
+            return self.context.folder("ssl-states", identity)
+        return Path(root) / "work" / "dast-ssl" / identity
 
     @property
     def embedder(self):
@@ -114,34 +150,41 @@ class DastAttacker(Attacker):
 
         p = self.params
         original, target = split_stages(data)
-        if original is None and ("I" in p.stages or "II" in p.stages):
+        needs_original = [
+            s for s in p.stages if (s == "I" and p.stage_corpus("I") is None) or (s == "II" and p.stage2_anonymizers)
+        ]
+        if original is None and needs_original:
             raise DataError(
-                f"The {self.name} attacker's stages {'+'.join(s for s in p.stages if s != 'III')} "
-                "train on original speech (Stage II converts it), but train_on: anonymized gives only the target's "
-                "output; train those stages in a dast attacker with train_on: original and start this one from it "
-                "with init_from."
+                f"The {self.name} attacker's stages {'+'.join(needs_original)} "
+                "train on original speech (Stage II's stage2_anonymizers convert it), but train_on: anonymized gives "
+                "only the target's output; give those stages a corpus (stage1.corpus, stage2_corpora), or train them "
+                "in a dast attacker with train_on: original and start this one from it with init_from."
             )
-        if target is None and "III" in p.stages:
+        if target is None and "III" in p.stages and p.stage_corpus("III") is None:
             raise DataError(
                 f"The {self.name} attacker's Stage III adapts to the target anonymizer's output; set "
-                "train_on: anonymized, or leave III out of stages."
+                "train_on: anonymized, give stage3.corpus (the target's anonymized training data), or leave III out "
+                "of stages."
             )
 
     def stage_utterances(self, data: TrainingData) -> dict[str, list[Utterance]]:
         """Each declared stage's training utterances (Stage II's converted here)."""
-        from vpeval_dast.curriculum import convert_for_stage2, fraction_per_speaker, split_stages
+        from vpeval_dast.curriculum import convert_for_stage2, fraction_per_speaker, read_corpus, split_stages
 
         p = self.params
         self.check_data(data)
         original, target = split_stages(data)
         out = {}
         for stage in p.stages:
+            corpus = p.stage_corpus(stage)
+            if corpus is not None:
+                corpus = read_corpus(corpus, self.context, {"I": "stage1", "III": "stage3"}[stage] + ".corpus")
             if stage == "I":
-                out[stage] = list(original.utterances)
+                out[stage] = list((corpus or original).utterances)
             elif stage == "II":
                 out[stage] = convert_for_stage2(original, p, self.context.child("stage2"))
             else:
-                out[stage] = fraction_per_speaker(target, p.stage3_fraction, self.context)
+                out[stage] = fraction_per_speaker(corpus or target, p.stage3_fraction, self.context)
             if len({u.speaker for u in out[stage]}) < 2:
                 raise DataError(
                     f"Stage {stage} of the {self.name} attacker needs speech of at least two speakers; "
@@ -152,7 +195,7 @@ class DastAttacker(Attacker):
     def train(self, data: TrainingData) -> None:
         import torch
 
-        from vpeval_dast.checkpoint import load_into
+        from vpeval_dast.checkpoint import load_into, snapshot
         from vpeval_dast.training import train_stage
 
         self.context.apply_threads()
@@ -171,7 +214,7 @@ class DastAttacker(Attacker):
                 record = train_stage(self._embedder, stage_data[stage], stage, p, self.context, self.name)
                 self.stage_records.append(record)
                 self.stages_done = [*self.stages_done, stage]
-                self._snapshots[stage] = (copy.deepcopy(self._embedder.network.state_dict()), list(self.stages_done))
+                self._snapshots[stage] = (snapshot(self._embedder.network), list(self.stages_done))
         finally:
             self.context.apply_threads()
 

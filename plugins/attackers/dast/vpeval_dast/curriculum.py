@@ -1,8 +1,10 @@
 """The data of each curriculum stage (paper section 2.2) and the Stage II / target overlap check.
 
-Stage I: the original attacker-training speech. Stage II: that speech converted by every anonymizer
-in stage2_anonymizers (labels stay the source speakers). Stage III: the target anonymizer's output
-(train_on: anonymized), a share of every speaker's utterances.
+Stage I: the original attacker-training speech, or the corpus stage1.corpus names (VoxCeleb2 in the
+paper). Stage II: that speech converted by every anonymizer in stage2_anonymizers, and the converted
+corpora of stage2_corpora (SSTC's systems in the paper); labels stay the source speakers. Stage III: the
+target anonymizer's output (train_on: anonymized), or the corpus stage3.corpus names, a share of every
+speaker's utterances. So the three stages can read three corpora in one experiment.
 """
 
 from __future__ import annotations
@@ -27,6 +29,14 @@ def overlap_errors(params: DastParams, targets: Mapping[str, Sequence[str]]) -> 
     if "II" not in params.stages:
         return []
     errors = []
+    for i, converted in enumerate(params.stage2_corpora):  # a converted corpus is known by its label only
+        for label, uses in targets.items():
+            if converted.label is not None and (converted.label == label or converted.label in uses):
+                errors.append(
+                    f"stage2_corpora[{i}] is labelled {converted.label}, like the target anonymizer '{label}'; "
+                    f"Stage II must see only systems disjoint from the targets (paper section 3.1): remove it, or "
+                    "label it with the system that converted it."
+                )
     for i, system in enumerate(params.stage2_anonymizers):
         for label, uses in targets.items():
             if system.use in uses:
@@ -48,6 +58,14 @@ def split_stages(data: TrainingData) -> tuple[Corpus | None, Corpus | None]:
             f"{len(anonymized)} anonymized stages; give one."
         )
     return (original[0] if original else None), (anonymized[0] if anonymized else None)
+
+
+def read_corpus(spec, context: PluginContext, field: str) -> Corpus:
+    """The corpus a stage names (a corpus plugin's `load`), refused with one sentence when it is empty."""
+    corpus = context.get("corpus", spec.use, dict(spec.params)).load()
+    if not corpus.utterances:
+        raise DataError(f"{field}: the {spec.use} corpus {dict(spec.params)} holds no utterances; check its path.")
+    return corpus
 
 
 def fraction_per_speaker(corpus: Corpus, fraction: float, context: PluginContext) -> list[Utterance]:
@@ -88,12 +106,21 @@ def _conversion_folder(system, anonymizer, params: DastParams, context: PluginCo
     return folder
 
 
-def convert_for_stage2(corpus: Corpus, params: DastParams, context: PluginContext) -> list[Utterance]:
-    """The corpus converted by every Stage II anonymizer (see _conversion_folder for where).
+def convert_for_stage2(corpus: Corpus | None, params: DastParams, context: PluginContext) -> list[Utterance]:
+    """The corpus converted by every Stage II anonymizer (see _conversion_folder for where), then the
+    utterances of every pre-converted corpus of stage2_corpora (ids prefixed by the system's name).
 
     Voices come from the experiment seed: one rng per system and utterance (or speaker at level speaker).
     A conversion already in the folder (same source id and audio bytes) is reused.
     """
+    out = _converted_here(corpus, params, context) if params.stage2_anonymizers else []
+    for i, converted in enumerate(params.stage2_corpora):
+        read = read_corpus(converted, context, f"stage2_corpora[{i}]")
+        out += [u.replace(id=f"{converted.name}/{u.id}") for u in read.utterances]
+    return out
+
+
+def _converted_here(corpus: Corpus, params: DastParams, context: PluginContext) -> list[Utterance]:
     import soundfile
 
     from vpeval.audio import read_audio, write_audio

@@ -1,8 +1,16 @@
-"""Audio to network inputs to embeddings: the Fbank stream, the frozen SSL stream and the trainable network."""
+"""Audio to network inputs to embeddings: the Fbank stream, the frozen SSL stream and the trainable network.
+
+Embedding runs in padded batches of utterances of similar length (vpeval_torch.batching): the Fbank
+mean and the network see each row's real frames only (model.py), and the SSL states are computed for
+each utterance alone (or read from the disk store), so a row's embedding is its utterance's alone up to
+float summation order (tests: max cosine distance 1e-5).
+"""
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import contextlib
+import hashlib
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -10,129 +18,183 @@ import numpy as np
 import torch
 
 from vpeval.types import Utterance
-from vpeval_dast.model import DastNetwork, SpecAugment
+from vpeval_dast.model import PAD_MARGIN, DastNetwork, SpecAugment
 from vpeval_dast.ssl import FrozenSsl
 from vpeval_torch.fbank import FbankFeatures
 
 SAMPLE_RATE = 16000
+FBANK_HOP = 160  # speechbrain Fbank: 10 ms
+MIN_SAMPLES = SAMPLE_RATE // 10  # shorter than the convolutions' reach: repeated to this
 
 
 class Embedder:
+    """The network with its two input streams, on one device.
+
+    ssl_store: the disk store of whole-utterance SSL states (ssl_context: utterance), else None.
+    ssl_augment: SpecAugment of the SSL states in training (section 3.2 masks both streams), else None.
+    """
+
     def __init__(
         self,
         network: DastNetwork,
         ssl: FrozenSsl | None,
         specaugment: SpecAugment,
         embed_max_seconds: float | None = None,
-        ssl_cache: SslCache | None = None,
+        ssl_store: SslStore | None = None,
+        ssl_augment: SpecAugment | None = None,
+        device: str = "cpu",
+        autocast=contextlib.nullcontext,
+        batch_size: int = 16,
     ):
-        self.network = network
+        self.device = torch.device(device)
+        self.network = network.to(self.device)
         self.ssl = ssl
-        self.ssl_cache = ssl_cache if ssl is not None else None  # ssl_context: utterance
+        self.ssl_store = ssl_store if ssl is not None else None
         self.specaugment = specaugment
-        self.fbank = FbankFeatures(network.config.n_mels) if network.config.fusion != "ssl" else None
+        self.ssl_augment = ssl_augment if ssl is not None else None
+        self.fbank = FbankFeatures(network.config.n_mels).to(self.device) if network.config.fusion != "ssl" else None
         self.max_samples = None if embed_max_seconds is None else int(embed_max_seconds * SAMPLE_RATE)
+        self.autocast = autocast
+        self.batch_size = batch_size
+
+    # -- training inputs: equal-length crops ------------------------------------------------------
 
     def inputs(self, waves: torch.Tensor, generator: torch.Generator | None = None, hidden: torch.Tensor | None = None):
-        """(Fbank frames or None, SSL hidden states or None); SpecAugment on the Fbank when a generator is given.
-        `hidden`: the SSL hidden states of these waves, already computed (ssl_context: utterance)."""
+        """(Fbank frames or None, SSL hidden states or None) of equal-length waves [B, samples] on the device;
+        SpecAugment on both streams when a generator is given. `hidden`: the SSL states of these waves, already
+        computed (ssl_context: utterance)."""
+        waves = waves.to(self.device)
         fbank = self.fbank(waves) if self.fbank is not None else None
         if fbank is not None and generator is not None:
             fbank = self.specaugment(fbank, generator)
-        if self.ssl is not None and hidden is None:
-            hidden = self.ssl.hidden_states(waves)
-        return fbank, (hidden if self.ssl is not None else None)
+        if self.ssl is None:
+            return fbank, None
+        if hidden is None:
+            with self.autocast():
+                hidden = self.ssl.hidden_states(waves)
+        hidden = hidden.to(self.device, torch.float32)
+        if generator is not None and self.ssl_augment is not None:
+            hidden = self.ssl_augment.hidden(hidden, generator)
+        return fbank, hidden
+
+    # -- embedding ----------------------------------------------------------------------------------
+
+    def prepared(self, audio: np.ndarray) -> np.ndarray:
+        """What the network hears of an utterance: at most embed_max_seconds, very short audio repeated."""
+        audio = np.asarray(audio, dtype=np.float32)[: self.max_samples]
+        if audio.size < MIN_SAMPLES:
+            audio = np.tile(audio if audio.size else np.zeros(1, np.float32), -(-MIN_SAMPLES // max(1, audio.size)))
+        return audio
+
+    def _states(self, audio: np.ndarray, utterance: Utterance | None) -> torch.Tensor:
+        """One utterance's SSL states [L, T, D] (float32, on the device): from the store, or computed."""
+        if self.ssl_store is not None and utterance is not None and self.max_samples is None:
+            return torch.from_numpy(np.array(self.ssl_store.load(utterance, audio))).to(self.device, torch.float32)
+        with torch.no_grad(), self.autocast():
+            states = self.ssl.hidden_states(torch.from_numpy(audio)[None].to(self.device))
+        return states[:, 0].float()
 
     def embed_audio(self, audio: np.ndarray, utterance: Utterance | None = None) -> np.ndarray:
-        """The embedding of one whole utterance; given the utterance, its SSL states come from ssl_cache."""
-        audio = np.asarray(audio, dtype=np.float32)[: self.max_samples]
-        if audio.size < SAMPLE_RATE // 10:  # shorter than the convolutions' reach: repeat it
-            audio = np.tile(
-                audio if audio.size else np.zeros(1, np.float32), -(-(SAMPLE_RATE // 10) // max(1, audio.size))
-            )
-        hidden = None
-        if self.ssl_cache is not None and utterance is not None and self.max_samples is None:
-            hidden = torch.from_numpy(self.ssl_cache.load(utterance, audio)[:, None]).float()
+        """The embedding of one whole utterance, unpadded (the reference the batches equal)."""
+        audio = self.prepared(audio)
         self.network.eval()
         with torch.no_grad():
-            return (
-                self.network(*self.inputs(torch.from_numpy(audio)[None], hidden=hidden))[0].numpy().astype(np.float64)
-            )
+            hidden = self._states(audio, utterance)[:, None] if self.ssl is not None else None
+            fbank, hidden = self.inputs(torch.from_numpy(audio)[None], hidden=hidden)
+            with self.autocast():
+                out = self.network(fbank, hidden)
+        return out[0].float().cpu().numpy().astype(np.float64)
+
+    def embed_batch(self, audios: Sequence[np.ndarray], utterances: Sequence[Utterance | None]) -> np.ndarray:
+        """Embeddings [B, E] of whole utterances in one padded batch, each row equal to embed_audio's."""
+        audios = [self.prepared(a) for a in audios]
+        self.network.eval()
+        with torch.no_grad():
+            fbank = fbank_lengths = hidden = ssl_lengths = None
+            if self.fbank is not None:
+                fbank, fbank_lengths = self.padded_fbank(audios)
+            if self.ssl is not None:
+                states = [self._states(a, u) for a, u in zip(audios, utterances)]
+                ssl_lengths = torch.tensor([s.shape[1] for s in states], device=self.device)
+                layers, _, dim = states[0].shape
+                hidden = torch.zeros(layers, len(states), int(ssl_lengths.max()) + PAD_MARGIN, dim, device=self.device)
+                for row, s in enumerate(states):
+                    hidden[:, row, : s.shape[1]] = s
+            with self.autocast():
+                out = self.network(fbank, hidden, fbank_lengths, ssl_lengths)
+        return out.float().cpu().numpy().astype(np.float64)
+
+    def padded_fbank(self, audios: Sequence[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean-normalised Fbank frames of zero-padded waves [B, T + margin, n_mels] and real frames per row.
+
+        speechbrain's STFT pads each end with zeros (center=True, constant), so a row's real frames see the
+        same samples as the utterance alone; the per-sentence mean is taken over them only."""
+        from vpeval_torch.batching import length_mask, pad_batch
+
+        waves, samples = pad_batch(audios, device=self.device)
+        lengths = samples // FBANK_HOP + 1
+        feats = self.fbank.fbank(waves)  # log-mel before normalisation
+        mask = length_mask(lengths, feats.shape[1]).unsqueeze(-1)
+        mean = (feats * mask).sum(dim=1, keepdim=True) / lengths.view(-1, 1, 1)
+        feats = torch.where(mask, feats - mean, torch.zeros((), device=feats.device))
+        return torch.nn.functional.pad(feats, (0, 0, 0, PAD_MARGIN)), lengths
 
     def embed_utterances(self, utterances: Sequence[Utterance], context=None, description: str = "") -> np.ndarray:
-        """Embeddings [U, E], each distinct utterance embedded once."""
-        unique = list(dict.fromkeys((u.path, u.channel) for u in utterances))
-        items = context.progress(unique, total=len(unique), description=description) if context else unique
-        by_key = {}
+        """Embeddings [U, E], each distinct utterance embedded once, in length buckets of batch_size."""
+        from vpeval_torch.batching import length_buckets
+        from vpeval_torch.crops import crop_items
+
         lookup = {(u.path, u.channel): u for u in utterances}
-        for key in items:
-            by_key[key] = self.embed_audio(lookup[key].load(SAMPLE_RATE), lookup[key])
+        unique = list(lookup)
+        items = crop_items([lookup[k] for k in unique], [0] * len(unique))  # lengths from metadata or headers
+        lengths = [round(i.frames * SAMPLE_RATE / i.sample_rate) for i in items]
+        batches = length_buckets(lengths, self.batch_size)
+        if context is not None:
+            batches = context.progress(batches, total=len(batches), description=description)
+        by_key = {}
+        for batch in batches:
+            chosen = [lookup[unique[i]] for i in batch]
+            for u, row in zip(chosen, self.embed_batch([u.load(SAMPLE_RATE) for u in chosen], chosen)):
+                by_key[(u.path, u.channel)] = row
         return np.stack([by_key[(u.path, u.channel)] for u in utterances])
 
 
-class _Lru:
-    """Arrays kept in memory up to a byte budget, least recently used out."""
+class SslStore:
+    """The frozen SSL model's hidden states of whole utterances [L, T, D] (float16), one .npy file per
+    utterance in a folder of the run cache, read memory-mapped (ssl_context: utterance): computed once per
+    run and shared by the run's dast attackers with the same SSL model, for training and embedding, with
+    no copy in RAM. A file is known by path, channel, size, modification time and sample count, so a
+    rewritten file is computed again."""
 
-    def __init__(self, budget_mb: int):
-        self.budget = budget_mb * 1024 * 1024
-        self.used = 0
-        self.items: OrderedDict[tuple[str, int | None], np.ndarray] = OrderedDict()
-
-    def _get(self, key, make):
-        if key in self.items:
-            self.items.move_to_end(key)
-            return self.items[key]
-        value = make()
-        if value.nbytes <= self.budget:
-            self.items[key] = value
-            self.used += value.nbytes
-            while self.used > self.budget:
-                self.used -= self.items.popitem(last=False)[1].nbytes
-        return value
-
-
-class AudioCache(_Lru):
-    """Mono float32 16 kHz audio kept in memory up to a byte budget (least recently used out)."""
-
-    def load(self, utterance: Utterance) -> np.ndarray:
-        return self._get(
-            (utterance.path, utterance.channel), lambda: np.asarray(utterance.load(SAMPLE_RATE), dtype=np.float32)
-        )
-
-
-class SslCache(_Lru):
-    """The frozen SSL model's hidden states of whole utterances [L, T, D] (float16), computed once per
-    process instead of once per training crop and epoch, and shared by every dast attacker of a run that
-    uses the same SSL model (ssl_context: utterance): they train and embed on the same files. A file is
-    known by path, channel, size and modification time, so a rewritten file is computed again."""
-
-    def __init__(self, budget_mb: int, ssl: FrozenSsl):
-        super().__init__(budget_mb)
+    def __init__(self, folder: Path, ssl: FrozenSsl, device: str = "cpu", autocast=contextlib.nullcontext):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
         self.ssl = ssl
+        self.device = device
+        self.autocast = autocast
 
-    def load(self, utterance: Utterance, audio: np.ndarray) -> np.ndarray:
-        def compute() -> np.ndarray:
-            with torch.no_grad():
-                return self.ssl.hidden_states(torch.from_numpy(audio)[None])[:, 0].numpy().astype(np.float16)
-
+    def path(self, utterance: Utterance, samples: int) -> Path:
         try:
             stat = Path(utterance.path).stat()
             version = (stat.st_size, stat.st_mtime_ns)
         except OSError:
             version = None
-        return self._get((utterance.path, utterance.channel, version, audio.size), compute)
+        key = repr((str(utterance.path), utterance.channel, version, int(samples)))
+        return self.folder / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.npy"
 
+    def load(self, utterance: Utterance, audio: np.ndarray) -> np.ndarray:
+        """The states of this utterance's audio, memory-mapped; computed and stored the first time."""
+        return np.load(self.ensure(utterance, audio), mmap_mode="r")
 
-_SHARED_SSL_CACHES: dict[str, SslCache] = {}
-
-
-def shared_ssl_cache(ssl_key: str, ssl: FrozenSsl, budget_mb: int) -> SslCache:
-    """The process's hidden-state cache of one SSL model (the largest budget asked for wins)."""
-    cache = _SHARED_SSL_CACHES.get(ssl_key)
-    if cache is None or cache.ssl is not ssl:
-        cache = _SHARED_SSL_CACHES[ssl_key] = SslCache(budget_mb, ssl)
-    cache.budget = max(cache.budget, budget_mb * 1024 * 1024)
-    return cache
+    def ensure(self, utterance: Utterance, audio: np.ndarray) -> Path:
+        target = self.path(utterance, audio.size)
+        if not target.is_file():
+            with torch.no_grad(), self.autocast():
+                states = self.ssl.hidden_states(torch.from_numpy(np.asarray(audio, np.float32))[None].to(self.device))
+            partial = target.with_suffix(f".{os.getpid()}.tmp.npy")
+            np.save(partial, states[:, 0].float().cpu().numpy().astype(np.float16))
+            os.replace(partial, target)  # atomic: another process never reads half a file
+        return target
 
 
 def random_crop(audio: np.ndarray, length: int, rng: np.random.Generator) -> np.ndarray:
@@ -164,9 +226,9 @@ def random_crop_with_frames(
 
 def _frames(hidden: np.ndarray, first: int, count: int) -> np.ndarray:
     """hidden[:, first:first + count], the last frame repeated where the utterance's frames run out."""
-    out = hidden[:, first : first + count]
+    out = np.asarray(hidden[:, first : first + count])
     if out.shape[1] < count:
-        tail = np.repeat(hidden[:, -1:], count - out.shape[1], axis=1)
+        tail = np.repeat(np.asarray(hidden[:, -1:]), count - out.shape[1], axis=1)
         out = np.concatenate([out, tail], axis=1)
     return out
 

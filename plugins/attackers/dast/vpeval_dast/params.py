@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from vpeval.api import Params, PluginRef
+from vpeval.speakers import CorpusSpec
 
 MAX_CHANNELS = 8192
 Channel = Annotated[int, Field(ge=8, le=MAX_CHANNELS)]
@@ -22,23 +23,34 @@ STAGE_ORDER = ("I", "II", "III")
 class SslParams(Params):
     """The frozen multi-layer speech model of the SSL stream."""
 
-    kind: Literal["whisper-ct2", "whisper", "wavlm"] = Field(
+    kind: Literal["whisper-ct2", "whisper", "wavlm", "frontend"] = Field(
         "whisper-ct2",
-        description="whisper-ct2: a packaged Whisper encoder in CTranslate2 format, read into transformers' "
-        "WhisperEncoder; whisper: a transformers Whisper folder at `path`; wavlm: a transformers WavLM folder at "
-        "`path` (WavLM-Large in the paper, section 3.2).",
+        description="whisper-ct2: the packaged Whisper-base encoder in CTranslate2 format, read into transformers' "
+        "WhisperEncoder (a stand-in: an ASR encoder, not an SSL model); whisper: a transformers Whisper folder at "
+        "`path`; wavlm: a transformers WavLM folder at `path`; frontend: the layers of a frontend plugin, for the "
+        "paper's WavLM-Large `{kind: frontend, frontend: wavlm, frontend_params: {model: DIR}}` (section 3.2).",
     )
     model: Literal["whisper-base"] = Field(
         "whisper-base", description="Which packaged CTranslate2 Whisper (kind whisper-ct2 only)."
     )
     path: str | None = Field(None, description="Local model folder (kinds whisper and wavlm).")
+    frontend: Annotated[str | None, PluginRef("frontend", params="frontend_params")] = Field(
+        None, description="The frontend plugin whose every-layer features are the stream (kind frontend)."
+    )
+    frontend_params: dict[str, Any] = Field(
+        default_factory=dict, description="Its parameters (for wavlm: model, a local folder, and layers: all)."
+    )
 
     @model_validator(mode="after")
     def _path_when_needed(self) -> SslParams:
         if self.kind in ("whisper", "wavlm") and not self.path:
             raise ValueError(f"ssl kind {self.kind} loads a local model folder: give `path`")
-        if self.kind == "whisper-ct2" and self.path:
-            raise ValueError("ssl kind whisper-ct2 uses the packaged model named by `model`: remove `path`")
+        if self.kind in ("whisper-ct2", "frontend") and self.path:
+            raise ValueError(f"ssl kind {self.kind} does not read `path`: remove it")
+        if (self.kind == "frontend") != (self.frontend is not None):
+            raise ValueError("ssl kind frontend needs `frontend: <frontend plugin>`, and only it takes one")
+        if self.frontend_params and self.kind != "frontend":
+            raise ValueError("frontend_params are for ssl kind frontend only")
         return self
 
 
@@ -52,7 +64,15 @@ class StageParams(Params):
         0.3, ge=0.0, lt=1.0, description="Dropout of the ECAPA TDNN blocks (SpeechBrain ECAPA's `dropout`)."
     )
     optimizer: Literal["adamw", "muon"] = Field(
-        "adamw", description="adamw, or muon (torch.optim.Muon on 2-d weight matrices, AdamW on the rest)."
+        "adamw",
+        description="adamw, or muon (torch.optim.Muon on the hidden weight matrices and flattened convolutions; "
+        "AdamW on the AAM head, the embedding layer and every 1-d parameter, as Muon's authors use it).",
+    )
+    corpus: Annotated[CorpusSpec | None, PluginRef("corpus")] = Field(
+        None,
+        description="Stages I and III: a corpus plugin to train on instead of the core's training speech (Stage I: "
+        "for example VoxCeleb2 as a kaldi folder; Stage III: the target's anonymized training data); null: the "
+        "speech the core gives (train_on). Stage II reads stage2_corpora instead.",
     )
 
 
@@ -83,6 +103,19 @@ class ConversionSystem(Params):
         return self.label or self.use
 
 
+class ConvertedCorpus(Params):
+    """A corpus of speech another toolkit converted (one voice-conversion system, as SSTC ships them):
+    read by a corpus plugin, labelled by its speakers (the source speakers), for Stage II."""
+
+    use: Annotated[str, PluginRef("corpus", params="params")] = Field(description="Corpus plugin (manifest, kaldi).")
+    params: dict[str, Any] = Field(default_factory=dict)
+    label: str | None = Field(None, description="Name of the system in logs and the overlap check (default: use).")
+
+    @property
+    def name(self) -> str:
+        return self.label or self.use
+
+
 class DastParams(Params):
     """DAST: dual-stream ECAPA-TDNN with mid-level fusion, trained in up to three stages."""
 
@@ -104,7 +137,13 @@ class DastParams(Params):
     margin: float = Field(0.2, ge=0.0, lt=1.5, description="AAM-softmax margin (not in the paper; SpeechBrain's).")
     scale: float = Field(30.0, gt=0.0, le=100.0, description="AAM-softmax scale (not in the paper; SpeechBrain's).")
 
-    # -- SpecAugment on the Fbank stream (section 3.2, Park et al. 2019 LB policy) ------------
+    # -- SpecAugment (section 3.2, Park et al. 2019 LB policy) ---------------------------------
+    specaugment_streams: Literal["both", "fbank"] = Field(
+        "both",
+        description="both: the Fbank frames and the SSL states are masked (section 3.2 applies SpecAug to the "
+        "input features; on the SSL states the masks have the same duration and the same share of the channels); "
+        "fbank: the Fbank stream only (vpeval before 0.2).",
+    )
     freq_masks: int = Field(1, ge=0, le=16, description="Frequency masks per crop.")
     freq_mask_width: int = Field(27, ge=0, le=128, description="Largest frequency mask, in mel channels (F).")
     time_masks: int = Field(1, ge=0, le=64, description="Time masks per crop.")
@@ -119,6 +158,11 @@ class DastParams(Params):
         default_factory=list,
         description="Anonymizer plugins whose conversions of the attacker-training speech make Stage II's data; "
         "must not include the experiment's target anonymizers.",
+    )
+    stage2_corpora: list[ConvertedCorpus] = Field(
+        default_factory=list,
+        description="Pre-converted voice-conversion corpora for Stage II (a folder or manifest per system, as SSTC "
+        "ships them), read through corpus plugins, besides or instead of stage2_anonymizers.",
     )
     stage2_level: Literal["utterance", "speaker"] = Field(
         "utterance", description="A new pseudo-voice per utterance or one per speaker in Stage II conversions."
@@ -139,21 +183,19 @@ class DastParams(Params):
     embed_max_seconds: float | None = Field(
         None, ge=0.2, le=3600.0, description="Embed at most this many seconds; null: all."
     )
-    audio_cache_mb: int = Field(2048, ge=0, le=1_048_576, description="Training audio kept in memory (MB).")
+    embed_batch_size: int = Field(
+        16, ge=1, le=4096, description="Utterances per padded embedding batch (grouped by length)."
+    )
+    loader_workers: int = Field(
+        2, ge=0, le=64, description="Processes reading training crops from disk (0: in this process)."
+    )
     ssl_context: Literal["crop", "utterance"] = Field(
         "crop",
-        description="What the frozen SSL model hears in training: each training crop (recomputed every epoch), or the "
-        "whole utterance, once per process, its frames then cropped with the audio (as embedding hears whole "
-        "utterances). With utterance the states are kept in float16 and shared by the run's dast attackers for "
-        "training and embedding: several times faster. Not in the paper.",
-    )
-    ssl_cache_mb: int = Field(
-        4096,
-        ge=0,
-        le=1_048_576,
-        description="SSL hidden states kept in memory with ssl_context: utterance (MB, float16; "
-        "about 0.3 MB per second of audio for Whisper-base), shared by the process's dast attackers; beyond it "
-        "the least recently used are recomputed when needed.",
+        description="What the frozen SSL model hears in training: each training crop (computed per batch on the "
+        "device), or the whole utterance, once per run, its frames then cropped with the audio (as embedding hears "
+        "whole utterances). With utterance the states are stored on disk in float16 (memory-mapped, about 0.3 MB "
+        "per second of audio for Whisper-base, 2.4 MB for WavLM-Large) in the run cache and shared by the run's "
+        "dast attackers for training and embedding: several times faster on a CPU. Not in the paper.",
     )
     init_from: str | None = Field(
         None,
@@ -180,11 +222,18 @@ class DastParams(Params):
             raise ValueError("stages needs at least one of I, II, III")
         if list(self.stages) != sorted(set(self.stages), key=STAGE_ORDER.index):
             raise ValueError(f"stages must be distinct and in curriculum order I, II, III, got {list(self.stages)}")
-        if "II" in self.stages and not self.stage2_anonymizers:
-            raise ValueError("Stage II trains on converted speech: list at least one anonymizer in stage2_anonymizers")
-        names = [s.name for s in self.stage2_anonymizers]
+        if "II" in self.stages and not (self.stage2_anonymizers or self.stage2_corpora):
+            raise ValueError(
+                "Stage II trains on converted speech: list at least one anonymizer in stage2_anonymizers or one "
+                "converted corpus in stage2_corpora"
+            )
+        names = [s.name for s in [*self.stage2_anonymizers, *self.stage2_corpora]]
         if len(set(names)) != len(names):
-            raise ValueError("two stage2_anonymizers have the same name; give one a `label`")
+            raise ValueError(
+                "two Stage II systems (stage2_anonymizers, stage2_corpora) have the same name; give one a `label`"
+            )
+        if self.stage2.corpus is not None:
+            raise ValueError("stage2.corpus: Stage II reads converted corpora from stage2_corpora (one per system)")
         return self
 
     @property
@@ -194,6 +243,10 @@ class DastParams(Params):
     @property
     def uses_fbank(self) -> bool:
         return self.fusion != "ssl"
+
+    def stage_corpus(self, name: str) -> CorpusSpec | None:
+        """The corpus plugin a stage reads instead of the core's speech (stages I and III), or None."""
+        return self.stage(name).corpus if name in ("I", "III") else None
 
     def stage(self, name: str) -> StageParams:
         return {"I": self.stage1, "II": self.stage2, "III": self.stage3}[name]

@@ -3,7 +3,10 @@
 WavLM (the paper's WavLM-Large) and Whisper load from a local transformers folder. The packaged
 Whisper-base is a CTranslate2 model: its model.bin (split in two pip packages) is parsed here and its
 encoder weights are copied into transformers' WhisperEncoder, which, unlike CTranslate2, gives every
-layer's output.
+layer's output. `kind: frontend` reads the layers from a frontend plugin (the `wavlm` frontend with a
+local WavLM-Large folder or UniLM checkpoint: the paper's stream).
+
+Every model sits on the run's device (`to`); its input may be on any device.
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ class FrozenSsl:
     def hidden_states(self, waves: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
+    def to(self, device: str | torch.device) -> FrozenSsl:
+        """Move the model to `device` (in place); return self."""
+        return self
+
 
 class WavLMStream(FrozenSsl):
     def __init__(self, model):
@@ -43,7 +50,12 @@ class WavLMStream(FrozenSsl):
         self.dim = model.config.hidden_size
         self.hop = int(np.prod(model.config.conv_stride))
 
+    def to(self, device: str | torch.device) -> FrozenSsl:
+        self.model.to(device)
+        return self
+
     def hidden_states(self, waves: torch.Tensor) -> torch.Tensor:
+        waves = waves.to(self.model.device)
         # WavLM-Large's feature extractor normalises each waveform to zero mean and unit variance.
         waves = (waves - waves.mean(dim=1, keepdim=True)) / torch.sqrt(waves.var(dim=1, keepdim=True) + 1e-7)
         with torch.no_grad():
@@ -63,12 +75,17 @@ class WhisperStream(FrozenSsl):
         self.mel = WhisperFeatureExtractor(feature_size=encoder.config.num_mel_bins)
         self.hop = 2 * self.mel.hop_length  # the second convolution halves the mel frames
 
+    def to(self, device: str | torch.device) -> FrozenSsl:
+        self.encoder.to(device)
+        return self
+
     def log_mel(self, waves: torch.Tensor) -> torch.Tensor:
-        """Whisper's log-mel frames [B, mels, frames], frames even (the encoder halves them)."""
+        """Whisper's log-mel frames [B, mels, frames] on the encoder's device, frames even (the encoder
+        halves them); computed by transformers' feature extractor in numpy."""
         samples = waves.shape[1] + (-waves.shape[1]) % (2 * self.mel.hop_length)
-        padded = torch.nn.functional.pad(waves, (0, samples - waves.shape[1])).numpy()
+        padded = torch.nn.functional.pad(waves.detach().float().cpu(), (0, samples - waves.shape[1])).numpy()
         feats = self.mel(list(padded), sampling_rate=SAMPLE_RATE, padding="longest", return_tensors="pt")
-        return feats.input_features[..., : samples // self.mel.hop_length].float()
+        return feats.input_features[..., : samples // self.mel.hop_length].float().to(self.encoder.conv1.weight.device)
 
     def layer_outputs(self, mel: torch.Tensor) -> torch.Tensor:
         """[L, B, T, D] for mel frames that fit one window; the last layer's output is layer-normed, as in HF."""
@@ -93,18 +110,66 @@ class WhisperStream(FrozenSsl):
         return torch.cat(chunks, dim=2)
 
 
+class FrontendStream(FrozenSsl):
+    """The layers a frontend plugin exposes as continuous features: FrontendOutput.features [T, L, D], or
+    [T, L x D] with the layer count known from a probe (the frontend's `layers` setting). Batches go
+    through the frontend's encode_batch (padded on its device, equal to per-item encode within its own
+    stated tolerance); the states come back as float32 on the input's device."""
+
+    def __init__(self, frontend, name: str):
+        self.frontend = frontend
+        self.name = name
+        rate = float(frontend.frame_rate)
+        self.hop = int(round(SAMPLE_RATE / rate))
+        probe = frontend.encode(np.zeros(SAMPLE_RATE, np.float32))
+        if probe.features is None:
+            raise MissingModelError(
+                f"ssl frontend {name} gives tokens only; the SSL stream needs continuous features of every layer "
+                "(for example the wavlm frontend)."
+            )
+        features = np.asarray(probe.features)
+        count = self._declared_layers(frontend)
+        if features.ndim == 3:
+            self.layers, self.dim = int(features.shape[1]), int(features.shape[2])
+        elif count and features.shape[1] % count == 0:
+            self.layers, self.dim = count, int(features.shape[1]) // count
+        else:
+            self.layers, self.dim = 1, int(features.shape[1])
+
+    @staticmethod
+    def _declared_layers(frontend) -> int | None:
+        for attribute in ("layer_count", "num_layers", "n_layers"):
+            value = getattr(frontend, attribute, None)
+            if isinstance(value, int) and value > 0:
+                return value
+        return None
+
+    def hidden_states(self, waves: torch.Tensor) -> torch.Tensor:
+        audios = list(waves.detach().float().cpu().numpy())
+        outputs = self.frontend.encode_batch(audios)
+        frames = [np.asarray(o.features, np.float32).reshape(len(o.features), self.layers, self.dim) for o in outputs]
+        count = min(f.shape[0] for f in frames)  # equal-length waves: equal frame counts
+        stacked = np.stack([f[:count] for f in frames], axis=1)  # [T, B, L, D]
+        return torch.from_numpy(np.ascontiguousarray(stacked.transpose(2, 1, 0, 3))).to(waves.device)
+
+
 _LOADED: dict[str, FrozenSsl] = {}
 
 
-def load_ssl(params: SslParams) -> FrozenSsl:
-    """The frozen model, loaded once per process: several dast attackers of a run share it read-only."""
+def load_ssl(params: SslParams, context=None) -> FrozenSsl:
+    """The frozen model, loaded once per process: several dast attackers of a run share it read-only.
+    `kind: frontend` asks the context for the frontend plugin (it follows the run's device itself)."""
     key = params.model_dump_json()
     if key not in _LOADED:
-        _LOADED[key] = _load(params)
+        _LOADED[key] = _load(params, context)
     return _LOADED[key]
 
 
-def _load(params: SslParams) -> FrozenSsl:
+def _load(params: SslParams, context=None) -> FrozenSsl:
+    if params.kind == "frontend":
+        if context is None:
+            raise MissingModelError(f"ssl kind frontend ({params.frontend}) needs a plugin context to load it.")
+        return FrontendStream(context.get("frontend", params.frontend, dict(params.frontend_params)), params.frontend)
     if params.kind == "wavlm":
         from transformers import WavLMModel
 

@@ -1,5 +1,6 @@
-"""One curriculum stage: a new AAM-softmax head over the stage's speakers, random crops, AdamW or Muon,
-a triangular cyclical learning rate (Smith 2017, section 3.2), gradient accumulation, fixed epochs."""
+"""One curriculum stage: a new AAM-softmax head over the stage's speakers, random crops read from disk at
+each step (training_data.py), AdamW or Muon, a triangular cyclical learning rate (Smith 2017, section 3.2),
+gradient accumulation, fixed epochs; on the run's device, under its autocast."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import torch
 
 from vpeval.api import PluginContext
 from vpeval.types import Utterance
-from vpeval_dast.embedding import SAMPLE_RATE, AudioCache, Embedder, random_crop, random_crop_with_frames
+from vpeval_dast.embedding import Embedder
 from vpeval_dast.params import DastParams
 
 
@@ -79,18 +80,27 @@ def convolutions_as_matrices(network: torch.nn.Module) -> Iterator[None]:
             parametrize.remove_parametrizations(module, "weight", leave_parametrized=True)
 
 
-def make_optimizers(kind: str, parameters: Sequence[torch.nn.Parameter], params: DastParams) -> tuple[list, str]:
-    """The optimizers of a stage and what they are. Muon orthogonalises 2-d weight matrices (and the
-    convolutions flattened by convolutions_as_matrices); norms, biases and the layer weights take AdamW,
-    as Muon's authors advise."""
-    trainable = [p for p in parameters if p.requires_grad]
+def muon_groups(network: torch.nn.Module, head: torch.nn.Module) -> tuple[list, list]:
+    """(Muon's parameters, AdamW's) as Muon's authors use it (Jordan et al. 2024): Muon only for the hidden
+    weight matrices (2-d, with the convolutions flattened by convolutions_as_matrices); AdamW for the output
+    layers, here the AAM head and the final embedding layer, and for every parameter that is not a matrix
+    (biases, norms' gains, the SSL layer-weight logits)."""
+    outputs = {id(p) for p in [*head.parameters(), *network.embedding.parameters()]}
+    trainable = [p for p in [*network.parameters(), *head.parameters()] if p.requires_grad]
+    hidden = [p for p in trainable if p.ndim == 2 and id(p) not in outputs]
+    chosen = {id(p) for p in hidden}
+    return hidden, [p for p in trainable if id(p) not in chosen]
+
+
+def make_optimizers(kind: str, network: torch.nn.Module, head: torch.nn.Module, params: DastParams) -> tuple[list, str]:
+    """The optimizers of a stage and what they are (muon_groups says who gets Muon)."""
     if kind == "muon" and muon_available():
-        matrices = [p for p in trainable if p.ndim == 2]
-        rest = [p for p in trainable if p.ndim != 2]
+        matrices, rest = muon_groups(network, head)
         optimizers = [torch.optim.Muon(matrices, lr=params.lr, weight_decay=params.weight_decay)] if matrices else []
         optimizers.append(torch.optim.AdamW(rest, lr=params.lr, weight_decay=params.weight_decay))
-        share = sum(p.numel() for p in matrices) / max(1, sum(p.numel() for p in trainable))
-        return optimizers, f"muon ({share:.0%} of the weights: matrices and flattened convolutions) + adamw"
+        share = sum(p.numel() for p in matrices) / max(1, sum(p.numel() for p in [*matrices, *rest]))
+        return optimizers, f"muon ({share:.0%} of the weights: hidden matrices and flattened convolutions) + adamw"
+    trainable = [p for p in [*network.parameters(), *head.parameters()] if p.requires_grad]
     described = "adamw" if kind == "adamw" else "adamw (this torch has no torch.optim.Muon)"
     return [torch.optim.AdamW(trainable, lr=params.lr, weight_decay=params.weight_decay)], described
 
@@ -121,24 +131,17 @@ def _train(
     context: PluginContext,
     name: str,
 ) -> StageRecord:
+    from vpeval_dast.training_data import StageCrops
+
     settings = params.stage(stage)
     epochs = params.stage_epochs(stage)
-    speakers = sorted({u.speaker for u in utterances})
-    label_of = {s: i for i, s in enumerate(speakers)}
-    labels = np.array([label_of[u.speaker] for u in utterances])
-    cache = AudioCache(params.audio_cache_mb)
-    ssl_cache = embedder.ssl_cache  # ssl_context utterance: the frozen model's states, once per utterance
-    crop = int(params.crop_seconds * SAMPLE_RATE)
-    # One crop per crop-length stretch of each utterance, so an epoch covers about all the audio once.
-    segments = np.repeat(np.arange(len(utterances)), [max(1, cache.load(u).size // crop) for u in utterances])
+    data = StageCrops(utterances, embedder, params, context, f"{name} stage {stage}")
     network = embedder.network
     torch.manual_seed(context.torch_seed(name, stage, "head"))
-    head = AamHead(network.config.embedding_dim, len(speakers), params.margin, params.scale)  # new per stage
+    head = AamHead(network.config.embedding_dim, data.speakers, params.margin, params.scale).to(embedder.device)
     network.set_dropout(settings.dropout)
-    optimizers, described = make_optimizers(settings.optimizer, [*network.parameters(), *head.parameters()], params)
-    batches_per_epoch = -(-len(segments) // settings.batch_size)
-    if batches_per_epoch > 1 and len(segments) % settings.batch_size == 1:
-        batches_per_epoch -= 1  # the one-crop remainder is dropped below (batch norm needs two)
+    optimizers, described = make_optimizers(settings.optimizer, network, head, params)
+    batches_per_epoch = data.batches_per_epoch(settings.batch_size)
     steps = epochs * math.ceil(batches_per_epoch / settings.grad_accumulation)
     half_cycle = max(1, round(steps / (2 * params.clr_cycles)))
     schedulers = [
@@ -152,13 +155,13 @@ def _train(
         )
         for o in optimizers
     ]
-    record = StageRecord(stage, len(speakers), len(utterances), epochs, described)
+    record = StageRecord(stage, data.speakers, len(utterances), epochs, described)
     context.log.info(
         "%s stage %s: %d utterances of %d speakers, %d epochs, %s, dropout %.1f, %d steps (CLR half cycle %d)",
         name,
         stage,
         len(utterances),
-        len(speakers),
+        data.speakers,
         epochs,
         described,
         settings.dropout,
@@ -168,37 +171,21 @@ def _train(
     generator = torch.Generator().manual_seed(context.torch_seed(name, stage, "specaugment"))
     for epoch in range(1, epochs + 1):
         started = time.perf_counter()
-        rng = context.rng(name, stage, "epoch", epoch)
-        order = segments[rng.permutation(len(segments))]
-        batches = [order[i : i + settings.batch_size] for i in range(0, len(order), settings.batch_size)]
-        if len(batches) > 1 and len(batches[-1]) < 2:  # batch norm needs two examples
-            batches = batches[:-1]
         network.train()
         head.train()
         losses = []
-        for index, batch in enumerate(
-            context.progress(batches, total=len(batches), description=f"{name} stage {stage} epoch {epoch}/{epochs}")
+        batches = data.batches(epoch, settings.batch_size, context.torch_seed(name, stage, "epoch", epoch))
+        for index, (waves, hidden, labels) in enumerate(
+            context.progress(
+                batches, total=batches_per_epoch, description=f"{name} stage {stage} epoch {epoch}/{epochs}"
+            )
         ):
-            if ssl_cache is None:
-                waves = torch.from_numpy(np.stack([random_crop(cache.load(utterances[k]), crop, rng) for k in batch]))
-                hidden = None
-            else:
-                pairs = [
-                    random_crop_with_frames(
-                        audio := cache.load(utterances[k]),
-                        ssl_cache.load(utterances[k], audio),
-                        crop,
-                        embedder.ssl.hop,
-                        rng,
-                    )
-                    for k in batch
-                ]
-                waves = torch.from_numpy(np.stack([w for w, _ in pairs]))
-                hidden = torch.from_numpy(np.stack([h for _, h in pairs], axis=1)).float()
-            loss = head(network(*embedder.inputs(waves, generator, hidden)), torch.from_numpy(labels[batch]))
+            with embedder.autocast():
+                inputs = embedder.inputs(waves, generator, hidden)
+                loss = head(network(*inputs).float(), labels.to(embedder.device))
             (loss / settings.grad_accumulation).backward()
             losses.append(loss.item())
-            if (index + 1) % settings.grad_accumulation == 0 or index + 1 == len(batches):
+            if (index + 1) % settings.grad_accumulation == 0 or index + 1 == batches_per_epoch:
                 for optimizer, scheduler in zip(optimizers, schedulers):
                     optimizer.step()
                     optimizer.zero_grad()
