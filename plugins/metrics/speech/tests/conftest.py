@@ -96,3 +96,151 @@ def make_emotional_corpus():
 @pytest.fixture
 def key_of_audio():
     return audio_key
+
+
+# -- tiny random-weight SpeechBrain folders in the exact layout, written with speechbrain's own classes ----
+
+
+def tiny_wav2vec2_folder(folder: Path) -> Path:
+    """A random transformers wav2vec2 (2 layers of 32) with its feature extractor settings, as save_pretrained
+    writes them: what a local copy of facebook/wav2vec2-* looks like."""
+    import torch
+    from transformers import Wav2Vec2Config, Wav2Vec2FeatureExtractor, Wav2Vec2Model
+
+    torch.manual_seed(0)
+    config = Wav2Vec2Config(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        conv_dim=(32, 32),
+        conv_kernel=(10, 3),
+        conv_stride=(5, 4),
+        num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=2,
+        feat_extract_norm="layer",
+        do_stable_layer_norm=True,
+        vocab_size=32,
+    )
+    Wav2Vec2Model(config).save_pretrained(folder)
+    Wav2Vec2FeatureExtractor(do_normalize=True, return_attention_mask=True).save_pretrained(folder)
+    return folder
+
+
+def write_random_modules(yaml_text: str, folder: Path, files: dict[str, str], seed: int = 1) -> None:
+    """Build the YAML with HyperPyYAML (the test's own file), randomise its weights and batch-norm statistics,
+    and save each named object's state dict as `<file>` in the folder, as the Pretrainer expects them."""
+    import torch
+    from hyperpyyaml import load_hyperpyyaml
+
+    objects = load_hyperpyyaml(yaml_text)
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for key, file in files.items():
+            module = objects[key]
+            if key != "wav2vec2":  # the transformers weights stay as saved; the heads get large random ones
+                for parameter in module.parameters():
+                    parameter.normal_(0, 1.0)
+                for sub in module.modules():
+                    if isinstance(sub, torch.nn.BatchNorm1d):
+                        sub.running_mean.normal_(0, 0.1)
+                        sub.running_var.uniform_(0.5, 2.0)
+            torch.save(module.state_dict(), folder / file)
+
+
+ASR_YAML = """
+sample_rate: 16000
+wav2vec2_hub: {hub}
+save_folder: {save}
+dnn_neurons: 24
+output_neurons: {tokens}
+blank_index: 0
+
+enc: !new:speechbrain.nnet.containers.Sequential
+    input_shape: [null, null, 32]
+    linear1: !name:speechbrain.nnet.linear.Linear
+        n_neurons: !ref <dnn_neurons>
+        bias: True
+    bn1: !name:speechbrain.nnet.normalization.BatchNorm1d
+    activation: !new:torch.nn.LeakyReLU
+    drop: !new:torch.nn.Dropout
+        p: 0.15
+    linear2: !name:speechbrain.nnet.linear.Linear
+        n_neurons: !ref <dnn_neurons> * 2 // 2
+        bias: True
+    bn2: !name:speechbrain.nnet.normalization.BatchNorm1d
+    activation2: !new:torch.nn.LeakyReLU
+
+wav2vec2: !new:speechbrain.lobes.models.huggingface_transformers.wav2vec2.Wav2Vec2
+    source: !ref <wav2vec2_hub>
+    output_norm: True
+    freeze: True
+    save_path: !ref <save_folder>/wav2vec2_checkpoint
+
+ctc_lin: !new:speechbrain.nnet.linear.Linear
+    input_size: !ref <dnn_neurons>
+    n_neurons: !ref <output_neurons>
+
+log_softmax: !new:speechbrain.nnet.activations.Softmax
+    apply_log: True
+
+ctc_cost: !name:speechbrain.nnet.losses.ctc_loss
+    blank_index: !ref <blank_index>
+
+asr_model: !new:torch.nn.ModuleList
+    - [!ref <enc>, !ref <ctc_lin>]
+
+tokenizer: !new:sentencepiece.SentencePieceProcessor
+
+encoder: !new:speechbrain.nnet.containers.LengthsCapableSequential
+    wav2vec2: !ref <wav2vec2>
+    enc: !ref <enc>
+    ctc_lin: !ref <ctc_lin>
+    log_softmax: !ref <log_softmax>
+
+decoding_function: !name:speechbrain.decoders.ctc_greedy_decode
+    blank_id: !ref <blank_index>
+
+modules:
+    encoder: !ref <encoder>
+
+pretrainer: !new:speechbrain.utils.parameter_transfer.Pretrainer
+    loadables:
+        wav2vec2: !ref <wav2vec2>
+        asr: !ref <asr_model>
+        tokenizer: !ref <tokenizer>
+"""
+
+
+def tiny_encoder_asr_folder(root: Path) -> Path:
+    """VPC 2024's asr-wav2vec2-librispeech layout (hyperparams.yaml, wav2vec2.ckpt, asr.ckpt, tokenizer.ckpt: a
+    character sentencepiece model), random weights, the wav2vec2 source a local transformers folder."""
+    import sentencepiece
+
+    hub = tiny_wav2vec2_folder(root / "hf")
+    folder = root / "asr"
+    folder.mkdir()
+    text = root / "text.txt"
+    text.write_text("\n".join(["THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG", "PACK MY BOX WITH FIVE DOZEN JUGS"] * 20))
+    sentencepiece.SentencePieceTrainer.train(
+        input=str(text),
+        model_prefix=str(root / "tokenizer"),
+        vocab_size=28,
+        model_type="char",
+        character_coverage=1.0,
+        bos_id=-1,
+        eos_id=-1,
+        unk_id=0,
+        minloglevel=2,
+    )
+    (folder / "tokenizer.ckpt").write_bytes((root / "tokenizer.model").read_bytes())
+    tokens = sentencepiece.SentencePieceProcessor(model_file=str(root / "tokenizer.model")).vocab_size()
+    yaml_text = ASR_YAML.format(hub=hub, save=root / "save", tokens=tokens)
+    (folder / "hyperparams.yaml").write_text(yaml_text)
+    write_random_modules(yaml_text, folder, {"asr_model": "asr.ckpt", "wav2vec2": "wav2vec2.ckpt"})
+    return folder
+
+
+@pytest.fixture(scope="session")
+def encoder_asr_folder(tmp_path_factory) -> Path:
+    return tiny_encoder_asr_folder(tmp_path_factory.mktemp("sb-asr"))

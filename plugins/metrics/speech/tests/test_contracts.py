@@ -66,8 +66,8 @@ def test_registration_does_not_load_heavy_modules():
     code = (
         "import sys; from vpeval_speech import plugin; found = [];"
         "plugin.register_asr(found.append); plugin.register_metrics(found.append);"
-        "assert [c.name for c in found] == ['whisper', 'wer', 'uar', 'pitch-correlation'], found;"
-        "heavy = ('torch', 'faster_whisper', 'ctranslate2', 'sklearn', 'parselmouth', 'jiwer');"
+        "assert [c.name for c in found] == ['whisper', 'speechbrain-asr', 'wer', 'uar', 'pitch-correlation'], found;"
+        "heavy = ('torch', 'faster_whisper', 'ctranslate2', 'sklearn', 'parselmouth', 'jiwer', 'speechbrain');"
         "print(sorted(x for x in heavy if x in sys.modules))"
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

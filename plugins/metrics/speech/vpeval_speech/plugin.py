@@ -5,9 +5,11 @@ from vpeval import hookimpl
 
 @hookimpl
 def register_asr(register):
+    from vpeval_speech.speechbrain_asr import SpeechBrainASR
     from vpeval_speech.whisper_asr import WhisperASR
 
     register(WhisperASR)
+    register(SpeechBrainASR)
 
 
 @hookimpl

@@ -1,0 +1,118 @@
+"""speechbrain-asr: transcripts equal EncoderASR.from_hparams on the same folder; unsafe folders are refused."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vpeval.api import PluginContext
+from vpeval.errors import MissingModelError
+from vpeval_speech.speechbrain_asr import SpeechBrainASR
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("speechbrain")
+
+
+def audios(seed=0, seconds=(0.6, 1.0, 0.45)) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [(rng.normal(size=int(16000 * s)) * 0.1).astype(np.float32) for s in seconds]
+
+
+def plugin(folder: Path, tmp_path: Path, **params) -> SpeechBrainASR:
+    return SpeechBrainASR(SpeechBrainASR.Params(source=str(folder), **params), PluginContext(work_dir=tmp_path / "w"))
+
+
+@pytest.fixture(scope="module")
+def reference(encoder_asr_folder, tmp_path_factory):
+    """speechbrain's own EncoderASR on the folder (it runs the YAML: the test's own file)."""
+    from speechbrain.inference.ASR import EncoderASR
+
+    return EncoderASR.from_hparams(source=str(encoder_asr_folder), savedir=str(tmp_path_factory.mktemp("sb-save")))
+
+
+def test_transcripts_equal_encoder_asr(encoder_asr_folder, reference, tmp_path):
+    asr = plugin(encoder_asr_folder, tmp_path)
+    texts = []
+    for audio in audios():
+        expected, _ = reference.transcribe_batch(torch.from_numpy(audio)[None], torch.tensor([1.0]))
+        texts.append(asr.transcribe(audio).text)
+        assert texts[-1] == expected[0]
+    assert len(set(texts)) == len(texts) and all(texts)  # random weights, yet distinct non-empty texts
+    # transcribe_many on the CPU is one utterance at a time: the same texts, in input order
+    assert [t.text for t in asr.transcribe_many(audios())] == texts
+
+
+def test_padded_batches_match_speechbrain_batches(encoder_asr_folder, reference, tmp_path):
+    """The GPU path's padded batch computes what EncoderASR.transcribe_batch does on the same padded batch."""
+    asr = plugin(encoder_asr_folder, tmp_path)
+    batch = sorted(audios(1), key=len, reverse=True)
+    longest = len(batch[0])
+    wavs = torch.zeros(len(batch), longest)
+    for row, audio in enumerate(batch):
+        wavs[row, : len(audio)] = torch.from_numpy(audio)
+    expected, _ = reference.transcribe_batch(wavs, torch.tensor([len(a) / longest for a in batch]))
+    assert asr.decode(batch) == expected
+
+
+def test_hub_source_needs_a_local_folder(encoder_asr_folder, tmp_path):
+    folder = tmp_path / "hub-named"
+    shutil.copytree(encoder_asr_folder, folder)
+    text = (folder / "hyperparams.yaml").read_text()
+    hub = text.split("wav2vec2_hub: ", 1)[1].splitlines()[0]
+    (folder / "hyperparams.yaml").write_text(text.replace(hub, "facebook/wav2vec2-large-960h-lv60-self"))
+    with pytest.raises(MissingModelError, match="never downloads: set the parameter wav2vec2_source"):
+        plugin(folder, tmp_path).transcribe(audios()[0])
+    local = plugin(folder, tmp_path, wav2vec2_source=hub)
+    assert local.transcribe(audios()[0]).text == plugin(encoder_asr_folder, tmp_path).transcribe(audios()[0]).text
+
+
+def test_apply_os_system_is_refused_and_nothing_runs(encoder_asr_folder, tmp_path):
+    folder = tmp_path / "evil"
+    shutil.copytree(encoder_asr_folder, folder)
+    marker = tmp_path / "ran"
+    text = (folder / "hyperparams.yaml").read_text()
+    (folder / "hyperparams.yaml").write_text(text + f'\nboom: !apply:os.system ["touch {marker}"]\n')
+    with pytest.raises(MissingModelError, match=r"line \d+ \(under boom\) calls !apply:os.system"):
+        plugin(folder, tmp_path).transcribe(audios()[0])
+    assert not marker.exists()
+    (folder / "hyperparams.yaml").write_text(text.replace("torch.nn.LeakyReLU", "subprocess.Popen", 1))
+    with pytest.raises(MissingModelError, match="subprocess.Popen, which is not a speechbrain, torch"):
+        plugin(folder, tmp_path).transcribe(audios()[0])
+
+
+def test_unlisted_speechbrain_class_and_missing_checkpoint_are_one_sentence(encoder_asr_folder, tmp_path):
+    folder = tmp_path / "odd"
+    shutil.copytree(encoder_asr_folder, folder)
+    text = (folder / "hyperparams.yaml").read_text()
+    (folder / "hyperparams.yaml").write_text(text.replace("torch.nn.LeakyReLU", "torch.nn.Transformer", 1))
+    with pytest.raises(MissingModelError, match="torch.nn.Transformer is not on it"):
+        plugin(folder, tmp_path).transcribe(audios()[0])
+    (folder / "hyperparams.yaml").write_text(text)
+    (folder / "asr.ckpt").unlink()
+    with pytest.raises(MissingModelError, match="no checkpoint for `asr`"):
+        plugin(folder, tmp_path).transcribe(audios()[0])
+    with pytest.raises(MissingModelError, match="has no hyperparams.yaml"):
+        plugin(tmp_path / "absent", tmp_path).transcribe(audios()[0])
+
+
+def test_pickled_plugin_leaves_its_model_behind(encoder_asr_folder, tmp_path):
+    import pickle
+
+    asr = plugin(encoder_asr_folder, tmp_path)
+    text = asr.transcribe(audios()[0]).text
+    again = pickle.loads(pickle.dumps(asr))
+    assert again._loaded is None and again.transcribe(audios()[0]).text == text
+
+
+from vpeval.testing.contracts import ASRContract  # noqa: E402
+
+
+class TestSpeechBrainASRContract(ASRContract):
+    plugin_name = "speechbrain-asr"
+
+    @pytest.fixture(autouse=True)
+    def _folder(self, encoder_asr_folder):
+        self.params = {"source": str(encoder_asr_folder)}

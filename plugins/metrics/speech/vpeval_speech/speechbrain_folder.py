@@ -1,0 +1,323 @@
+"""A SpeechBrain inference folder (hyperparams.yaml + checkpoints) built as data, never executed.
+
+HyperPyYAML runs a model folder's YAML while loading it (`!new:`, `!name:` and `!apply:` import and call
+any Python name), so loading a downloaded folder with it runs whatever its author wrote. Here YAML's
+safe loader reads the file, every tag stays an inert `Tag` record, and `Graph` builds only what the
+interface needs, from an allow-list of speechbrain / torch classes, resolving `!ref` to the same object
+each time (a module shared by `asr_model` and `encoder` is one module, as HyperPyYAML makes it). The
+Pretrainer's `loadables` name what each checkpoint fills; checkpoints load with weights_only=True.
+
+Tags outside trusted packages anywhere in the file (`!apply:os.system`, `!new:subprocess.Popen`) refuse
+the whole folder before anything is built; trusted tags the interface does not need are never built.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import operator
+import re
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from vpeval.errors import MissingModelError
+
+TRUSTED_PACKAGES = ("speechbrain.", "torch.", "sentencepiece.")
+# `!apply:` is a call at load time: none is ever run; a seed call is the one tolerated in the file.
+TOLERATED_APPLY = ("speechbrain.utils.seed_everything", "speechbrain.utils.seed.seed_everything")
+WAV2VEC2 = (
+    "speechbrain.lobes.models.huggingface_transformers.wav2vec2.Wav2Vec2",
+    "speechbrain.integrations.huggingface.wav2vec2.Wav2Vec2",
+    "speechbrain.lobes.models.huggingface_wav2vec.HuggingFaceWav2Vec2",  # the name older folders use
+)
+# What `!new:` / `!name:` may build: speechbrain's and torch's own layers, with plain arguments.
+BUILDABLE = (
+    "speechbrain.nnet.containers.Sequential",
+    "speechbrain.nnet.containers.LengthsCapableSequential",
+    "speechbrain.nnet.linear.Linear",
+    "speechbrain.nnet.normalization.BatchNorm1d",
+    "speechbrain.nnet.normalization.LayerNorm",
+    "speechbrain.nnet.activations.Softmax",
+    "speechbrain.nnet.pooling.StatisticsPooling",
+    "speechbrain.decoders.ctc_greedy_decode",
+    "speechbrain.decoders.ctc.ctc_greedy_decode",
+    "speechbrain.dataio.encoder.CategoricalEncoder",
+    "sentencepiece.SentencePieceProcessor",
+    "torch.nn.ModuleList",
+    "torch.nn.LeakyReLU",
+    "torch.nn.ReLU",
+    "torch.nn.GELU",
+    "torch.nn.Tanh",
+    "torch.nn.Dropout",
+    "torch.nn.Identity",
+    *WAV2VEC2,
+)
+PRETRAINER = "speechbrain.utils.parameter_transfer.Pretrainer"
+MAX_INT = 1 << 20  # a typo must not allocate terabytes before the weights fail to load
+_REF = re.compile(r"<([^<>]+)>")
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+_ARITHMETIC |= {ast.FloorDiv: operator.floordiv, ast.USub: operator.neg}
+
+
+@dataclass(frozen=True)
+class Tag:
+    """A YAML tag kept as data: kind (`new`, `name`, `apply`, `ref`, ...), dotted target, value, line."""
+
+    kind: str
+    target: str
+    value: Any
+    line: int
+
+
+class _InertLoader(yaml.SafeLoader):
+    """SafeLoader that keeps every `!tag` as a Tag record instead of refusing or running it."""
+
+
+def _construct(loader: _InertLoader, suffix: str, node: yaml.Node) -> Tag:
+    kind, _, target = suffix.partition(":")
+    if isinstance(node, yaml.MappingNode):
+        value: Any = loader.construct_mapping(node, deep=True)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_scalar(node)
+    return Tag(kind, target, value, node.start_mark.line + 1)
+
+
+_InertLoader.add_multi_constructor("!", _construct)
+
+
+def read_hparams(path: Path) -> dict[str, Any]:
+    """The top-level mapping of a hyperparams.yaml with its tags inert; refuses untrusted tags."""
+    if not path.is_file():
+        raise MissingModelError(f"{path} is missing: a SpeechBrain model folder holds its hyperparams.yaml there.")
+    try:
+        values = yaml.load(path.read_text(encoding="utf-8", errors="replace"), Loader=_InertLoader)  # noqa: S506
+    except yaml.YAMLError as error:
+        raise MissingModelError(f"{path} is not readable YAML ({str(error).splitlines()[0]}).") from None
+    if not isinstance(values, dict):
+        raise MissingModelError(f"{path} is not a mapping of hyper-parameters (SpeechBrain's hyperparams.yaml).")
+    for key, value in values.items():
+        for tag in _tags(value):
+            refuse_untrusted(tag, path, str(key))
+    return {str(k): v for k, v in values.items()}
+
+
+def _tags(value: Any):
+    if isinstance(value, Tag):
+        yield value
+        value = value.value
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _tags(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _tags(v)
+
+
+def refuse_untrusted(tag: Tag, path: Path, key: str) -> None:
+    where = f"{path}, line {tag.line} (under {key})"
+    if tag.kind == "apply" and tag.target not in TOLERATED_APPLY:
+        raise MissingModelError(
+            f"{where} calls !apply:{tag.target} when loaded; vpeval never runs code from a model folder, so it "
+            "refuses this folder: remove that line, or use a folder whose hyperparams.yaml only declares modules."
+        )
+    if tag.kind in ("new", "name") and not tag.target.startswith(TRUSTED_PACKAGES):
+        raise MissingModelError(
+            f"{where} names !{tag.kind}:{tag.target}, which is not a speechbrain, torch or sentencepiece class; "
+            "vpeval never imports code a model folder names, so it refuses this folder."
+        )
+    if tag.kind not in ("new", "name", "apply", "ref", "copy", "PLACEHOLDER"):
+        raise MissingModelError(f"{where} has the tag !{tag.kind}, which vpeval does not read; remove it.")
+
+
+class Graph:
+    """Builds top-level entries of a hyperparams mapping on demand, each once (shared by reference)."""
+
+    def __init__(self, values: dict[str, Any], path: Path, special: dict[str, Any] | None = None):
+        self.values = values
+        self.path = path
+        self.special = special or {}  # dotted name -> factory(kwargs) for classes built another way
+        self.built: dict[str, Any] = {}
+        self.stack: list[str] = []
+
+    def where(self, key: str, line: int | None = None) -> str:
+        return f"{self.path}" + (f", line {line}" if line else "") + f" (under {key})"
+
+    def get(self, key: str) -> Any:
+        if key in self.built:
+            return self.built[key]
+        if key not in self.values:
+            raise MissingModelError(f"{self.path} has no entry `{key}`, which this SpeechBrain interface needs.")
+        if key in self.stack:
+            raise MissingModelError(f"{self.path}: `{key}` refers to itself through {' -> '.join(self.stack)}.")
+        self.stack.append(key)
+        try:
+            self.built[key] = self.resolve(self.values[key], key)
+        finally:
+            self.stack.pop()
+        return self.built[key]
+
+    def resolve(self, value: Any, key: str) -> Any:
+        if isinstance(value, list):
+            return [self.resolve(v, key) for v in value]
+        if isinstance(value, dict):
+            return {k: self.resolve(v, key) for k, v in value.items()}
+        if not isinstance(value, Tag):
+            return value
+        if value.kind == "ref":
+            return self.reference(value, key)
+        if value.kind in ("new", "name"):
+            return self.construct(value, key)
+        raise MissingModelError(
+            f"{self.where(key, value.line)}: !{value.kind}:{value.target} is not something vpeval builds."
+        )
+
+    def reference(self, tag: Tag, key: str) -> Any:
+        text = str(tag.value).strip()
+        names = _REF.findall(text)
+        if not names:
+            raise MissingModelError(f"{self.where(key, tag.line)}: `!ref {text}` names no <key>.")
+        if _REF.fullmatch(text):
+            return self.lookup(names[0], key, tag.line)
+        parts = {name: self.lookup(name, key, tag.line) for name in names}
+        substituted = _REF.sub(lambda m: repr(parts[m.group(1)]), text)
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in parts.values()):
+            return _arithmetic(substituted, self.where(key, tag.line))  # `!ref <a> * 2`, numbers only
+        return _REF.sub(lambda m: str(parts[m.group(1)]), text)  # text: `<save_folder>/wav2vec2`
+
+    def lookup(self, name: str, key: str, line: int) -> Any:
+        top, *rest = re.split(r"[\[\]]+", name.strip().rstrip("]"))
+        value = self.get(top.strip())
+        for part in rest:
+            if not isinstance(value, dict) or part not in value:
+                raise MissingModelError(f"{self.where(key, line)}: the reference <{name}> has no [{part}].")
+            value = value[part]
+        return value
+
+    def construct(self, tag: Tag, key: str) -> Any:
+        where = self.where(key, tag.line)
+        if tag.target not in BUILDABLE and tag.target not in self.special:
+            raise MissingModelError(
+                f"{where}: vpeval builds only speechbrain's own layers from an allow-list, and "
+                f"!{tag.kind}:{tag.target} is not on it."
+            )
+        raw = tag.value if tag.value not in ("", None) else {}
+        arguments = self.resolve(raw, key)
+        args, kwargs = (arguments, {}) if isinstance(arguments, list) else ([], dict(arguments))
+        for name, value in kwargs.items():
+            if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+                raise MissingModelError(f"{where}: {name}: {value} is beyond any real model's size.")
+        if tag.target in self.special:
+            if tag.kind != "new" or args:
+                raise MissingModelError(f"{where}: write !new:{tag.target} with keyword arguments.")
+            return self.special[tag.target](kwargs, where)
+        module, _, name = tag.target.rpartition(".")
+        obj = getattr(import_module(module), name)  # only names from BUILDABLE reach this line
+        if tag.kind == "name":
+            return functools.partial(obj, *args, **kwargs)
+        return obj(*args, **kwargs)
+
+    def pretrainer(self, key: str = "pretrainer") -> tuple[dict[str, Any], dict[str, str]]:
+        """The Pretrainer's loadables (built) and paths, read as data; the Pretrainer is never built."""
+        tag = self.values.get(key)
+        if not isinstance(tag, Tag) or tag.target != PRETRAINER or not isinstance(tag.value, dict):
+            raise MissingModelError(
+                f"{self.path} has no `{key}: !new:{PRETRAINER}` with loadables, so vpeval cannot tell which "
+                "checkpoint fills which module."
+            )
+        loadables = tag.value.get("loadables") or {}
+        paths = self.resolve(tag.value.get("paths") or {}, key)
+        return {str(name): self.resolve(ref, key) for name, ref in loadables.items()}, {
+            str(k): str(v) for k, v in paths.items()
+        }
+
+
+def _arithmetic(text: str, where: str) -> float | int:
+    """A number from `+ - * / //` over numbers only (what HyperPyYAML's !ref arithmetic is used for)."""
+
+    def value(node: ast.AST):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+            return _ARITHMETIC[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _ARITHMETIC:
+            return _ARITHMETIC[type(node.op)](value(node.operand))
+        raise MissingModelError(f"{where}: `{text}` is not arithmetic on numbers, the only expression vpeval reads.")
+
+    try:
+        return value(ast.parse(text, mode="eval").body)
+    except SyntaxError:
+        raise MissingModelError(f"{where}: `{text}` is not arithmetic on numbers.") from None
+
+
+def checkpoint_file(folder: Path, name: str, paths: dict[str, str]) -> Path:
+    """Where the Pretrainer would find loadable `name`: its `paths` entry (a file in the folder by its base
+    name, or an existing local path), else `<name>.ckpt` in the folder."""
+    candidates = []
+    if name in paths:
+        given = Path(paths[name]).expanduser()
+        candidates += [given if given.is_absolute() else folder / given, folder / given.name]
+    candidates.append(folder / f"{name}.ckpt")
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise MissingModelError(
+        f"{folder} has no checkpoint for `{name}` (looked for {', '.join(str(c) for c in candidates)}): copy the "
+        "model's files into the folder."
+    )
+
+
+def load_loadable(obj: Any, path: Path, log=None) -> None:
+    """Fill one Pretrainer loadable as speechbrain's default transfer hooks do, without unpickling code."""
+    import torch
+
+    if isinstance(obj, torch.nn.Module):
+        from speechbrain.utils.checkpoints import hook_on_loading_state_dict_checkpoint
+
+        from vpeval.torchload import load_weights_only
+
+        state = hook_on_loading_state_dict_checkpoint(load_weights_only(path, map_location="cpu"))
+        result = obj.load_state_dict(state, strict=False)
+        if len(result.missing_keys) == len(obj.state_dict()) and result.missing_keys:
+            raise MissingModelError(f"{path} holds none of the weights of the module it should fill ({type(obj)}).")
+        if log is not None and (result.missing_keys or result.unexpected_keys):
+            log.warning(
+                "%s: %d weights not in the checkpoint, %d checkpoint entries unused (speechbrain tolerates both)",
+                path,
+                len(result.missing_keys),
+                len(result.unexpected_keys),
+            )
+        return
+    type_name = f"{type(obj).__module__}.{type(obj).__name__}"
+    if type_name.startswith("sentencepiece"):
+        obj.load(str(path))  # a sentencepiece model proto: data
+        return
+    if type_name == "speechbrain.dataio.encoder.CategoricalEncoder":
+        obj.load(path)  # label lines read with ast.literal_eval
+        return
+    raise MissingModelError(f"{path}: vpeval does not know how to fill a {type_name} from a checkpoint.")
+
+
+def local_hf_folder(source: str, folder: Path, override: str | None, parameter: str) -> Path:
+    """The local transformers folder a wav2vec2 `source` names: the override, the source itself (absolute
+    or relative to the model folder), or a hub cache snapshot under the folder; never a download."""
+    if override is not None:
+        candidates = [Path(override).expanduser()]
+    else:
+        given = Path(source).expanduser()
+        candidates = [given if given.is_absolute() else folder / given]
+        cache = f"models--{source.replace('/', '--')}"
+        candidates += sorted(folder.glob(f"**/{cache}/snapshots/*"))
+    for candidate in candidates:
+        if (candidate / "config.json").is_file():
+            return candidate
+    raise MissingModelError(
+        f"The wav2vec2 source `{source}` of {folder / 'hyperparams.yaml'} is not a local transformers folder, and "
+        f"vpeval never downloads: set the parameter {parameter} to a local folder of that model (config.json, "
+        "preprocessor_config.json and its weights, as save_pretrained writes them)."
+    )
