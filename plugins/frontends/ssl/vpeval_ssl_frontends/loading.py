@@ -1,0 +1,63 @@
+"""A local model: a transformers folder (config.json + weights), or for WavLM the UniLM WavLM-Large.pt.
+
+vpeval never downloads: from_pretrained reads local files only. Loading returns the model and how its
+input is normalised (the folder's preprocessor_config.json, or the UniLM cfg's `normalize`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vpeval.errors import MissingModelError
+
+# frontend name -> (transformers class, config model_type, what the folder holds)
+KINDS = {
+    "wavlm": ("WavLMModel", "wavlm", "a transformers WavLM folder (config.json + model.safetensors) or WavLM-Large.pt"),
+    "hubert": ("HubertModel", "hubert", "a transformers HuBERT folder (config.json + model.safetensors)"),
+    "wav2vec2": ("Wav2Vec2Model", "wav2vec2", "a transformers wav2vec2 folder (config.json + model.safetensors)"),
+}
+
+
+@dataclass
+class Loaded:
+    model: Any
+    normalize: str  # "zero-mean-unit-var", "layer-norm" or "none"
+
+
+def load(kind: str, model: str, normalize: str) -> Loaded:
+    """The frozen model named by the `model` parameter; one sentence when it is missing or foreign."""
+    class_name, model_type, needs = KINDS[kind]
+    path = Path(model).expanduser()
+    if kind == "wavlm" and path.is_file():
+        from vpeval_ssl_frontends.unilm import load_unilm_wavlm
+
+        net, cfg_normalize = load_unilm_wavlm(path)
+        auto = "layer-norm" if cfg_normalize else "none"
+        return Loaded(net, auto if normalize == "auto" else normalize)
+    if not (path / "config.json").is_file():
+        what = "does not exist" if not path.exists() else "is not a folder with config.json"
+        raise MissingModelError(f"The {kind} frontend parameter model={model} {what}; give {needs}.")
+    found = json.loads((path / "config.json").read_text()).get("model_type")
+    if found != model_type:
+        raise MissingModelError(
+            f"The {kind} frontend parameter model={model} holds a {found} model, not {model_type}; give {needs}."
+        )
+    import transformers
+
+    try:
+        net = getattr(transformers, class_name).from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0].rstrip(".") if str(exc).strip() else type(exc).__name__
+        raise MissingModelError(f"The {kind} frontend could not read model={model} ({reason}); give {needs}.") from None
+    return Loaded(net, folder_normalize(path) if normalize == "auto" else normalize)
+
+
+def folder_normalize(folder: Path) -> str:
+    """The folder's feature extractor setting (do_normalize; true when the folder has no preprocessor, the
+    default of transformers' Wav2Vec2FeatureExtractor)."""
+    config = folder / "preprocessor_config.json"
+    do_normalize = json.loads(config.read_text()).get("do_normalize", True) if config.is_file() else True
+    return "zero-mean-unit-var" if do_normalize else "none"
