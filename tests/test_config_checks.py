@@ -4,6 +4,7 @@ rule (no sentence) and one that breaks it (the sentence, with file, line and fie
 from __future__ import annotations
 
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -54,6 +55,20 @@ class Picky(Attacker):
         ]
 
 
+class NeedsModel(Attacker):
+    """Names a model folder that must exist."""
+
+    name = "needs-model"
+    needs_training = False
+
+    class Params(Attacker.Params):
+        model: str = "model-folder"
+
+    @classmethod
+    def missing_paths(cls, params):
+        return [] if Path(params.model).is_dir() else [f"the model folder {params.model} does not exist."]
+
+
 class Tokens(Frontend):
     """A frontend for token-reader."""
 
@@ -67,7 +82,7 @@ def manager(fake_plugins):
     module = types.ModuleType("check_plugins")
     hooks = {
         "register_anonymizers": [EmbeddingOnly],
-        "register_attackers": [TokenReader, Pretrained, Picky],
+        "register_attackers": [TokenReader, Pretrained, Picky, NeedsModel],
         "register_frontends": [Tokens],
     }
     for hook, classes in hooks.items():
@@ -125,6 +140,15 @@ def test_every_check_has_its_test_and_resolve_runs_them_all():
         and name != "check_all"
     ]
     assert sorted(public) == sorted(names), "a check function that is not in CHECKS never runs"
+
+
+def test_paths_exist(manager, tmp_path):
+    assert checks.paths_exist(pieces(manager)) == []
+    text = edited(("{use: fake-spectrum}", "{use: needs-model, params: {model: /no/such/model}}"))
+    (sentence,) = checks.paths_exist(pieces(manager, text))
+    assert sentence == "exp.yaml, line 7 (attackers[0].params): the model folder /no/such/model does not exist."
+    text = edited(("{use: fake-spectrum}", f"{{use: needs-model, params: {{model: {tmp_path}}}}}"))
+    assert checks.paths_exist(pieces(manager, text)) == []
 
 
 def test_device_available(manager, monkeypatch):

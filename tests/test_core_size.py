@@ -8,7 +8,9 @@ from pathlib import Path
 import vpeval
 
 CORE = Path(vpeval.__file__).parent
-BUDGET = {"report": 2_300, "": 12_500}  # lines of .py files: the report folder, the whole core
+BUDGET = {"report": 2_400, "": 13_300}  # lines of .py files: the report folder, the whole core
+# 12,500 -> 13,300 (round 3): the run's device and precision, experiment variables and the VoicePrivacy
+# protocol (its folder names, per-dataset results, the toolkit summary) are the platform's, not a method's.
 
 
 def lines_under(folder: Path) -> int:

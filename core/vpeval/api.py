@@ -223,6 +223,13 @@ class Plugin:
         self.context = context if context is not None else PluginContext()
 
     @classmethod
+    def missing_paths(cls, params: Params) -> list[str]:
+        """Sentences naming each file or folder that `params` names and this machine lacks (a data root, a
+        model folder), with what to do; `vpeval validate` prints them at the params. Keep it to existence
+        checks (no loading): it runs on every validate."""
+        return []
+
+    @classmethod
     def summary(cls) -> str:
         doc = (cls.__doc__ or "").strip()
         return doc.splitlines()[0] if doc else ""

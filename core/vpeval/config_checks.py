@@ -199,7 +199,7 @@ def report_selections(p: Pieces) -> list[str]:
     }
     errors = []
     for loc, dim, values in exp.report.selections():
-        if dim == "metric" and metrics is None:
+        if (dim == "metric" and metrics is None) or dim == "dataset":
             continue
         for value in values:
             if value not in known[dim]:
@@ -232,6 +232,34 @@ def _labels(entries: list) -> list[str]:
     return [e.label for e in entries if e is not None]
 
 
+def paths_exist(p: Pieces) -> list[str]:
+    """The files and folders each plugin's params name exist (Plugin.missing_paths): data roots, model
+    folders, checkpoints; one sentence each, at the plugin's params, before anything loads."""
+    errors = []
+    for loc, plugin in _plugins_with_locations(p):
+        cls = p.manager.get(plugin.kind, plugin.use)
+        params = cls.Params.model_validate(plugin.params)
+        errors += [f"{p.doc.where(loc + ('params',))}: {sentence}" for sentence in cls.missing_paths(params)]
+    return errors
+
+
+def _plugins_with_locations(p: Pieces):
+    if p.corpus is not None:
+        yield ("data", "corpus"), p.corpus
+    for i, anon in enumerate(p.anonymizers):
+        steps = anon.steps if anon is not None else []
+        chained = p.exp.anonymizers[i].chain is not None
+        for j, step in enumerate(steps):
+            yield (("anonymizers", i, "chain", j) if chained else ("anonymizers", i)), step
+    for i, attacker in p.resolved_attackers():
+        yield ("attackers", i), attacker.plugin
+        if attacker.frontend is not None:
+            yield ("attackers", i, "frontend"), attacker.frontend
+    for i, metric in enumerate(p.metrics):
+        if metric is not None:
+            yield ("metrics", i), metric
+
+
 def device_available(p: Pieces) -> list[str]:
     """The experiment's `device` exists on this machine (`auto` always does)."""
     from vpeval.device import device_problem
@@ -242,6 +270,7 @@ def device_available(p: Pieces) -> list[str]:
 
 CHECKS: list[Check] = [
     device_available,
+    paths_exist,
     waveform_steps,
     frontend_named,
     frontend_used,

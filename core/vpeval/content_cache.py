@@ -119,6 +119,33 @@ def cached_map(
     return out  # type: ignore[return-value]
 
 
+def cached_batches(
+    context,
+    utterances: Sequence[Utterance],
+    extractor: str,
+    compute_batch: Callable[[Sequence[Utterance]], Sequence[np.ndarray]],
+    batch_size: int,
+    description: str = "",
+) -> list[np.ndarray]:
+    """As `cached_map`, but the misses are computed in this process, `batch_size` utterances per
+    `compute_batch` call: torch work on a GPU runs batched here, never in forked workers."""
+    root = context.options.get("cache_root")
+    cache = ContentCache(Path(root) / "content", extractor) if root else None
+    stamps = [file_stamp(u.path) if cache else None for u in utterances]
+    paths = [cache.path(u) if cache else None for u in utterances]
+    out: list[np.ndarray | None] = [ContentCache.load(p) if p is not None else None for p in paths]
+    missing = [i for i, value in enumerate(out) if value is None]
+    starts = context.progress(range(0, len(missing), max(1, batch_size)), description=description)
+    for start in starts:
+        chunk = missing[start : start + max(1, batch_size)]
+        for index, value in zip(chunk, compute_batch([utterances[i] for i in chunk]), strict=True):
+            value = np.asarray(value)
+            out[index] = value
+            if cache is not None and stamps[index] is not None and file_stamp(utterances[index].path) == stamps[index]:
+                cache.put(utterances[index], value, paths[index])
+    return out  # type: ignore[return-value]
+
+
 def cache_key(*parts: object) -> str:
     """A key for `JsonCache`: sha256 of the parts' text (for example a file hash and the settings)."""
     return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()

@@ -16,7 +16,9 @@ from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from vpeval.settings import StrictModel
 
-Coordinate = Literal["anonymizer", "attacker", "scenario", "protocol", "n", "gender"]
+# dataset: the evaluation set of a run with several (VoicePrivacy's libri_dev, libri_test); not checked at
+# validate, since the corpus names its sets only when it loads.
+Coordinate = Literal["anonymizer", "attacker", "scenario", "protocol", "n", "gender", "dataset"]
 Value = str | int | float
 OPERATORS = ("<", "<=", ">", ">=", "~")
 
@@ -122,6 +124,11 @@ class FindingSpec(StrictModel):
 
 
 class ReportSpec(StrictModel):
+    preset: Literal["vpc"] | None = Field(
+        None,
+        description="vpc: also the VoicePrivacy toolkits' results summary (results_vpc.txt and a report.md "
+        "section: EER by dataset, split, gender and trial condition; WER; UAR)",
+    )
     tables: list[TableSpec] = Field(default_factory=list)
     curves: list[CurveSpec] = Field(default_factory=list)
     findings: list[FindingSpec] = Field(default_factory=list)

@@ -127,6 +127,7 @@ class Trial:
     test_speaker: str = ""
     enroll_id: str = ""  # the name written to Kaldi trial files
     test_id: str = ""
+    subset: str = ""  # the evaluation set it belongs to (VoicePrivacy: libri_dev, libri_test); "" when only one
 
 
 @dataclass
@@ -152,6 +153,7 @@ class Scores:
     test_speakers: np.ndarray | None = None
     enroll_ids: np.ndarray | None = None
     test_ids: np.ndarray | None = None
+    subsets: np.ndarray | None = None  # str [T]: each trial's evaluation set (Trial.subset), or None
 
     def __post_init__(self) -> None:
         self.scores = np.asarray(self.scores, dtype=np.float64)
@@ -172,7 +174,14 @@ class Scores:
             pick(self.test_speakers),
             pick(self.enroll_ids),
             pick(self.test_ids),
+            pick(self.subsets),
         )
+
+    def subset_names(self) -> list[str]:
+        """The evaluation sets these trials come from, in first-seen order (none: one unnamed set)."""
+        if self.subsets is None:
+            return []
+        return [name for name in dict.fromkeys(np.asarray(self.subsets).tolist()) if name]
 
 
 @dataclass

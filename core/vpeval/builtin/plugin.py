@@ -10,10 +10,11 @@ from vpeval.hookspecs import hookimpl
 
 @hookimpl
 def register_corpora(register):
-    from vpeval.builtin.sources import KaldiCorpus, ManifestCorpus
+    from vpeval.builtin.sources import KaldiCorpus, ManifestCorpus, VoicePrivacyCorpus
 
     register(ManifestCorpus)
     register(KaldiCorpus)
+    register(VoicePrivacyCorpus)
 
 
 @hookimpl

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -14,6 +14,7 @@ from vpeval.data.kaldi import read_data_dir
 from vpeval.data.manifest import read_manifest
 from vpeval.data.plan import PredefinedSet, TrialFolder, predefined_plan
 from vpeval.data.textfile import read_table
+from vpeval.data.vpc import CHALLENGES, enrolls_folder, trial_folders
 from vpeval.errors import DataError
 from vpeval.settings import PlanSettings
 from vpeval.types import Corpus, EvaluationPlan
@@ -168,6 +169,67 @@ class KaldiCorpus(CorpusSource):
         if self.params.attacker_train:
             train, _ = folder(self.params.attacker_train)
         return predefined_plan(sets, train, settings, name=corpus.name)
+
+
+class VoicePrivacyCorpus(CorpusSource):
+    """A VoicePrivacy Challenge data folder (2024, 2026 Track 1) by the challenge's own set names."""
+
+    name = "vpc"
+
+    class Params(Params):
+        root: str = Field(description="The challenge's data folder (its recipes' `data/`: libri_dev_enrolls, ...).")
+        challenge: Literal["2024", "2026-track1"] = Field(
+            "2024", description="Which challenge's sets and trial folders (vpeval.data.vpc.CHALLENGES)."
+        )
+        datasets: list[str] | None = Field(
+            None, description="Evaluation sets (default: the challenge's, libri_dev and libri_test)."
+        )
+        trials: Literal["gender", "mixed"] | None = Field(
+            None,
+            description="Trial folders: gender (_trials_f, _trials_m; VPC 2024) or mixed (_trials_mixed, the "
+            "gender-mixed trials of VPC 2026); default: the challenge's.",
+        )
+        train: str | None = Field(
+            "train-clean-360",
+            description="Attacker-train folder (the semi-informed attacker's speech; null: none). Anonymized "
+            "copies come from the `precomputed` anonymizer.",
+        )
+
+    def kaldi_params(self) -> KaldiCorpus.Params:
+        """The same data as a `kaldi` corpus: the folders the challenge's config lists."""
+        challenge = CHALLENGES[self.params.challenge]
+        datasets = list(self.params.datasets or challenge.datasets)
+        trials = self.params.trials or challenge.trials
+        return KaldiCorpus.Params(
+            root=self.params.root,
+            sets=[],
+            attacker_train=self.params.train,
+            evaluation=[EvaluationSet(enrolls=enrolls_folder(d), trials=trial_folders(d, trials)) for d in datasets],
+        )
+
+    @classmethod
+    def missing_paths(cls, params: Params) -> list[str]:
+        root = Path(params.root)
+        if not root.is_dir():
+            return [f"the VoicePrivacy data folder {root} does not exist; set `root` to the challenge's data/ folder."]
+        evaluation = cls(params).kaldi_params().evaluation or []
+        folders = [name for e in evaluation for name in (e.enrolls, *e.trials)]
+        folders += [params.train] if params.train else []
+        return [
+            f"{root} has no data folder {name} (with a wav.scp); make it with the challenge's data preparation, "
+            "or choose the sets with `datasets`, `trials` and `train`."
+            for name in folders
+            if not (root / name / "wav.scp").is_file()
+        ]
+
+    def _kaldi(self) -> KaldiCorpus:
+        return KaldiCorpus(self.kaldi_params(), self.context)
+
+    def load(self) -> Corpus:
+        return self._kaldi().load()
+
+    def evaluation_plan(self, corpus: Corpus, settings: PlanSettings) -> EvaluationPlan | None:
+        return self._kaldi().evaluation_plan(corpus, settings)
 
 
 def _fingerprint_cache(context: PluginContext) -> Path:

@@ -401,6 +401,11 @@ class PredefinedSet:
     # Listed in the folders but skipped as bad audio: utterance ids, and enrollment speakers left with none.
     dropped: set[str] = field(default_factory=set)
     dropped_speakers: set[str] = field(default_factory=set)
+    name: str = ""  # the set's name in results (libri_dev); default: the enrolls folder without "_enrolls"
+
+    @property
+    def subset(self) -> str:
+        return self.name or self.enrolls.name.removesuffix("_enrolls")
 
 
 def predefined_plan(
@@ -471,7 +476,8 @@ def predefined_plan(
                         f"{where} labels '{spk} {utt}' {'target' if target else 'nontarget'}, but "
                         f"{folder.name}/utt2spk gives {utt} the speaker {test_speaker}; correct the label or utt2spk."
                     )
-                trials.append(Trial(side, (uid,), target, gender, spk, test_speaker, prefix + spk, uid))
+                subset = s.subset if len(sets) > 1 else ""  # one set: no dataset coordinate (results as before)
+                trials.append(Trial(side, (uid,), target, gender, spk, test_speaker, prefix + spk, uid, subset))
     overlap = set(enroll_ids) & set(test_ids)
     if overlap:
         raise DataError(

@@ -18,7 +18,7 @@ from vpeval.errors import ConfigError
 from vpeval.names import file_name
 from vpeval.report.figures import Curve, Figure, available, curve_figure
 from vpeval.report.paper_tables import build_table, render_markdown
-from vpeval.report.select import coordinate, first_setting, headline
+from vpeval.report.select import coordinate, first_setting, headline, pooled
 from vpeval.report_spec import CurveSpec, Delta, FindingSpec, ReportSpec, TableSpec
 
 
@@ -27,10 +27,14 @@ def matches(row: dict[str, Any], where: dict[str, list[str]]) -> bool:
 
 
 def metric_rows(
-    rows: list[dict[str, Any]], metric: str, where: dict[str, list[str]]
+    rows: list[dict[str, Any]], metric: str, where: dict[str, list[str]], dims: tuple[str, ...] = ()
 ) -> tuple[list[dict[str, Any]], str]:
     """The rows of `metric` that `where` selects, one per result (headline gender unless `where` names one,
-    one metric entry and variant when the run computed several), and a note naming the entry kept."""
+    one metric entry and variant when the run computed several), and a note naming the entry kept.
+
+    Per-dataset rows only where `where` or the table's `dims` name `dataset`; otherwise the pooled ones."""
+    if "dataset" not in where and "dataset" not in dims:
+        rows = pooled(rows)
     chosen = [r for r in rows if r.get("metric") == metric and r.get("value") is not None and matches(r, where)]
     if "gender" not in where:
         chosen = headline(chosen)
@@ -42,7 +46,7 @@ def metric_rows(
 
 def table_markdown(spec: TableSpec, rows: list[dict[str, Any]], caption) -> str:
     """The declared table in Markdown under its title, or one sentence saying why the results cannot fill it."""
-    chosen, note = metric_rows(rows, spec.metric, spec.where)
+    chosen, note = metric_rows(rows, spec.metric, spec.where, (*spec.rows, *spec.columns))
     head = f"### {spec.title}\n\n"
     if not chosen:
         return head + f"Not filled: no {spec.metric} results match {_describe(spec.where) or 'this run'}."

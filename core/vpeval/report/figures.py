@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from vpeval.names import file_name
-from vpeval.report.select import ANONYMIZED_PROTOCOLS, eer_metric, first_setting, headline, protocol_sort_key
+from vpeval.report.select import ANONYMIZED_PROTOCOLS, eer_metric, first_setting, headline, pooled, protocol_sort_key
 
 log = logging.getLogger("vpeval.report")
 
@@ -411,4 +411,5 @@ def report_figures(run_folder: Path, rows: list[dict[str, Any]]) -> list[Figure]
     out = run_folder / FIGURES_DIR
     for old in [*out.glob("*.png"), *out.glob("*.pdf")] if out.is_dir() else []:
         old.unlink()  # a rerun with fewer anonymizers leaves no stale figure behind
+    rows = pooled(rows)  # the run's figures pool its evaluation sets
     return det_figures(run_folder, out) + eer_vs_n_figures(rows, out) + privacy_utility_figure(rows, out)

@@ -21,7 +21,7 @@ from vpeval.report.provenance import RunInfo
 from vpeval.report.runfolder import load_run
 from vpeval.report.select import SETTING_DETAILS, coordinate, eer_metric, headline, protocol_sort_key
 
-DIMENSIONS = ("run", "anonymizer", "attacker", "scenario", "protocol", "n", "gender", "setting")
+DIMENSIONS = ("run", "anonymizer", "attacker", "scenario", "protocol", "n", "gender", "setting", "dataset")
 Direction = Literal["higher", "lower", "none"]
 
 # Which value is best, from the anonymization system's side: more privacy (higher EER, Cllr, DCF; lower

@@ -20,6 +20,12 @@ def coordinate(row: dict[str, Any], dim: str) -> str:
     return "" if value is None else str(value)
 
 
+def pooled(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows over all the run's evaluation sets: a run with several (VoicePrivacy's libri_dev and
+    libri_test) has rows per set too, with a `dataset` coordinate; summaries that mean "the run" use these."""
+    return [r for r in rows if r.get("dataset") is None]
+
+
 def headline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per result: the female/male average where a metric gives one (as VPAC ranks), else the
     pooled value ('all'); rows of other genders are left out."""
@@ -35,6 +41,7 @@ def headline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             r.get("n"),
             _details_key(r),
             r.get("run"),
+            r.get("dataset"),
         )
         groups[key][r.get("gender") or "all"] = r
     out = []

@@ -57,11 +57,15 @@ def attack_tables(rows: list[dict[str, Any]], extra_key: str | None = None, capt
         )
         by_cell: dict[tuple, dict[str, dict]] = defaultdict(dict)
         row_keys = []
+        # Several evaluation sets: a row per set beside the pooled one ("all"), as VoicePrivacy reports them.
+        datasets = any(r.get("dataset") is not None for r in items)
         for r in items:
             key = ((r.get(extra_key, ""),) if extra_key else ()) + (r["anonymizer"], r["attacker"], r["scenario"])
+            key += (r.get("dataset") or "all",) if datasets else ()
             row_keys.append(key)
             by_cell[(key, r["protocol"])][r["gender"]] = r
         header = ([extra_key] if extra_key else []) + ["anonymizer", "attacker", "trained on"] + protocols
+        header[len(header) - len(protocols) : len(header) - len(protocols)] = ["dataset"] if datasets else []
         body = [list(k) + [_cell(by_cell.get((k, p), {})) for p in protocols] for k in dict.fromkeys(row_keys)]
         title = (
             f"### {metric}{' (' + variant + ')' if variant else ''}{' from ' + label if label else ''}, N = {n}"

@@ -10,7 +10,14 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from vpeval.report.select import ANONYMIZED_PROTOCOLS, eer_metric, first_setting, headline, protocol_sort_key
+from vpeval.report.select import (
+    ANONYMIZED_PROTOCOLS,
+    eer_metric,
+    first_setting,
+    headline,
+    pooled,
+    protocol_sort_key,
+)
 from vpeval.report.tables import fmt_value, markdown_table
 
 LINKABILITY = "linkability"
@@ -31,7 +38,9 @@ def worst_cases(rows: list[dict[str, Any]]) -> tuple[list[WorstCase], str, str]:
     metric = eer_metric(rows)
     if metric is None:
         return [], "", ""
-    chosen = headline([r for r in rows if r.get("protocol") in ANONYMIZED_PROTOCOLS and r.get("value") is not None])
+    chosen = headline(
+        [r for r in pooled(rows) if r.get("protocol") in ANONYMIZED_PROTOCOLS and r.get("value") is not None]
+    )
     eers, note = first_setting([r for r in chosen if r["metric"] == metric])
     links, _ = first_setting([r for r in chosen if r["metric"] == LINKABILITY])
     by_cell: dict[tuple, list[dict]] = defaultdict(list)

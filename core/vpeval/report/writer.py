@@ -21,6 +21,7 @@ from vpeval.report import declared
 from vpeval.report.figures import FIGURES_DIR, SCORE_INDEX, Figure, report_figures
 from vpeval.report.provenance import RunInfo
 from vpeval.report.tables import attack_tables, speech_tables
+from vpeval.report.vpc_results import vpc_results_text
 from vpeval.report.worst_case import worst_case_tables
 
 CSV_FIELDS = [
@@ -89,6 +90,8 @@ def write_outputs(exp, result, plan, score_sets) -> None:
     write_json_atomic(folder / "results.json", payload)
     write_json_atomic(folder / "timings.json", {"seconds": result.timings, "computed": result.executed})
     write_text_atomic(folder / "results.csv", rows_csv(result.rows))
+    if exp.experiment.report is not None and exp.experiment.report.preset == "vpc":
+        write_text_atomic(folder / "results_vpc.txt", vpc_results_text(result.rows))
     write_text_atomic(folder / "report.md", report_markdown(exp, result, payload, info, figures, paper))
 
 
@@ -165,6 +168,10 @@ def report_markdown(
         lines += [f + "\n" for f in declared.findings_markdown(paper.findings)]
     if paper is not None and paper.tables:
         lines += ["", "## Paper tables", ""] + [t + "\n" for t in paper.tables]
+    if exp.experiment.report is not None and exp.experiment.report.preset == "vpc":
+        lines += ["", "## VoicePrivacy results summary", "", "As the challenge toolkits print it (also in "]
+        lines[-1] += "results_vpc.txt):"
+        lines += ["", "```", vpc_results_text(result.rows).rstrip("\n"), "```"]
     if paper is not None and (paper.figures or paper.notes):
         lines += ["", "## Paper figures", ""] + [
             figure_markdown(f, folder=result.folder, info=info) + "\n" for f in paper.figures

@@ -619,6 +619,7 @@ class Runner:
             np.array([t.test_speaker for t in trials]),
             np.array([t.enroll_id for t in trials]),
             np.array([t.test_id for t in trials]),
+            np.array([t.subset for t in trials]) if any(t.subset for t in trials) else None,
         )
 
     # -- metrics -----------------------------------------------------------------------------
@@ -712,6 +713,19 @@ class Runner:
                 lambda s=s, coords=coords: MetricInputs(scores=s.scores, attributes=coords),
             )
             rows += [_row(coords, plugin, r) for r in results]
+            # Several evaluation sets (VoicePrivacy's libri_dev and libri_test): each set's own rows too, as the
+            # challenge reports them, with a `dataset` coordinate; the rows above pool the sets.
+            for subset in s.scores.subset_names():
+                mask = np.asarray(s.scores.subsets) == subset
+                part = {**coords, "dataset": subset}
+                results = self._metric_results(
+                    plugin,
+                    f"{label} on {subset}",
+                    {"scores": s.key},
+                    part,
+                    lambda s=s, mask=mask, part=part: MetricInputs(scores=s.scores.select(mask), attributes=part),
+                )
+                rows += [_row(part, plugin, r) for r in results]
         return rows
 
     def _speech_metric_rows(self, plugin: ResolvedPlugin, scope: MetricScope) -> list[dict[str, Any]]:
@@ -897,4 +911,7 @@ def _num(x):
 
 
 def _trials_key(trial_list: TrialList) -> str:
-    return stable_key([trial_list.n, [(t.enroll, t.test, t.target) for t in trial_list.trials]])
+    # The subset joins the key only where there is one, so the keys of one-set plans stay as they were.
+    return stable_key(
+        [trial_list.n, [(t.enroll, t.test, t.target) + ((t.subset,) if t.subset else ()) for t in trial_list.trials]]
+    )

@@ -32,7 +32,7 @@ class StoredScores:
     """Trial scores and their labels in scores.npz (no pickles)."""
 
     reload: ClassVar[bool] = False
-    LABELS = ("genders", "enroll_speakers", "test_speakers", "enroll_ids", "test_ids")
+    LABELS = ("genders", "enroll_speakers", "test_speakers", "enroll_ids", "test_ids", "subsets")
 
     @classmethod
     def save(cls, scores: Scores, folder: Path) -> None:

@@ -169,6 +169,8 @@ def test_the_cli_ends_a_missing_folder_with_one_sentence_and_exit_code_2(recipe,
         text=True,
         env=env,
     )
-    assert done.returncode == 2
-    assert "`folders` names" in done.stderr and "no-such-folder, which is not a folder" in done.stderr
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    # caught when the experiment loads (Plugin.missing_paths), before any stage runs
+    assert "line 14 (anonymizers[0].params)" in done.stderr and "no-such-folder has no wav.scp" in done.stderr
+    assert not (tmp_path / "run").exists()
     assert "Traceback" not in done.stderr

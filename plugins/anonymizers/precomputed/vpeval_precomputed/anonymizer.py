@@ -4,15 +4,34 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from pydantic import Field, model_validator
 
 from vpeval.api import Anonymizer, Params, Voice
 from vpeval.audio import read_audio
+from vpeval.data.vpc import CHALLENGES, anonymized, evaluation_folders
 from vpeval.errors import DataError
 from vpeval.types import Corpus, Utterance
 from vpeval_precomputed.index import SHOWN, PrecomputedSet, load_precomputed
+
+
+class VoicePrivacySubmission(Params):
+    """A system's anonymized copies of the VoicePrivacy folders (vpeval.data.vpc): `root`/<folder><suffix>."""
+
+    root: str = Field(description="The challenge's data folder holding the anonymized copies.")
+    suffix: str = Field(min_length=1, description="The system's suffix, for example _B3 or _mcadams.")
+    challenge: Literal["2024", "2026-track1"] = "2024"
+    datasets: list[str] | None = Field(None, description="Evaluation sets (default: the challenge's).")
+    trials: Literal["gender", "mixed"] | None = Field(None, description="Trial folders (default: the challenge's).")
+    train: bool = Field(True, description="Also the anonymized train-clean-360 (for semi-informed attackers).")
+
+    def folders(self) -> list[str]:
+        challenge = CHALLENGES[self.challenge]
+        names = evaluation_folders(list(self.datasets or challenge.datasets), self.trials or challenge.trials)
+        names += [challenge.train] if self.train else []
+        return [str(Path(self.root) / name) for name in anonymized(names, self.suffix)]
 
 
 class Precomputed(Anonymizer):
@@ -38,12 +57,33 @@ class Precomputed(Anonymizer):
             description="A CSV or JSONL manifest of anonymized speech read like the `manifest` corpus "
             "(path and speaker required; id, or the file stem as the corpus derives it).",
         )
+        vpc: VoicePrivacySubmission | None = Field(
+            None,
+            description="A VoicePrivacy submission by the challenge's folder names: {root, suffix, challenge, "
+            "datasets, trials, train}; adds root/<folder><suffix> for every evaluation folder (and train-clean-360).",
+        )
 
         @model_validator(mode="after")
         def _has_a_source(self):
-            if not self.folders and self.manifest is None:
-                raise ValueError("give `folders` (data folders of anonymized speech) or `manifest`, or both")
+            if not self.folders and self.manifest is None and self.vpc is None:
+                raise ValueError("give `folders` (data folders of anonymized speech), `manifest` or `vpc`")
             return self
+
+        def all_folders(self) -> list[str]:
+            return list(self.folders) + (self.vpc.folders() if self.vpc else [])
+
+    @classmethod
+    def missing_paths(cls, params) -> list[str]:
+        return [
+            f"the anonymized data folder {folder} has no wav.scp; write the system's output there (the original "
+            "folder's name plus the system's suffix, the same utterance ids), or fix `folders` / `vpc.suffix`."
+            for folder in params.all_folders()
+            if not (Path(folder) / "wav.scp").is_file()
+        ] + (
+            [f"the manifest {params.manifest} does not exist."]
+            if params.manifest and not Path(params.manifest).is_file()
+            else []
+        )
 
     _set: PrecomputedSet | None = None
 
@@ -99,6 +139,6 @@ class Precomputed(Anonymizer):
             # Pipes run commands: only the person running vpeval allows them (--allow-pipes), never a file.
             allow_pipes = bool(self.context.options.get("allow_pipes"))
             self._set = load_precomputed(
-                self.params.folders, self.params.manifest, allow_pipes, self.context.folder("pipes")
+                self.params.all_folders(), self.params.manifest, allow_pipes, self.context.folder("pipes")
             )
         return self._set
