@@ -68,6 +68,9 @@ def test_frontend_output_is_the_attacked_frontends_and_needs_one(tmp_path):
         def encode(self, audio):
             return ("encoded", len(audio))
 
+        def encode_batch(self, audios):
+            return [self.encode(audio) for audio in audios]
+
     attacker.frontend = Frontend()
     assert attacker.attacked_frontend() is attacker.frontend
     assert attacker.frontend_output(np.zeros(1600, dtype=np.float32)) == ("encoded", 1600)

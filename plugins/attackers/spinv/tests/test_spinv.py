@@ -29,7 +29,9 @@ def encoder(split, band_encoder_class):
 @pytest.fixture(scope="module")
 def frontend(split):
     cpu = pytest.importorskip("vpeval_cpu_frontends.fbank_rvq")
-    fe = cpu.FbankRvqFrontend(cpu.FbankRvqFrontend.Params(codebook_size=32), PluginContext(seed=0))
+    # tokens + the log-mel frames: the band encoder's input itself, so a tiny G learns in seconds
+    params = cpu.FbankRvqFrontend.Params(codebook_size=32, expose="tokens+features")
+    fe = cpu.FbankRvqFrontend(params, PluginContext(seed=0))
     fe.fit(split[0])
     return fe
 
@@ -178,3 +180,57 @@ def test_inversion_embeddings_take_targets_from_a_reference_corpus(split, traine
     np.testing.assert_allclose(recovered[1], trained.recover(observed.utterances[1]))
     with pytest.raises(DataError, match="same utterance ids"):
         trained.inversion_embeddings(split[1], reference=observed)
+
+
+def test_batched_recovery_equals_one_utterance_at_a_time(split, trained, tmp_path):
+    """recover_many pads G's batches (masked keys); each row equals recover() alone within 1e-5 max abs,
+    also for an utterance shorter than the observed slice (padded in its batch)."""
+    import soundfile
+
+    short = tmp_path / "short.wav"
+    soundfile.write(short, split[1].utterances[0].load(16000)[:8000], 16000)
+    utterances = [*split[1].utterances[:5], type(split[1].utterances[0])(id="short", speaker="x", path=str(short))]
+    alone = []
+    for u in utterances:
+        trained._recovered.clear()
+        alone.append(trained.recover(u))
+    trained._recovered.clear()
+    batched = trained.recover_many(utterances)
+    assert np.abs(np.stack(batched) - np.stack(alone)).max() <= 1e-5
+    trained._recovered.clear()
+
+
+def test_frame_views_are_stored_on_disk_memory_mapped_and_removed_after_training(split, encoder, frontend, tmp_path):
+    from vpeval_spinv.views import FrameStore, layout_of
+
+    outputs = frontend.encode_batch([u.load(16000) for u in split[0].utterances[:3]])
+    store = FrameStore(tmp_path / "store", layout_of(outputs[0]), outputs[0].frame_rate)
+    for output in outputs:
+        store.append(output)
+    store.close()
+    for k, output in enumerate(outputs):
+        read = store[k]
+        assert isinstance(read.tokens, np.memmap) and isinstance(read.features, np.memmap)
+        np.testing.assert_array_equal(read.tokens, output.tokens)
+        np.testing.assert_array_equal(read.features, output.features)
+    attacker = make(tmp_path / "w", encoder, frontend, views_from="frames", stage_a_epochs=1, stage_b_epochs=0)
+    attacker.train(TrainingData([TrainingStage("original", split[0])]))
+    assert not any((tmp_path / "w" / "spinv").iterdir())  # the memory-mapped frames are gone
+
+
+def test_slices_hold_the_frames_the_frontend_emits_for_that_long_a_waveform(tmp_path, encoder):
+    class QwenLike:
+        """Qwen3-Omni's count: 13 per whole second, then the tail's (0.8 s -> 10, not ceil(0.8 x 13) = 11)."""
+
+        sample_rate = 16000
+
+        def frames(self, samples):
+            whole, tail = divmod(samples // 160, 100)
+            for _ in range(3):  # three stride-2 convolutions on the tail window
+                tail = (tail - 1) // 2 + 1 if tail else 0
+            return 13 * whole + tail
+
+    attacker = make(tmp_path, encoder, QwenLike())
+    assert attacker.frames_for(0.8, 13.0) == 10 and attacker.frames_for(3.0, 13.0) == 39
+    attacker.frontend = type("Plain", (), {"sample_rate": 16000})()
+    assert attacker.frames_for(0.8, 13.0) == 11  # no frames(): ceil(seconds x rate)

@@ -136,6 +136,7 @@ class SpInv(Attacker):
     """
 
     name = "spinv"
+    device_sensitive = True  # G trains and runs on the experiment's device and precision
     uses_frontend = True
     needs_training = True
     sample_rate = 16000  # nominal: audio is read at the frontend's and the encoder's own rates
@@ -177,7 +178,7 @@ class SpInv(Attacker):
     def target_embeddings(self, utterances: Sequence[Utterance]) -> list[np.ndarray]:
         """z = F(x) of many utterances, from the run's content cache where present (every spinv attacker
         of a run with the same target encoder shares them), else computed with the run's workers."""
-        from vpeval.content_cache import cached_map
+        from vpeval.content_cache import cached_batches, cached_map
         from vpeval_spinv.shared import target_extractor
 
         todo = list({_key(u): u for u in utterances if _key(u) not in self._targets}.values())
@@ -185,13 +186,24 @@ class SpInv(Attacker):
             prepare = getattr(self.encoder, "prepare", None)
             if prepare is not None:
                 prepare()  # load (or train) once, before any worker forks
-            vectors = cached_map(
-                self.context,
-                todo,
-                target_extractor(self),
-                lambda u: self.embed_waveform(u.load(self.encoder.sample_rate)),
-                "spinv: target embeddings",
-            )
+            rate = self.encoder.sample_rate
+            if self.context.on_gpu:  # batched in this process: CUDA does not survive a fork
+                vectors = cached_batches(
+                    self.context,
+                    todo,
+                    target_extractor(self),
+                    lambda us: self.embed_waveforms([u.load(rate) for u in us]),
+                    self.params.batch_size,
+                    "spinv: target embeddings",
+                )
+            else:
+                vectors = cached_map(
+                    self.context,
+                    todo,
+                    target_extractor(self),
+                    lambda u: self.embed_waveform(u.load(rate)),
+                    "spinv: target embeddings",
+                )
             self._targets.update((_key(u), np.asarray(v, dtype=np.float32)) for u, v in zip(todo, vectors))
         return [self._targets[_key(u)] for u in utterances]
 
@@ -203,9 +215,32 @@ class SpInv(Attacker):
             raise DataError(f"The target encoder {self.params.target_encoder.use} returned NaN or infinite values.")
         return vector
 
+    def embed_waveforms(self, audios: Sequence[np.ndarray]) -> np.ndarray:
+        """z = F(audio) of many waveforms [B, d_z] in one embed_batch call (batched on the run's device)."""
+        vectors = np.asarray(self.encoder.embed_batch(list(audios)), dtype=np.float32).reshape(len(audios), -1)
+        if not np.isfinite(vectors).all():
+            raise DataError(f"The target encoder {self.params.target_encoder.use} returned NaN or infinite values.")
+        return vectors
+
     def frontend_output(self, audio: np.ndarray) -> FrontendOutput:
         """The attacked frontend's output (tokens and/or features) for a waveform at the frontend's sample rate."""
-        return self.attacked_frontend().encode(audio)
+        return self.frontend_outputs([audio])[0]
+
+    def frontend_outputs(self, audios: Sequence[np.ndarray]) -> list[FrontendOutput]:
+        """The attacked frontend's outputs for many waveforms: one encode_batch call (padded batches on the
+        run's device for the torch frontends, equal to encode of each)."""
+        return self.attacked_frontend().encode_batch(list(audios))
+
+    def frames_for(self, seconds: float, frame_rate: float) -> int:
+        """Frames of `seconds` of frontend output: the count the frontend emits for a waveform that long
+        where it tells (a `frames(samples)` method: mimi, higgs, qwen), else ceil(seconds x frame_rate)."""
+        from vpeval_spinv.views import frames_for
+
+        frontend = self.attacked_frontend()
+        emitted = getattr(frontend, "frames", None)
+        if callable(emitted):
+            return max(1, int(emitted(int(round(seconds * frontend.sample_rate)))))
+        return frames_for(seconds, frame_rate)
 
     # -- training -------------------------------------------------------------------------------
 
@@ -228,6 +263,7 @@ class SpInv(Attacker):
             self.load(folder)
             return
         self.model, self.config, self.history = fit_spinv(self, corpus, data.validation)
+        self.model.to(self.context.device)
         self._recovered.clear()
         if folder is not None:
             store(self, folder)
@@ -237,26 +273,38 @@ class SpInv(Attacker):
     def recover(self, utterance: Utterance) -> np.ndarray:
         """ẑ = G(a contiguous `observed_seconds` slice of the frontend output), slice start seeded by the
         utterance id."""
-        key = _key(utterance)
-        if key not in self._recovered:
-            import torch
+        return self.recover_many([utterance])[0]
 
-            from vpeval_spinv.views import collate, layout_of, slice_output
+    def recover_many(self, utterances: Sequence[Utterance]) -> list[np.ndarray]:
+        """recover() of many utterances: batch_size at a time through the frontend (encode_batch) and G
+        (padded, masked batches on the run's device). Each G row sees only its own frames (key padding
+        mask), so a batch gives each utterance what it gets alone, within float rounding (tests)."""
+        import torch
 
-            if self.model is None:
-                raise RuntimeError("spinv: train() or load() before represent().")
-            output = self.frontend_output(utterance.load(self.attacked_frontend().sample_rate))
-            trained_on = self.model.aub.layout
-            if layout_of(output) != trained_on:
-                raise DataError(
-                    f"The frontend's output for {utterance.path} has {layout_of(output)}, but spinv was trained on "
-                    f"{trained_on}; retrain it with this frontend."
-                )
-            observed = slice_output(output, self.params.observed_seconds, self.context.rng("spinv-slice", utterance.id))
-            with torch.no_grad():
-                batch = collate([observed], trained_on, self.model.aub.max_frames)
-                self._recovered[key] = self.model(batch)[0][0].numpy().astype(np.float32)
-        return self._recovered[key]
+        from vpeval_spinv.views import collate, layout_of, slice_output
+
+        todo = list({_key(u): u for u in utterances if _key(u) not in self._recovered}.values())
+        if todo and self.model is None:
+            raise RuntimeError("spinv: train() or load() before represent().")
+        rate = self.attacked_frontend().sample_rate
+        step = self.params.batch_size
+        for start in range(0, len(todo), step):
+            chunk = todo[start : start + step]
+            observed = []
+            for utterance, output in zip(chunk, self.frontend_outputs([u.load(rate) for u in chunk])):
+                trained_on = self.model.aub.layout
+                if layout_of(output) != trained_on:
+                    raise DataError(
+                        f"The frontend's output for {utterance.path} has {layout_of(output)}, but spinv was trained "
+                        f"on {trained_on}; retrain it with this frontend."
+                    )
+                rng = self.context.rng("spinv-slice", utterance.id)
+                observed.append(slice_output(output, self.params.observed_seconds, rng, self.frames_for))
+            batch = collate(observed, self.model.aub.layout, self.model.aub.max_frames, self.context.device)
+            with torch.no_grad(), self.context.autocast():
+                recovered = self.model(batch)[0].float().cpu().numpy().astype(np.float32)
+            self._recovered.update((_key(u), row) for u, row in zip(chunk, recovered))
+        return [self._recovered[_key(u)] for u in utterances]
 
     def represent(self, utterances: Sequence[Utterance]) -> np.ndarray:
         """[mean unit ẑ] (compare: recovered) or [mean unit ẑ, mean unit z] (compare: target): the
@@ -267,6 +315,7 @@ class SpInv(Attacker):
         return np.concatenate([recovered, _mean_unit(self.target_embeddings(utterances))])
 
     def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:
+        self.recover_many([u for side in sides for u in side])  # every distinct utterance, in batches
         if self.params.compare == "target":  # every target embedding at once, through the content cache
             self.target_embeddings([u for side in sides for u in side])
         return super().represent_many(sides)
@@ -297,8 +346,10 @@ class SpInv(Attacker):
                 "give a reference with the same utterance ids."
             )
         self.target_embeddings([reference[u.id] for u in corpus.utterances])
-        items = self.context.progress(corpus.utterances, total=len(corpus), description="spinv: invert")
-        rows = [(self.recover(u), self.target_embedding(reference[u.id])) for u in items]
+        step = self.params.batch_size
+        for start in self.context.progress(range(0, len(corpus), step), description="spinv: invert"):
+            self.recover_many(corpus.utterances[start : start + step])
+        rows = [(self.recover(u), self.target_embedding(reference[u.id])) for u in corpus.utterances]
         speakers = np.array([reference[u.id].speaker for u in corpus.utterances])
         return np.stack([r for r, _ in rows]), np.stack([t for _, t in rows]), speakers
 
@@ -307,14 +358,15 @@ class SpInv(Attacker):
     def save(self, folder: Path) -> None:
         import torch
 
+        from vpeval.device import cpu_state_dict
+
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        torch.save(self.model.state_dict(), folder / "recovery.pt")
+        torch.save(cpu_state_dict(self.model), folder / "recovery.pt")  # loads on any device
         (folder / "config.json").write_text(json.dumps({**self.config, "history": self.history}, indent=1))
 
     def load(self, folder: Path) -> None:
-        import torch
-
+        from vpeval.torchload import load_weights_only
         from vpeval_spinv.fit import build_recovery
 
         folder = Path(folder)
@@ -322,8 +374,8 @@ class SpInv(Attacker):
         self.history = saved.pop("history", [])
         self.config = saved
         self.model = build_recovery(saved)
-        self.model.load_state_dict(torch.load(folder / "recovery.pt", weights_only=True))
-        self.model.eval()
+        self.model.load_state_dict(load_weights_only(folder / "recovery.pt", map_location="cpu"))
+        self.model.to(self.context.device).eval()
         self._recovered.clear()
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -12,12 +15,12 @@ from vpeval.errors import DataError
 from vpeval.types import Corpus
 from vpeval_spinv.model import DinoHead, Layout, Recovery, Sizes
 from vpeval_spinv.training import DistillSettings, SpInvNetworks, StageSettings, Views, run_stage
-from vpeval_spinv.views import collate, crop_waveform, frames_for, layout_of, slice_output
+from vpeval_spinv.views import FrameStore, collate, crop_waveform, layout_of, slice_output
 
 if TYPE_CHECKING:
     from vpeval_spinv.attacker import SpInv
 
-AUDIO_CACHE = 4096  # waveforms kept in memory between epochs (small corpora are read once)
+AUDIO_CACHE_BYTES = 1 << 30  # training waveforms kept in memory between epochs (small corpora are read once)
 FRAME_SLACK = 2  # frontends may emit a frame or two more than ceil(seconds * rate)
 
 
@@ -27,25 +30,21 @@ def build_recovery(config: dict) -> Recovery:
 
 
 def fit_spinv(attacker: SpInv, corpus: Corpus, validation: Corpus | None = None) -> tuple[Recovery, dict, list[dict]]:
-    """Stage A then Stage B on `corpus`; returns G (eval mode), its config and the loss history.
+    """Stage A then Stage B on `corpus`; returns G (eval mode, on the CPU), its config and the loss history.
 
     With a validation corpus (and select_stage_a: validation) Stage B starts from the Stage A epoch
-    whose recovered embeddings come closest (CosSim, eq. 14) to the target encoder's on it.
+    whose recovered embeddings come closest (CosSim, eq. 14) to the target encoder's on it. The networks
+    train on the experiment's device under its precision; the frontend encodes each batch's crops in one
+    encode_batch call and the target encoder embeds teacher crops in one embed_batch call.
     """
     p = attacker.params
+    context = attacker.context
+    device = context.device
     frontend = attacker.attacked_frontend()
     utterances = corpus.utterances
-    audio_cache: dict[int, np.ndarray] = {}
+    audio = WaveformCache(utterances, frontend.sample_rate)
 
-    def audio(i: int) -> np.ndarray:
-        if i in audio_cache:
-            return audio_cache[i]
-        wave = utterances[i].load(frontend.sample_rate)
-        if len(audio_cache) < AUDIO_CACHE:
-            audio_cache[i] = wave
-        return wave
-
-    first = attacker.frontend_output(audio(0))
+    first = attacker.frontend_outputs([audio(0)])[0]
     layout = layout_of(first)
     longest = max(p.local_seconds, p.global_seconds)  # observed_seconds may not exceed it (SpInvParams)
     targets = attacker.target_embeddings(utterances) if p.teacher_seconds is None else None
@@ -58,7 +57,7 @@ def fit_spinv(attacker: SpInv, corpus: Corpus, validation: Corpus | None = None)
         p.heads,
         p.output_dim,
         target_dim,
-        frames_for(longest, first.frame_rate) + FRAME_SLACK,
+        attacker.frames_for(longest, first.frame_rate) + FRAME_SLACK,
         p.dropout,
     )
     config = {
@@ -69,54 +68,53 @@ def fit_spinv(attacker: SpInv, corpus: Corpus, validation: Corpus | None = None)
         "speakers": len(corpus.speakers),
     }
 
-    torch.manual_seed(attacker.context.torch_seed("spinv", "init"))
+    torch.manual_seed(context.torch_seed("spinv", "init"))
     nets = SpInvNetworks(
         Recovery(layout, sizes), DinoHead(p.output_dim, p.dino_hidden, p.dino_bottleneck, p.dino_prototypes)
     )
     speaker_index = {s: i for i, s in enumerate(corpus.speakers)}
     nets.classifier = nn.Parameter(nn.init.xavier_uniform_(torch.empty(len(speaker_index), p.hidden)))
-    labels = np.array([speaker_index[u.speaker] for u in utterances])
+    nets.to(device)
+    labels = torch.from_numpy(np.array([speaker_index[u.speaker] for u in utterances]))
 
-    def encode(wave: np.ndarray, what: str):
-        output = attacker.frontend_output(wave)
-        if layout_of(output) != layout:
-            raise DataError(
-                f"The frontend's {what} output has layout {layout_of(output)}, unlike its first output {layout}."
-            )
-        return output
+    def encode(waves: list[np.ndarray], what: str) -> list:
+        outputs = attacker.frontend_outputs(waves)
+        for output in outputs:
+            if layout_of(output) != layout:
+                raise DataError(
+                    f"The frontend's {what} output has layout {layout_of(output)}, unlike its first output {layout}."
+                )
+        return outputs
 
-    whole_outputs: dict[int, object] = {}
-
-    def whole(i: int):
-        if i not in whole_outputs:
-            whole_outputs[i] = encode(audio(i), "training")
-        return whole_outputs[i]
+    store = None
+    if p.views_from == "frames":  # every utterance encoded once, its output on disk, memory-mapped
+        store = FrameStore(
+            Path(tempfile.mkdtemp(prefix="frames-", dir=context.folder("spinv"))), layout, first.frame_rate
+        )
+        step = max(1, p.batch_size)
+        for start in context.progress(range(0, len(utterances), step), description="spinv: encode training speech"):
+            for output in encode([audio(i) for i in range(start, min(len(utterances), start + step))], "training"):
+                store.append(output)
+        store.close()
 
     def make_views(indices: list[int], rng: np.random.Generator) -> Views:
         rate = frontend.sample_rate
-
-        def view(seconds: float, what: str):
-            if p.views_from == "frames":  # cut from the output of the whole utterance, encoded once
-                outputs = [slice_output(whole(i), seconds, rng) for i in indices]
-            else:  # the paper: cut the waveform, then encode the crop
-                outputs = [encode(crop_waveform(audio(i), seconds, rate, rng), what) for i in indices]
-            return collate(outputs, layout, sizes.max_frames)
-
-        local = [view(p.local_seconds, "local view") for _ in range(2)]
-        global_ = [view(p.global_seconds, "global view") for _ in range(2)]
+        lengths = [p.local_seconds] * 2 + [p.global_seconds] * 2  # V_s local views, then V_g global views
+        if store is not None:  # cut from the output of the whole utterance, encoded once
+            views = [[slice_output(store[i], seconds, rng) for i in indices] for seconds in lengths]
+        else:  # the paper: cut the waveform, then encode the crop; all 4 x B crops in one batched call
+            crops = [crop_waveform(audio(i), seconds, rate, rng) for seconds in lengths for i in indices]
+            outputs = encode(crops, "training view")
+            views = [outputs[k * len(indices) : (k + 1) * len(indices)] for k in range(len(lengths))]
+        batches = [collate(view, layout, sizes.max_frames, device) for view in views]
         if targets is not None:
             z = np.stack([targets[i] for i in indices])
         else:
             enc_rate = attacker.encoder.sample_rate
-            z = np.stack(
-                [
-                    attacker.embed_waveform(
-                        crop_waveform(utterances[i].load(enc_rate), p.teacher_seconds, enc_rate, rng)
-                    )
-                    for i in indices
-                ]
+            z = attacker.embed_waveforms(
+                [crop_waveform(utterances[i].load(enc_rate), p.teacher_seconds, enc_rate, rng) for i in indices]
             )
-        return Views(local, global_, torch.from_numpy(z).float(), torch.from_numpy(labels[indices]))
+        return Views(batches[:2], batches[2:], torch.from_numpy(z).float().to(device), labels[indices].to(device))
 
     settings = DistillSettings(
         p.student_temperature,
@@ -140,18 +138,50 @@ def fit_spinv(attacker: SpInv, corpus: Corpus, validation: Corpus | None = None)
     if validation is not None and len(validation) and p.select_stage_a == "validation":
         validate = validation_cossim(attacker, nets.student, validation, layout, sizes.max_frames, p.batch_size)
     history = []
-    for stage in stages:
-        history += run_stage(
-            nets,
-            stage,
-            settings,
-            len(utterances),
-            make_views,
-            lambda epoch, s=stage.name: attacker.context.rng("spinv", "views", s, epoch),
-            attacker.context.log.info,
-            validate if stage.name == "A" else None,
-        )
-    return nets.student.eval(), config, history
+    try:
+        for stage in stages:
+            history += run_stage(
+                nets,
+                stage,
+                settings,
+                len(utterances),
+                make_views,
+                lambda epoch, s=stage.name: context.rng("spinv", "views", s, epoch),
+                context.log.info,
+                validate if stage.name == "A" else None,
+                autocast=context.autocast,
+                scaler=_scaler(context),
+            )
+    finally:
+        if store is not None:
+            shutil.rmtree(store.folder, ignore_errors=True)
+    return nets.student.eval().cpu(), config, history
+
+
+class WaveformCache:
+    """Training waveforms at the frontend's rate, kept in memory up to AUDIO_CACHE_BYTES (small corpora are
+    read once), read from disk again beyond it."""
+
+    def __init__(self, utterances, sample_rate: int):
+        self.utterances, self.sample_rate = utterances, sample_rate
+        self.kept: dict[int, np.ndarray] = {}
+        self.bytes = 0
+
+    def __call__(self, i: int) -> np.ndarray:
+        if i in self.kept:
+            return self.kept[i]
+        wave = self.utterances[i].load(self.sample_rate)
+        if self.bytes + wave.nbytes <= AUDIO_CACHE_BYTES:
+            self.kept[i] = wave
+            self.bytes += wave.nbytes
+        return wave
+
+
+def _scaler(context):
+    """fp16 on a GPU needs loss scaling (bf16 and fp32 do not)."""
+    if context.on_gpu and context.precision == "fp16":
+        return torch.amp.GradScaler("cuda")
+    return None
 
 
 def validation_cossim(attacker: SpInv, student: Recovery, corpus: Corpus, layout: Layout, max_frames: int, batch: int):
@@ -159,22 +189,29 @@ def validation_cossim(attacker: SpInv, student: Recovery, corpus: Corpus, layout
     utterance with its target embedding (slices seeded by the utterance id, as the attack's; their length
     is the one G trains on, not observed_seconds, so that training does not depend on the attack)."""
     sample_rate = attacker.attacked_frontend().sample_rate
+    device = attacker.context.device
     slices = []
-    for u in corpus.utterances:
-        output = attacker.frontend_output(u.load(sample_rate))
-        if layout_of(output) != layout:
-            raise DataError(
-                f"The frontend's output for {u.path} has {layout_of(output)}, unlike its training output {layout}."
-            )
-        slices.append(slice_output(output, attacker.params.local_seconds, attacker.context.rng("spinv-slice", u.id)))
-    targets = attacker.target_embeddings(corpus.utterances)
-    target = torch.from_numpy(np.stack(targets)).float()
+    utterances = corpus.utterances
+    for start in range(0, len(utterances), batch):
+        chunk = utterances[start : start + batch]
+        for u, output in zip(chunk, attacker.frontend_outputs([u.load(sample_rate) for u in chunk])):
+            if layout_of(output) != layout:
+                raise DataError(
+                    f"The frontend's output for {u.path} has {layout_of(output)}, unlike its training output {layout}."
+                )
+            rng = attacker.context.rng("spinv-slice", u.id)
+            slices.append(slice_output(output, attacker.params.local_seconds, rng, attacker.frames_for))
+    targets = attacker.target_embeddings(utterances)
+    target = torch.from_numpy(np.stack(targets)).float().to(device)
 
     def score() -> float:
         student.eval()
-        with torch.no_grad():
+        with torch.no_grad(), attacker.context.autocast():
             recovered = torch.cat(
-                [student(collate(slices[k : k + batch], layout, max_frames))[0] for k in range(0, len(slices), batch)]
+                [
+                    student(collate(slices[k : k + batch], layout, max_frames, device))[0].float()
+                    for k in range(0, len(slices), batch)
+                ]
             )
         student.train()
         return float(torch.nn.functional.cosine_similarity(recovered, target, dim=-1).mean())

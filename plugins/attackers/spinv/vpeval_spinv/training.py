@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,6 +71,15 @@ class SpInvNetworks:
             p.requires_grad_(False)
         prototypes = self.dino.prototypes.weight.shape[0]
         self.center = torch.zeros(prototypes)
+
+    def to(self, device: str) -> SpInvNetworks:
+        """Every network, the centre and the classifier on `device` (the run's)."""
+        for name in ("student", "dino", "teacher_aub", "teacher_dino"):
+            getattr(self, name).to(device)
+        self.center = self.center.to(device)
+        if self.classifier is not None:
+            self.classifier.data = self.classifier.data.to(device)
+        return self
 
     def snapshot(self) -> dict:
         """Copies of every trained tensor (student, DINO head, teachers, centre, classifier)."""
@@ -147,11 +157,15 @@ def run_stage(
     rng_for_epoch: Callable[[int], np.random.Generator],
     log: Callable[[str], None],
     validate: Callable[[], float] | None = None,
+    *,
+    autocast: Callable[[], AbstractContextManager] = nullcontext,
+    scaler: torch.amp.GradScaler | None = None,
 ) -> list[dict[str, float]]:
     """Train one stage with Adam over `count` utterances; returns per-epoch mean loss terms.
 
     With `validate` (a score, higher is better, computed after every epoch) the networks end in the
     state of the best epoch ("the selected Stage A checkpoint" of section III-C), else the last.
+    Forward passes run under `autocast()` (the run's precision on a GPU); `scaler` scales fp16 losses.
     """
     if stage.epochs == 0:
         return []
@@ -179,11 +193,17 @@ def run_stage(
         started = time.perf_counter()
         for b in range(batches_per_epoch):
             views = make_views(order[b * batch : (b + 1) * batch].tolist(), rng)
-            terms = stage_losses(nets, views, settings, margin)
-            loss = weighted_sum(terms, stage.weights)
+            with autocast():
+                terms = stage_losses(nets, views, settings, margin)
+                loss = weighted_sum(terms, stage.weights)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
+            if scaler is None:
+                loss.backward()
+                optimizer.step()
+            else:
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
             nets.teacher_step(ema_momentum(step, total_steps, settings.ema_start, settings.ema_end))
             step += 1
             for name, value in {**terms, "total": loss}.items():
