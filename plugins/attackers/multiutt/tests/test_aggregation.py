@@ -134,6 +134,17 @@ def test_params_defaults_are_the_papers():
         40,
     )
     assert (p.fusion_dim, p.fusion_weights, p.fusion_epochs, p.fusion_lr) == (256, (0.5, 0.5), 5, 1e-4)
+    # IV-A / IV-C two-stage: 65/35 base/fusion speakers, query attention on a frozen encoder (5 epochs at 1e-4)
+    assert (p.base_share, p.aggregation_training) == (0.65, "two-stage")
+    qa = MultiUttAttacker.Params(system="query-attention")
+    assert qa.trains_fusion and MultiUttAttacker(qa).strategy.audio_aggregation == "mean"
+    assert not MultiUttAttacker.Params(system="query-attention", aggregation_training="end-to-end").trains_fusion
+    # IV-A validation list: 100 target + 100 non-target trials per validation speaker; IV-C semi-informed 15 at 1e-4
+    assert (p.validation_target_trials, p.validation_nontarget_trials) == (100, 100)
+    assert (p.semi_epochs, p.semi_lr) == (15, 1e-4)
+    # III-B2: weighted fusion weights the embeddings before a trained fusion layer
+    assert MultiUttAttacker.Params(system="audio-text", fusion="weighted").trains_fusion
+    assert not MultiUttAttacker.Params(system="audio-text", fusion="weighted-score").trains_fusion
 
 
 @pytest.mark.parametrize(
@@ -143,8 +154,6 @@ def test_params_defaults_are_the_papers():
         ({"channels": [12, 16, 16, 16, 48]}, "multiples of 8"),
         ({"embedding_dim": 30, "attention_heads": 4}, "multiple of attention_heads"),
         ({"system": "text", "fusion": "weighted"}, "audio-text only"),
-        ({"system": "frame-concat", "base_share": 0.65}, "base_share"),
-        ({"system": "audio-text", "fusion": "weighted", "base_share": 0.65}, "base_share"),
         ({"query_temperature": 0}, "greater than 0"),
         ({"fusion_weights": (0, 0)}, "positive sum"),
         ({"system": "no-such-system"}, "system"),

@@ -112,7 +112,13 @@ def test_frames_can_come_from_a_frontend_plugin(train_corpus, tmp_path):
         **CPU_TEST_SIZE,
         "system": "frame-concat",
         "frame_source": "fbank-rvq",
-        "frame_source_params": {"num_codebooks": 1, "codebook_size": 4, "frame_rate": 25.0},
+        # fbank-rvq's float features (its tokens-only default gives the ECAPA nothing to read)
+        "frame_source_params": {
+            "num_codebooks": 1,
+            "codebook_size": 4,
+            "frame_rate": 25.0,
+            "expose": "tokens+features",
+        },
     }
     corpus = train_corpus.with_speakers(train_corpus.speakers[:4])
     attacker = MultiUttAttacker(MultiUttAttacker.Params(**params), plugin_context(seed=0, work_dir=tmp_path / "a"))

@@ -18,7 +18,7 @@ from vpeval_multiutt.params import CPU_TEST_SIZE, SYSTEMS, MultiUttParams
 # then (speaker_level, audio_aggregation) at fusion_level frame and at fusion_level utterance.
 EXPECTED = {
     "mean": ((True, False, False, False), (True, "mean"), (True, "mean")),
-    "query-attention": ((True, False, False, False), (True, "query-attention"), (True, "query-attention")),
+    "query-attention": ((True, False, False, False), (True, "mean"), (True, "mean")),  # two-stage: frozen ECAPA
     "frame-concat": ((True, False, False, False), (True, "frame-concat"), (True, "frame-concat")),
     "text": ((False, True, False, False), (True, "mean"), (True, "mean")),
     "audio-text": ((True, True, False, False), (True, "frame-concat"), (False, "mean")),
@@ -43,10 +43,20 @@ def test_every_system_in_params_has_a_strategy_named_after_it():
         assert MultiUttAttacker(params(name)).strategy.name == name
 
 
-def test_weighted_audio_text_is_its_own_strategy_without_fusion_layers():
+def test_weighted_audio_text_strategies():
+    """weighted: the paper's embedding weights before a fusion layer; weighted-score: the score sum, no layers."""
     weighted = systems.system_for(params("audio-text", fusion="weighted"))
     assert type(weighted) is systems.WeightedAudioTextSystem and weighted.name == "audio-text"
+    score = systems.system_for(params("audio-text", fusion="weighted-score"))
+    assert type(score) is systems.WeightedScoreAudioTextSystem and score.name == "audio-text"
     assert type(systems.system_for(params("audio-text"))) is systems.AudioTextSystem
+
+
+def test_query_attention_strategy_follows_aggregation_training():
+    two_stage = systems.system_for(params("query-attention"))
+    assert type(two_stage) is systems.TwoStageQueryAttentionSystem and two_stage.audio_aggregation == "mean"
+    e2e = systems.system_for(params("query-attention", aggregation_training="end-to-end"))
+    assert type(e2e) is systems.QueryAttentionSystem and e2e.audio_aggregation == "query-attention"
 
 
 @pytest.mark.parametrize("system", SYSTEMS)
@@ -58,9 +68,14 @@ def test_strategy_declares_what_the_system_uses(system):
         assert (strategy.speaker_level, strategy.audio_aggregation) == (speaker_level, aggregation), level
 
 
-@pytest.mark.parametrize(("system", "fusion"), [(s, "concat") for s in SYSTEMS] + [("audio-text", "weighted")])
-def test_strategies_with_fusion_layers_are_the_systems_that_train_them(system, fusion):
-    p = params(system, fusion=fusion)
+@pytest.mark.parametrize(
+    ("system", "fusion", "training"),
+    [(s, "concat", "two-stage") for s in SYSTEMS]
+    + [("audio-text", "weighted", "two-stage"), ("audio-text", "weighted-score", "two-stage")]
+    + [("query-attention", "concat", "end-to-end")],
+)
+def test_strategies_with_fusion_layers_are_the_systems_that_train_them(system, fusion, training):
+    p = params(system, fusion=fusion, aggregation_training=training)
     kind = type(systems.system_for(p))
     for hook in ("build_fusion", "fusion_step"):
         assert (getattr(kind, hook) is not getattr(systems.System, hook)) == p.trains_fusion, hook

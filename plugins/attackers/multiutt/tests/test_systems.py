@@ -224,9 +224,7 @@ def test_init_from_continues_from_the_saved_model(audio_text, train_corpus, tmp_
 
     audio_text.save(tmp_path / "lazy")
     semi = MultiUttAttacker(
-        MultiUttAttacker.Params(
-            **{**SYSTEM_TEST, "system": "audio-text", "epochs": 1, "text_epochs": 1, "fusion_epochs": 1}
-        ),
+        MultiUttAttacker.Params(**{**SYSTEM_TEST, "system": "audio-text", "semi_epochs": 1}),
         PluginContext(seed=2, work_dir=tmp_path / "semi"),
     )
     semi.init_from(tmp_path / "lazy")
@@ -265,12 +263,12 @@ def test_systems_with_the_same_encoder_train_it_once(train_corpus, tmp_path, mon
         return attacker
 
     audio_only = run("frame-concat", "one")
-    fusion = run("audio-text", "one", fusion="weighted")
+    fusion = run("audio-text", "one", fusion="weighted-score")
     assert trained == ["audio-frame-concat"]  # the fusion system trained no audio encoder of its own
     assert "audio-frame-concat" in {r.stage for r in fusion.history.epochs}
-    alone = run("audio-text", "other", fusion="weighted")  # an empty cache: it trains the encoder itself
+    alone = run("audio-text", "other", fusion="weighted-score")  # an empty cache: it trains the encoder itself
     for key, value in audio_only.audio.state_dict().items():
         assert torch.equal(fusion.audio.state_dict()[key], value), key
         assert torch.equal(alone.audio.state_dict()[key], value), key
-    run("audio-text", "one", fusion="weighted", epochs=2)  # another recipe is another encoder
+    run("audio-text", "one", fusion="weighted-score", epochs=2)  # another recipe is another encoder
     assert trained == ["audio-frame-concat"] * 3

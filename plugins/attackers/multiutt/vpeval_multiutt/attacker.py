@@ -48,6 +48,8 @@ AUDIO_RECIPE = (
     "grad_clip",
     "lr_step",
     "lr_gamma",
+    "validation_target_trials",
+    "validation_nontarget_trials",
 )
 TEXT_RECIPE = (
     "text_model_path",
@@ -61,6 +63,8 @@ TEXT_RECIPE = (
     "text_finetune",
     "attention_heads",
     "grad_clip",
+    "validation_target_trials",
+    "validation_nontarget_trials",
 )
 
 
@@ -94,6 +98,7 @@ class MultiUttAttacker(Attacker):
         self._start_folder: Path | None = None
         self._utterance_memo: dict | None = None
         self._map_memo = None  # MemoryCache of ECAPA frame maps during one represent_many call
+        self._validation = (None, None)  # ValidationTrials of the base (encoder) and fusion stages
 
     # -- what the system is made of ---------------------------------------------------------
 
@@ -219,8 +224,9 @@ class MultiUttAttacker(Attacker):
                 "give the experiment more attacker-training speakers."
             )
         base, fusion = self._split_speakers(corpus)
+        self._validation = self._validation_trials(data)
         if self._start_folder is not None:
-            # Semi-informed (IV-C): start from the lazy model and train every part further.
+            # Semi-informed (IV-C): start from the lazy model and train every part further (semi_epochs, semi_lr).
             self.load(self._start_folder)
             for module in (self.audio, self.text, self.fusion):
                 if module is not None:
@@ -249,10 +255,16 @@ class MultiUttAttacker(Attacker):
         if self.params.trains_fusion:
             self._train_fusion(fusion)
 
+    @property
+    def continuing(self) -> bool:
+        """Semi-informed training from a lazy-informed model (init_from): the semi recipe (IV-C)."""
+        return self._start_folder is not None
+
     def _split_speakers(self, corpus: Corpus) -> tuple[list[Utterance], list[Utterance]]:
-        """(encoder-training, fusion-training) utterances; the same list when base_share is 1."""
+        """(encoder-training, fusion-training) utterances; the same list when base_share is 1 or when the
+        system trains no fusion layers."""
         utterances = list(corpus.utterances)
-        if self.params.base_share >= 1.0:
+        if self.params.base_share >= 1.0 or not self.params.trains_fusion:
             return utterances, utterances
         speakers = sorted(corpus.speakers)
         order = self.context.rng(self.name, "base-fusion-split").permutation(len(speakers))
@@ -264,6 +276,41 @@ class MultiUttAttacker(Attacker):
             )
         base = {speakers[i] for i in order[:cut]}
         return [u for u in utterances if u.speaker in base], [u for u in utterances if u.speaker not in base]
+
+    def _validation_trials(self, data: TrainingData):
+        """(base-stage, fusion-stage) validation lists from the validation speakers (IV-A): split equally
+        between the stages of a two-stage system with base_share < 1 when there are at least 4, else the
+        same list for both; (None, None) without validation speakers."""
+        from vpeval_multiutt.validation import ValidationTrials
+
+        p = self.params
+        if data.validation is None or len(data.validation.speakers) < 2:
+            self.context.log.info("%s: no validation speakers: every stage keeps its last epoch", self.name)
+            return None, None
+        utterances = list(data.validation.utterances)
+        speakers = sorted(data.validation.speakers)
+        base = fusion = utterances
+        if p.trains_fusion and p.base_share < 1.0 and len(speakers) >= 4:
+            order = self.context.rng(self.name, "validation-split").permutation(len(speakers))
+            first = {speakers[i] for i in order[: len(speakers) // 2]}
+            base = [u for u in utterances if u.speaker in first]
+            fusion = [u for u in utterances if u.speaker not in first]
+
+        def draw(us: list[Utterance], stage: str):
+            rng = self.context.rng(self.name, "validation", stage)
+            n = p.utterances_per_speaker
+            return ValidationTrials.draw(us, n, p.validation_target_trials, p.validation_nontarget_trials, rng)
+
+        return draw(base, "base"), draw(fusion, "fusion")
+
+    def _validator(self, trials, side_vector):
+        """validate() for a training loop: the EER of `side_vector(attacker, side)` on these trials."""
+        if trials is None:
+            return None
+        return lambda: trials.eer(self._represent_sides(trials.sides, side_vector, "validate"))
+
+    def _validation_identity(self, trials) -> list:
+        return [] if trials is None else [(file_digest(u), u.channel, u.speaker) for u in trials.utterances]
 
     def crops(self, utterances: Sequence[Utterance], picks: np.ndarray, rng: np.random.Generator):
         """[S*N, T, F] random training crops of the picked utterances' frames (crop_seconds long)."""
@@ -328,9 +375,10 @@ class MultiUttAttacker(Attacker):
                 lambda picks, rng: self.audio.training_embeddings(self.crops(utterances, picks, rng), n),
                 episodes,
                 p.embedding_dim,
-                epochs=p.epochs,
-                lr=p.lr,
+                epochs=p.semi_epochs if self.continuing else p.epochs,
+                lr=p.semi_lr if self.continuing else p.lr,
                 stage=f"audio-{self.audio_aggregation}",
+                validate=self._validator(self._validation[0], _audio_vector),
                 **self._training_kwargs(),
             )
 
@@ -341,6 +389,7 @@ class MultiUttAttacker(Attacker):
             aggregation=self.audio_aggregation,
             config=self.audio.config.to_json(),
             data=[(file_hash(u.path), u.channel, u.speaker) for u in utterances],
+            validation=self._validation_identity(self._validation[0]),
         )
         if self._shared.load_or_train("audio", identity, self.audio, self.audio.state_dict, train, self.history):
             self.context.log.info("%s (%s): audio encoder reused from an identical training", self.name, self.system)
@@ -362,18 +411,24 @@ class MultiUttAttacker(Attacker):
                 speakers,
                 self._text_episode,
                 batch_speakers=p.text_batch_speakers,
-                epochs=p.text_epochs,
-                lr=p.text_lr,
-                head_lr=p.text_head_lr,
+                epochs=p.semi_epochs if self.continuing else p.text_epochs,
+                lr=min(p.text_lr, p.semi_lr) if self.continuing else p.text_lr,
+                head_lr=p.semi_lr if self.continuing else p.text_head_lr,
                 temperature=p.text_temperature,
                 grad_clip=p.grad_clip,
                 context=self.context,
                 history=self.history,
+                validate=self._validator(self._validation[0], _text_vector),
             )
 
         if not fresh:
             return train()
-        identity = self._shared_identity(TEXT_RECIPE, episode=self._text_episode, data=[texts, speakers])
+        identity = self._shared_identity(
+            TEXT_RECIPE,
+            episode=self._text_episode,
+            data=[texts, speakers],
+            validation=self._validation_identity(self._validation[0]),
+        )
         if self._shared.load_or_train("text", identity, self.text, self.text.trainable_state, train, self.history):
             self.context.log.info(
                 "%s (%s): authorship encoder reused from an identical training", self.name, self.system
@@ -397,12 +452,15 @@ class MultiUttAttacker(Attacker):
             self.text.requires_grad_(False)
         step = self.strategy.fusion_step(self, utterances)
         schedule = {**self._training_kwargs(), **self.strategy.fusion_schedule()}
+        if self.continuing:
+            schedule.update(epochs=p.semi_epochs, lr=p.semi_lr)
         train_aam(
             self.fusion,
             step,
             Episodes(utterances, p.utterances_per_speaker, p.speakers_per_batch, p.batches_per_epoch),
             p.embedding_dim,
             stage=f"fusion-{self.system}",
+            validate=self._validator(self._validation[1], lambda a, side: a.strategy.side(a, side)),
             **schedule,
         )
 
@@ -448,8 +506,6 @@ class MultiUttAttacker(Attacker):
         return self.represent_many([utterances])[0]
 
     def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:
-        import torch
-
         self.context.apply_threads()
         self._check_ready()
         for side in sides:
@@ -457,15 +513,61 @@ class MultiUttAttacker(Attacker):
                 raise DataError(
                     f"A trial side given to the {self.name} attacker has no utterances; check the trial list."
                 )
-        items = self.context.progress(sides, total=len(sides), description=f"{self.name} ({self.system}): represent")
+        return self._represent_sides(sides, lambda a, side: a.strategy.side(a, side), "represent")
+
+    def _represent_sides(self, sides: Sequence[Sequence[Utterance]], side_vector, what: str) -> np.ndarray:
+        """[S, D] side_vector(self, side) of every side, with the networks in eval mode and no gradients;
+        every distinct utterance's embedding or frame map is computed once (batched where batch_inference
+        says so) and shared by the sides that hold it."""
+        import torch
+
+        for module in (self.audio, self.text, self.fusion):
+            if module is not None:
+                module.eval()
         self._utterance_memo = {}  # nested N-utterance sides share utterances: embed each once per call
         self._map_memo = MemoryCache(self.params.audio_cache_mb)  # likewise their frame maps, within a budget
         try:
             with torch.no_grad(), self.context.autocast():
-                return np.stack([self.strategy.side(self, list(side)) for side in items]).astype(np.float64)
+                if self.uses_audio and self.batched:
+                    self._prefetch([u for side in sides for u in side])
+                items = self.context.progress(
+                    sides, total=len(sides), description=f"{self.name} ({self.system}): {what}"
+                )
+                return np.stack([side_vector(self, list(side)) for side in items]).astype(np.float64)
         finally:
             self._utterance_memo = None
             self._map_memo = None
+
+    @property
+    def batched(self) -> bool:
+        """Whether trial sides' utterances are embedded in padded batches (batch_inference)."""
+        mode = self.params.batch_inference
+        return mode == "always" or (mode == "auto" and self.context.on_gpu)
+
+    def _prefetch(self, utterances: Sequence[Utterance]) -> None:
+        """The ECAPA frame maps (or utterance embeddings) of these utterances, in length-bucketed padded
+        batches, into this call's memos; equal to one utterance at a time (AudioModel.frame_map_padded)."""
+        from vpeval_torch.batching import length_buckets, pad_batch
+
+        p = self.params
+        distinct = list({(u.path, u.channel): u for u in utterances}.values())
+        maps = self.strategy.uses_frame_maps
+        # Chunks of the distinct utterances: only one chunk's frames are held here at a time.
+        chunk = max(p.inference_batch_size * 16, 1)
+        for begin in range(0, len(distinct), chunk):
+            group = distinct[begin : begin + chunk]
+            frames = [self.frames.frames(u) for u in group]
+            for bucket in length_buckets([len(f) for f in frames], p.inference_batch_size, p.inference_max_frames):
+                x, lengths = pad_batch([frames[i] for i in bucket], self.device)
+                frame_map = self.audio.encoder.frame_map_padded(x, lengths)
+                vectors = None if maps else self.audio.encoder.pool_padded(frame_map, lengths)
+                for row, i in enumerate(bucket):
+                    key = (group[i].path, group[i].channel)
+                    if maps:
+                        one = frame_map[row : row + 1, :, : int(lengths[row])].clone()
+                        self._map_memo.get(key, lambda one=one: one)
+                    else:
+                        self._utterance_memo[key] = vectors[row]
 
     def _frames_of(self, side: list[Utterance]):
         return [self.tensor(self.frames.frames(u)) for u in side]
@@ -598,3 +700,31 @@ class MultiUttAttacker(Attacker):
         if unexpected or (not strict and any(k.startswith("head.") for k in missing)):
             raise ConfigError(f"{self.name}: {path} does not match the network the parameters build; train again.")
         module.eval()
+
+
+def file_digest(u: Utterance) -> str:
+    from vpeval.data.fingerprint import file_hash
+
+    return file_hash(u.path)
+
+
+def _audio_vector(attacker: MultiUttAttacker, side: list[Utterance]) -> np.ndarray:
+    """A side through the audio network's own aggregation (the encoder stage's validation)."""
+    from vpeval_multiutt.systems import to_numpy
+
+    if attacker.audio.aggregation == "frame-concat":
+        return to_numpy(attacker.audio_side(side))
+    return to_numpy(attacker.audio.aggregate(attacker.audio_utterances(side)))
+
+
+def _text_vector(attacker: MultiUttAttacker, side: list[Utterance]) -> np.ndarray:
+    """A side through the authorship encoder alone (the text stage's validation): its episode of N
+    transcripts, or the mean of its per-transcript unit vectors for per-utterance text."""
+    import torch
+
+    from vpeval_multiutt.systems import to_numpy
+
+    texts = attacker.texts(side)
+    if attacker.speaker_level:
+        return to_numpy(attacker.text([texts])[0])
+    return to_numpy(torch.nn.functional.normalize(attacker.text([[t] for t in texts]).float(), dim=-1).mean(0))

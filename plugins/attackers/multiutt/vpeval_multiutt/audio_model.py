@@ -45,6 +45,66 @@ class FrameEncoder(nn.Module):
     def forward(self, frames: torch.Tensor) -> torch.Tensor:
         return self.pool(self.frame_map(frames))
 
+    # -- padded batches (inference on many utterances at once) ---------------------------------
+
+    def frame_map_padded(self, frames: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Zero-padded frames [B, T, F] with true lengths [B] -> frame maps [B, C, T]; each row's first
+        `lengths` frames equal `frame_map` of that utterance alone (the rest is junk).
+
+        Two things make the padded rows exact: the SE blocks' means see only the real frames
+        (speechbrain's lengths), and before every 'same' convolution each shorter row's first p padding
+        frames are overwritten with the reflection of its own last frames, which is what the convolution's
+        reflect padding reads when the row runs alone (p = dilation x (kernel - 1) / 2)."""
+        from speechbrain.lobes.models.ECAPA_TDNN import TDNNBlock
+        from speechbrain.nnet.CNN import Conv1d
+
+        relative = _relative(lengths, frames.shape[1])
+        hooks = [
+            m.register_forward_pre_hook(_reflect_tails(lengths))
+            for m in self.ecapa.modules()
+            if isinstance(m, Conv1d) and m.padding == "same" and m.kernel_size > 1
+        ]
+        try:
+            x = frames.transpose(1, 2)
+            outputs = []
+            for block in self.ecapa.blocks:
+                x = block(x) if isinstance(block, TDNNBlock) else block(x, lengths=relative)
+                outputs.append(x)
+            return self.ecapa.mfa(torch.cat(outputs[1:], dim=1))
+        finally:
+            for hook in hooks:
+                hook.remove()
+
+    def pool_padded(self, frame_map: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """ASP over each row's first `lengths` frames only, batch norm, embedding layer: [B, C, T] -> [B, D]."""
+        x = self.ecapa.asp_bn(self.ecapa.asp(frame_map, lengths=_relative(lengths, frame_map.shape[2])))
+        return self.ecapa.fc(x).squeeze(-1)
+
+
+def _reflect_tails(lengths: torch.Tensor):
+    """A forward pre-hook for a speechbrain Conv1d (input [B, C, T]): rows shorter than T get, at frames
+    L .. L+p-1, their reflection x[L-2], x[L-3], ... (torch's reflect padding of a row of length L)."""
+
+    def hook(module, args):
+        (x,) = args
+        if not module.skip_transpose:  # speechbrain's [B, T, C] convention
+            raise ValueError("padded ECAPA batches expect the channels-first convolutions ECAPA-TDNN builds")
+        pad = module.dilation * (module.kernel_size - 1) // 2
+        t = x.shape[-1]
+        index = torch.arange(t, device=x.device).expand(len(x), t)
+        ends = lengths.to(x.device).unsqueeze(1)
+        tail = (index >= ends) & (index < ends + pad)
+        source = torch.where(tail, 2 * (ends - 1) - index, index).clamp(0, t - 1)
+        return (x.gather(2, source.unsqueeze(1).expand(-1, x.shape[1], -1)),)
+
+    return hook
+
+
+def _relative(lengths: torch.Tensor, total: int) -> torch.Tensor:
+    """speechbrain's relative lengths; half a frame short, so that its `arange < length * T` mask keeps
+    exactly the real frames whatever the float rounding of length / T * T."""
+    return (lengths.to(torch.float32) - 0.5) / total
+
 
 class QueryAttention(nn.Module):
     """A learnable query q over N utterance embeddings: z = MHA(q / tau, X, X) (III-A1)."""

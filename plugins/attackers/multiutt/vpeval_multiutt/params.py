@@ -82,6 +82,13 @@ class MultiUttParams(Params):
     query_temperature: float = Field(
         0.3, gt=0.0, le=100.0, description="Temperature tau dividing the learnable query (III-A1, IV-C: 0.3)."
     )
+    aggregation_training: Literal["two-stage", "end-to-end"] = Field(
+        "two-stage",
+        description="How query-attention learns its query (IV-C: 'two-stage training is used for all utterance-level "
+        "aggregation'): two-stage trains the single-utterance ECAPA-TDNN on the base speakers, then the query on "
+        "its frozen embeddings on the fusion speakers (fusion_epochs, fusion_lr: 5 epochs at 1e-4); end-to-end "
+        "trains ECAPA and query together (epochs, lr: 30 at 5e-4).",
+    )
 
     # -- end-to-end training (IV-C) ----------------------------------------------------------------
     speakers_per_batch: int = Field(64, ge=2, le=8192, description="Speakers per batch, N utterances each (IV-C: 64).")
@@ -147,10 +154,13 @@ class MultiUttParams(Params):
         "summary (III-B2, III-B3, Table III); utterance: fuse per utterance, then mean over the N (III-A2, "
         "III-A3, Table IV).",
     )
-    fusion: Literal["concat", "weighted"] = Field(
+    fusion: Literal["concat", "weighted", "weighted-score"] = Field(
         "concat",
         description="concat: each modality projected to fusion_dim + LayerNorm, concatenated, projected to "
-        "embedding_dim (III-A2); weighted: fixed weights on the cosine scores of the two (III-B2).",
+        "embedding_dim (III-A2, III-B2); weighted: the same fusion layer with the audio and text embeddings "
+        "weighted by fusion_weights before the concatenation (III-B2: 'weights to the audio and text embeddings "
+        "prior to fusion'); weighted-score: not the paper's, no fusion layer, the weighted sum of the two cosine "
+        "scores.",
     )
     fusion_dim: int = Field(
         256,
@@ -159,7 +169,8 @@ class MultiUttParams(Params):
         description="Shared space each modality is projected to before concatenation (III-A2: 256).",
     )
     fusion_weights: tuple[FusionWeight, FusionWeight] = Field(
-        (0.5, 0.5), description="(audio, text) score weights of weighted fusion (III-B2: 0.5/0.5 and 0.2/0.8)."
+        (0.5, 0.5),
+        description="(audio, text) weights of fusion weighted / weighted-score (III-B2: 0.5/0.5 and 0.2/0.8).",
     )
     fusion_epochs: int = Field(
         5, ge=1, le=10_000, description="Epochs of the fusion layers on frozen encoders (IV-C two-stage: 5)."
@@ -168,11 +179,36 @@ class MultiUttParams(Params):
         1e-4, gt=0.0, le=1.0, description="Learning rate of the fusion layers (IV-C two-stage: 1e-4)."
     )
     base_share: float = Field(
-        1.0,
+        0.65,
         gt=0.0,
         le=1.0,
-        description="Share of the training speakers the encoders train on; the fusion layers train on the rest "
-        "(IV-A two-stage: 0.65). 1.0 trains both on all speakers.",
+        description="Two-stage systems (fusions, two-stage query-attention): share of the training speakers the "
+        "encoders train on; the fusion layers train on the rest, and the validation speakers are split equally "
+        "between the two stages (IV-A: 0.65). 1.0 trains both on all speakers. Systems without fusion layers "
+        "train on all speakers.",
+    )
+
+    # -- validation and model selection (IV-A) ------------------------------------------------------
+    validation_target_trials: int = Field(
+        100,
+        ge=1,
+        le=100_000,
+        description="Target trials per validation speaker, N utterances a side (IV-A: 100); the epoch with the "
+        "lowest validation EER is kept. Without validation speakers the last epoch is kept.",
+    )
+    validation_nontarget_trials: int = Field(
+        100, ge=1, le=100_000, description="Non-target trials per validation speaker (IV-A: 100)."
+    )
+
+    # -- semi-informed (IV-C) -------------------------------------------------------------------------
+    semi_epochs: int = Field(
+        15,
+        ge=1,
+        le=10_000,
+        description="Epochs of every stage when the model continues from a lazy-informed one (init_from; IV-C: 15).",
+    )
+    semi_lr: float = Field(
+        1e-4, gt=0.0, le=1.0, description="Learning rate when continuing from a lazy-informed model (IV-C: 1e-4)."
     )
 
     # -- hybrid acoustic-textual (III-B4, IV-C) ------------------------------------------------------
@@ -215,11 +251,27 @@ class MultiUttParams(Params):
 
     audio_cache_mb: int = Field(2048, ge=0, le=1_048_576, description="Frames kept in memory during training (MB).")
 
+    # -- batched inference ---------------------------------------------------------------------------
+    batch_inference: Literal["auto", "always", "never"] = Field(
+        "auto",
+        description="Embed the distinct utterances of many trial sides in padded, length-bucketed ECAPA batches "
+        "(equal to one at a time, tested): auto on a GPU only, always, never.",
+    )
+    inference_batch_size: int = Field(64, ge=1, le=65536, description="Utterances per batched ECAPA forward.")
+    inference_max_frames: int = Field(
+        200_000,
+        ge=1,
+        le=100_000_000,
+        description="Most padded frames (batch x longest utterance) in one batched forward: bounds its memory.",
+    )
+
     @property
     def trains_fusion(self) -> bool:
-        """Fusion layers learned on frozen encoders (the paper's two-stage training)."""
-        return self.system in ("audio-prosody", "hybrid", "rjca", "rjca-global-text", "ssl-whisper") or (
-            self.system == "audio-text" and self.fusion == "concat"
+        """Fusion (or aggregation) layers learned on frozen encoders (the paper's two-stage training)."""
+        return (
+            self.system in ("audio-prosody", "hybrid", "rjca", "rjca-global-text", "ssl-whisper")
+            or (self.system == "audio-text" and self.fusion != "weighted-score")
+            or (self.system == "query-attention" and self.aggregation_training == "two-stage")
         )
 
     @model_validator(mode="after")
@@ -234,13 +286,8 @@ class MultiUttParams(Params):
             )
         if sum(self.fusion_weights) <= 0 or min(self.fusion_weights) < 0:
             raise ValueError("fusion_weights must be two non-negative numbers with a positive sum")
-        if self.fusion == "weighted" and self.system != "audio-text":
-            raise ValueError("fusion: weighted fixes audio/text score weights; it applies to system audio-text only")
-        if self.base_share < 1.0 and not self.trains_fusion:
-            raise ValueError(
-                "base_share below 1 splits encoder and fusion training: only hybrid, rjca, audio-prosody and "
-                "audio-text with fusion: concat train fusion layers"
-            )
+        if self.fusion != "concat" and self.system != "audio-text":
+            raise ValueError(f"fusion: {self.fusion} weights audio and text; it applies to system audio-text only")
         if self.system == "ssl-whisper" and self.ssl_whisper_dim % self.attention_heads:
             raise ValueError(
                 f"ssl_whisper_dim {self.ssl_whisper_dim} must be a multiple of attention_heads {self.attention_heads}"

@@ -60,6 +60,12 @@ class System:
         """The aggregation the audio network trains with; per-utterance fusions use single-utterance ECAPA."""
         return "mean"
 
+    @property
+    def uses_frame_maps(self) -> bool:
+        """Whether a side reads its utterances' ECAPA frame maps (else their utterance embeddings): what
+        batched inference precomputes."""
+        return self.audio_aggregation == "frame-concat"
+
     def build_fusion(self, attacker: MultiUttAttacker):
         """The fusion layers (the attacker seeds torch first)."""
         raise NotImplementedError(f"system {self.name} has no fusion layers")
@@ -110,9 +116,45 @@ class MeanSystem(System):
 
 
 class QueryAttentionSystem(MeanSystem):
-    """query-attention: a learnable query over the N utterance embeddings (III-A1)."""
+    """query-attention, end to end: ECAPA and the learnable query over the N utterance embeddings trained
+    together (III-A1; aggregation_training: end-to-end)."""
 
     name = "query-attention"
+
+    @classmethod
+    def for_params(cls, params):
+        return TwoStageQueryAttentionSystem(params) if params.aggregation_training == "two-stage" else cls(params)
+
+
+class TwoStageQueryAttentionSystem(QueryAttentionSystem):
+    """query-attention, two-stage (IV-C, the default): the single-utterance ECAPA (the mean system's encoder,
+    trained on the base speakers) frozen, the query trained on its embeddings of the fusion speakers."""
+
+    @property
+    def audio_aggregation(self) -> str:
+        return "mean"
+
+    def build_fusion(self, attacker):
+        from vpeval_multiutt.audio_model import QueryAttention
+
+        p = self.params
+        return QueryAttention(p.embedding_dim, p.attention_heads, p.query_temperature)
+
+    def fusion_step(self, attacker, utterances):
+        import torch
+
+        n = self.params.utterances_per_speaker
+
+        def step(picks, rng):
+            attacker.audio.eval()
+            with torch.no_grad():
+                embeddings = attacker.audio.utterance_embeddings(attacker.crops(utterances, picks, rng))
+            return attacker.fusion(embeddings.view(len(picks), n, -1)), 1
+
+        return step
+
+    def side(self, attacker, side):
+        return to_numpy(attacker.fusion(attacker.audio_utterances(side)[None])[0])
 
 
 class FrameConcatSystem(MeanSystem):
@@ -162,7 +204,9 @@ class AudioTextSystem(_LevelledFusion):
 
     @classmethod
     def for_params(cls, params):
-        return WeightedAudioTextSystem(params) if params.fusion == "weighted" else cls(params)
+        return {"weighted": WeightedAudioTextSystem, "weighted-score": WeightedScoreAudioTextSystem}.get(
+            params.fusion, cls
+        )(params)
 
     def build_fusion(self, attacker):
         from vpeval_multiutt.fusion import ConcatFusion
@@ -194,9 +238,20 @@ class AudioTextSystem(_LevelledFusion):
         return _mean_of_unit(attacker.fusion(attacker.audio_utterances(side), attacker.text([[t] for t in texts])))
 
 
-class WeightedAudioTextSystem(_LevelledFusion):
-    """audio-text, fusion weighted: fixed weights on the cosine scores of the two modalities (III-B2); no fusion
-    layers."""
+class WeightedAudioTextSystem(AudioTextSystem):
+    """audio-text, fusion weighted: the audio and text embeddings weighted (0.5/0.5, 0.2/0.8) before the concat
+    fusion layer, trained two-stage like it (III-B2)."""
+
+    def build_fusion(self, attacker):
+        from vpeval_multiutt.fusion import WeightedConcatFusion
+
+        p = self.params
+        return WeightedConcatFusion(p.embedding_dim, p.text_dim, p.fusion_dim, p.embedding_dim, p.fusion_weights)
+
+
+class WeightedScoreAudioTextSystem(_LevelledFusion):
+    """audio-text, fusion weighted-score (not the paper's): fixed weights on the cosine scores of the two
+    modalities; no fusion layers."""
 
     name = "audio-text"
     uses_text = True
@@ -255,6 +310,7 @@ class HybridSystem(System):
 
     name = "hybrid"
     uses_text = True
+    uses_frame_maps = True
 
     @property
     def speaker_level(self) -> bool:

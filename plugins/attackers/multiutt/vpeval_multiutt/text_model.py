@@ -158,8 +158,15 @@ def train_text(
     context: PluginContext,
     history: History,
     stage: str = "text",
+    validate=None,
 ) -> None:
-    """Contrastive training: each batch holds two disjoint episodes of N transcripts per speaker."""
+    """Contrastive training: each batch holds two disjoint episodes of N transcripts per speaker.
+
+    `validate()` (the validation EER of the current weights) runs after every epoch; the epoch with the
+    lowest is kept (IV-C validates LUAR during training too)."""
+    from vpeval_multiutt.training import BestEpoch
+
+    best = BestEpoch(model, validate)
     from vpeval.types import Utterance
 
     stub = [Utterance(str(i), s, "") for i, s in enumerate(speakers)]
@@ -200,7 +207,13 @@ def train_text(
                 stage, epoch, float(np.mean(losses)) if losses else math.nan, head_lr, time.perf_counter() - started
             )
             history.epochs.append(record)
+            if model.finetune:
+                model.forget()  # the sentence vectors memoised by validation are stale after the next step
+            best.after_epoch(record)
+            if model.finetune:
+                model.forget()
             context.log.info("%s epoch %d/%d: loss %.4f, %.1f s", stage, epoch, epochs, record.loss, record.seconds)
+    best.restore(context, stage)
     model.eval()
     if model.finetune:
         model.forget()  # vectors memoised before fine-tuning are stale

@@ -27,11 +27,41 @@ class EpochRecord:
     loss: float
     lr: float
     seconds: float
+    validation_eer: float | None = None  # on the stage's validation list (validation.py), when there is one
+    selected: bool = False  # the epoch whose weights the stage kept (lowest validation EER)
 
 
 @dataclass
 class History:
     epochs: list[EpochRecord] = field(default_factory=list)
+
+
+class BestEpoch:
+    """Model selection (IV-A): after each epoch, keep a copy of the weights if its validation EER is the
+    lowest so far (the earlier epoch on a tie); at the end, put the kept weights back."""
+
+    def __init__(self, module: nn.Module, validate: Callable[[], float] | None):
+        self.module, self.validate = module, validate
+        self.best: float | None = None
+        self.state: dict | None = None
+        self.record: EpochRecord | None = None
+
+    def after_epoch(self, record: EpochRecord) -> None:
+        if self.validate is None:
+            return
+        record.validation_eer = float(self.validate())
+        if self.best is None or record.validation_eer < self.best:
+            self.best, self.record = record.validation_eer, record
+            self.state = {k: v.detach().clone() for k, v in self.module.state_dict().items()}
+
+    def restore(self, context: PluginContext, stage: str) -> None:
+        if self.state is None:
+            return
+        self.module.load_state_dict(self.state)
+        self.record.selected = True
+        context.log.info(
+            "%s: kept epoch %d (validation EER %.2f%%)", stage, self.record.epoch, 100 * self.record.validation_eer
+        )
 
 
 class AamSoftmax(nn.Module):
@@ -118,11 +148,15 @@ def train_aam(
     context: PluginContext,
     stage: str,
     history: History,
+    validate: Callable[[], float] | None = None,
 ) -> None:
     """Train `modules` (its parameters that require grad) so that `embed(indices [S, N], rng)` separates speakers.
 
     `embed` returns embeddings with `rows` rows per speaker (N for per-utterance training, 1 for aggregates).
+    `validate()` (the validation EER of the current weights) runs after every epoch; the epoch with the
+    lowest is kept. Without it the last epoch is kept.
     """
+    best = BestEpoch(modules, validate)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(context.torch_seed(stage, "classifier"))
         classifier = AamSoftmax(dim, len(episodes.speakers), margin, scale).to(context.device)
@@ -166,7 +200,16 @@ def train_aam(
             scheduler.step()
             record = EpochRecord(stage, epoch, float(np.mean(losses)), lr_now, time.perf_counter() - started)
             history.epochs.append(record)
+            best.after_epoch(record)
             context.log.info(
-                "%s epoch %d/%d: loss %.4f, lr %.2e, %.1f s", stage, epoch, epochs, record.loss, lr_now, record.seconds
+                "%s epoch %d/%d: loss %.4f, lr %.2e, %.1f s%s",
+                stage,
+                epoch,
+                epochs,
+                record.loss,
+                lr_now,
+                record.seconds,
+                "" if record.validation_eer is None else f", validation EER {100 * record.validation_eer:.2f}%",
             )
+    best.restore(context, stage)
     modules.eval()
