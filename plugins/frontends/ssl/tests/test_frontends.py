@@ -200,3 +200,36 @@ def test_on_a_gpu_batches_match_the_cpu(speech):
         gpu = cls(params, PluginContext(device="cuda", precision=precision)).encode_batch(speech)
         for a, b in zip(cpu, gpu):
             assert a.shape == b.features.shape and np.abs(a - b.features).max() <= tolerance * max(1, np.abs(a).max())
+
+
+def test_stopping_after_the_deepest_wanted_layer_changes_no_frame(speech):
+    """layers: [0] or [2] stop the encoder early; their frames are those of the full run."""
+    from vpeval_ssl_frontends.forward import layer_frames
+
+    ssl = make("wavlm", tiny_folder("wavlm", "group"), layers=[0, 1, 2, 3])
+    model = ssl.loaded.model
+    waves = torch.from_numpy(speech[0])[None]
+    lengths = torch.tensor([len(speech[0])])
+    with torch.no_grad():
+        full = layer_frames(model, waves, lengths, [0, 1, 2, 3], run_all=True)
+        calls = []
+        hook = model.encoder.layers[2].register_forward_hook(lambda *_: calls.append(1))
+        try:
+            early = layer_frames(model, waves, lengths, [2])
+            first = layer_frames(model, waves, lengths, [0])
+        finally:
+            hook.remove()
+    assert calls == []  # layer 3 never ran
+    torch.testing.assert_close(early[2], full[2], rtol=0, atol=0)
+    torch.testing.assert_close(first[0], full[0], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("kind", ["wavlm", "hubert", "wav2vec2"])
+def test_validate_names_a_missing_model_before_loading(kind, tmp_path, one_sentence):
+    cls = get_plugin_manager().get("frontend", kind)
+    missing = cls.missing_paths(cls.Params(model=str(tmp_path / "absent")))
+    assert len(missing) == 1 and one_sentence(missing[0]) and str(tmp_path / "absent") in missing[0]
+    assert cls.missing_paths(cls.Params(model=str(tiny_folder(kind, "group")))) == []
+    (tmp_path / "WavLM-Large.pt").write_bytes(b"x")
+    file_problem = cls.missing_paths(cls.Params(model=str(tmp_path / "WavLM-Large.pt")))
+    assert file_problem == [] if kind == "wavlm" else len(file_problem) == 1

@@ -71,11 +71,18 @@ def frame_lengths(model, lengths: torch.Tensor) -> torch.Tensor:
     return model._get_feat_extract_output_lengths(lengths).to(torch.long)
 
 
-def layer_frames(model, waves: torch.Tensor, lengths: torch.Tensor, wanted: Sequence[int]) -> dict[int, torch.Tensor]:
+class _Enough(Exception):
+    """Raised by the hook of the deepest wanted layer: the layers above it need not run."""
+
+
+def layer_frames(
+    model, waves: torch.Tensor, lengths: torch.Tensor, wanted: Sequence[int], run_all: bool = False
+) -> dict[int, torch.Tensor]:
     """{layer: [B, T, D]} for each wanted layer: 0 is the transformer's input (CNN features after the
     projection and positional convolution), i is transformer layer i's output as the layer returns it
     (UniLM's `layer_results[i]`, which VPC 2026 stacks; in layer-norm-first models transformers'
-    last_hidden_state is the last one after the encoder's final layer norm)."""
+    last_hidden_state is the last one after the encoder's final layer norm). The encoder stops after
+    the deepest wanted layer unless `run_all` (layers never look ahead, so the frames are the same)."""
     frames = frame_lengths(model, lengths)
     features = conv_features(model.feature_extractor, waves, lengths).transpose(1, 2)
     mask = torch.arange(features.shape[1], device=waves.device)[None, :] < frames[:, None]
@@ -84,21 +91,30 @@ def layer_frames(model, waves: torch.Tensor, lengths: torch.Tensor, wanted: Sequ
 
     captured: dict[int, torch.Tensor] = {}
     layers = model.encoder.layers
+    deepest = max(wanted)
+
+    def keep(index: int, value: torch.Tensor) -> None:
+        captured[index] = value
+        if index == deepest and not run_all:
+            raise _Enough
+
     hooks = []
     if 0 in wanted:
 
         def first_input(module, args, kwargs):
-            captured[0] = args[0] if args else kwargs["hidden_states"]
+            keep(0, args[0] if args else kwargs["hidden_states"])
 
         hooks.append(layers[0].register_forward_pre_hook(first_input, with_kwargs=True))
     for index in sorted({i for i in wanted if i > 0}):
 
         def output(module, args, kwargs, result, index=index):
-            captured[index] = result[0] if isinstance(result, tuple) else result
+            keep(index, result[0] if isinstance(result, tuple) else result)
 
         hooks.append(layers[index - 1].register_forward_hook(output, with_kwargs=True))
     try:
         model.encoder(hidden, attention_mask=mask)
+    except _Enough:
+        pass
     finally:
         for hook in hooks:
             hook.remove()

@@ -79,6 +79,13 @@ class SslFrontend(Frontend):
         self._loaded: Any = None
         self._indices: list[int] = []
 
+    @classmethod
+    def missing_paths(cls, params: SslParams) -> list[str]:
+        from vpeval_ssl_frontends.loading import path_problem
+
+        problem = path_problem(cls.name, params.model)
+        return [problem] if problem else []
+
     # -- the model -------------------------------------------------------------------------------------
     @property
     def loaded(self):

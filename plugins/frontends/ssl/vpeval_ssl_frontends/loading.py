@@ -37,9 +37,9 @@ def load(kind: str, model: str, normalize: str) -> Loaded:
         net, cfg_normalize = load_unilm_wavlm(path)
         auto = "layer-norm" if cfg_normalize else "none"
         return Loaded(net, auto if normalize == "auto" else normalize)
-    if not (path / "config.json").is_file():
-        what = "does not exist" if not path.exists() else "is not a folder with config.json"
-        raise MissingModelError(f"The {kind} frontend parameter model={model} {what}; give {needs}.")
+    problem = path_problem(kind, model)
+    if problem:
+        raise MissingModelError(problem)
     found = json.loads((path / "config.json").read_text()).get("model_type")
     if found != model_type:
         raise MissingModelError(
@@ -53,6 +53,18 @@ def load(kind: str, model: str, normalize: str) -> Loaded:
         reason = str(exc).strip().splitlines()[0].rstrip(".") if str(exc).strip() else type(exc).__name__
         raise MissingModelError(f"The {kind} frontend could not read model={model} ({reason}); give {needs}.") from None
     return Loaded(net, folder_normalize(path) if normalize == "auto" else normalize)
+
+
+def path_problem(kind: str, model: str) -> str | None:
+    """Why `model` cannot be this frontend's model, from what exists on disk (no loading), or None."""
+    path = Path(model).expanduser()
+    if kind == "wavlm" and path.is_file():
+        return None
+    if (path / "config.json").is_file():
+        return None
+    needs = KINDS[kind][2]
+    what = "does not exist" if not path.exists() else "is not a folder with config.json"
+    return f"The {kind} frontend parameter model={model} {what}; give {needs}."
 
 
 def folder_normalize(folder: Path) -> str:
