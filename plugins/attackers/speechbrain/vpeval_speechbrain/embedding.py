@@ -4,9 +4,10 @@ VPC 2024 and 2026 (evaluation/privacy/asv): each file is loudness-normalised to 
 its peak (utils.normalize_wave; the division undoes the loudness gain, so it is a peak normalisation),
 leading and trailing exact zeros are cut (np.trim_zeros in speechbrain_vectors.extract_vector), and
 EncoderClassifier.encode_batch runs compute_features -> mean_var_norm(feats, wav_lens) ->
-embedding_model(feats, wav_lens), without mean_var_norm_emb (normalize=False). Here several waveforms
-of similar length share a zero-padded batch with their relative lengths (wav_lens), as encode_batch
-takes them; a batch of one is VPC's call exactly.
+embedding_model(feats, wav_lens), without mean_var_norm_emb (normalize=False), one file at a time.
+Here several waveforms of similar length may share a zero-padded batch, with relative lengths counted
+in feature frames and the per-row padding of masking.py, so that each gets the vector it gets alone;
+a batch of one is VPC's call exactly.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import torch
 
 from vpeval.errors import DataError, MissingModelError
 from vpeval_speechbrain.build import SAMPLE_RATE, SpeechBrainModel
+from vpeval_speechbrain.masking import RowLengths, reflect_per_row, seeded_pooling_noise
 
 
 def vpc_waveform(audio: np.ndarray, peak_normalize: bool = True, trim_zeros: bool = True) -> np.ndarray:
@@ -53,6 +55,9 @@ class Embedder:
                 "with its mean_var_norm_emb.ckpt; set normalize_embeddings: false (VoicePrivacy does not use it)."
             )
         self.model = model.to(device)
+        self.rows = RowLengths()
+        reflect_per_row(self.model.embedding_model, self.rows)
+        seeded_pooling_noise(self.model.embedding_model, noise_seed)
         self.device = device
         self.autocast = autocast
         self.normalize_embeddings = normalize_embeddings
@@ -78,21 +83,31 @@ class Embedder:
         from vpeval_torch.batching import pad_batch
 
         wavs, lengths = pad_batch([np.asarray(w, dtype=np.float32) for w in waves], self.device)
-        wav_lens = lengths.to(torch.float32) / wavs.shape[1]
         m = self.model
-        # speechbrain's StatisticsPooling (x-vector) adds Gaussian noise of about 1e-5 to the pooled mean,
-        # at inference too: drawn from a generator seeded per batch, so the same input gives the same vector.
-        devices = [torch.device(self.device)] if str(self.device).startswith("cuda") else []
-        with torch.random.fork_rng(devices=devices), torch.inference_mode():
-            torch.manual_seed(self.noise_seed)
+        with torch.inference_mode():
             feats = m.compute_features(wavs)  # STFT and log-mel in float32 (outside autocast)
+            frames = _frame_counts(m.compute_features, lengths, feats.shape[1])
+            wav_lens = frames.to(torch.float32) / feats.shape[1]  # 1.0 exactly for a batch of one
             feats = m.mean_var_norm(feats, wav_lens)
-            with self.autocast() if self.autocast is not None else _nothing():
-                embeddings = m.embedding_model(feats, wav_lens)
+            self.rows.frames = frames
+            try:
+                with self.autocast() if self.autocast is not None else _nothing():
+                    embeddings = m.embedding_model(feats, wav_lens)
+            finally:
+                self.rows.frames = None
             embeddings = embeddings.float()
             if self.normalize_embeddings:
                 embeddings = m.mean_var_norm_emb(embeddings, torch.ones(embeddings.shape[0], device=self.device))
         return embeddings.reshape(embeddings.shape[0], -1).cpu().numpy().astype(np.float32)
+
+
+def _frame_counts(features: torch.nn.Module, samples: torch.Tensor, total: int) -> torch.Tensor:
+    """Each row's own frame count: a centred STFT gives 1 + samples // hop frames (at most the batch's)."""
+    stft = getattr(features, "compute_STFT", None)
+    hop = getattr(stft, "hop_length", None)
+    if not isinstance(hop, int) or not getattr(stft, "center", False):
+        return torch.clamp(torch.round(samples.to(torch.float64) / samples.max() * total), 1, total).to(torch.long)
+    return torch.clamp(1 + samples // hop, 1, total)
 
 
 def _has_statistics(norm: torch.nn.Module) -> bool:

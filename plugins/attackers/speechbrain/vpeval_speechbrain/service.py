@@ -32,6 +32,8 @@ class FolderEmbeddings:
         self.name = name
         self._embedder: Embedder | None = None
         self._folder: Path | None = None
+        # On a GPU: padded batches in this process; on the CPU: one utterance per call in the run's workers.
+        self.batches_here = bool(context.on_gpu)
 
     def use(self, model: SpeechBrainModel) -> None:
         """Embed with these modules (a trained or loaded model) from now on."""
@@ -42,7 +44,7 @@ class FolderEmbeddings:
             self.context.device,
             self.context.autocast,
             p.normalize_embeddings,
-            p.batch_size if self.context.on_gpu else 1,
+            p.batch_size if self.batches_here else 1,
             p.max_batch_seconds,
             self.context.torch_seed(self.name, "pooling-noise"),
         )
@@ -70,7 +72,7 @@ class FolderEmbeddings:
         """One embedding per utterance, in order, from the content cache where present."""
         embedder = self.prepare()
         identity = self.identity()
-        if not self.context.on_gpu:
+        if not self.batches_here:
             return cached_map(self.context, utterances, identity, self._embed_one, description)
         root = self.context.options.get("cache_root")
         cache = ContentCache(Path(root) / "content", identity) if root else None
@@ -108,7 +110,7 @@ class FolderEmbeddings:
         assert self._folder is not None
         files = sorted(f for f in self._folder.iterdir() if f.is_file() and f.suffix in (".yaml", ".ckpt"))
         settings = self.params.model_dump(mode="json", include={"peak_normalize", "trim_zeros", "normalize_embeddings"})
-        if self.context.on_gpu:  # padding in batches changes the numbers slightly; on the CPU each runs alone
+        if self.batches_here:  # padding in batches changes the numbers slightly; on the CPU each runs alone
             settings["batch_size"] = self.params.batch_size
         return "speechbrain-" + identity_digest(
             [(f.name, file_hash(f)) for f in files],
