@@ -106,4 +106,4 @@ def test_2026_reads_the_gender_mixed_trials(vpc_data, tmp_path):
     exp = load_experiment_text(text, "vpc.yaml", variables={"VPC_DATA": str(vpc_data)})
     result = Runner(exp, cache_root=tmp_path / "cache", output=tmp_path / "run", quiet=True).run()
     trials = json.loads((result.folder / "results.json").read_text())["trials"]["1"]
-    assert trials == 2 * 4 * 12  # two sets, each enrolled speaker against each of the 12 trial utterances
+    assert trials == 2 * 6 * 18  # two sets, each enrolled speaker against each of the 18 trial utterances

@@ -1,9 +1,10 @@
 """A VoicePrivacy-layout data folder from the small real recordings, for tests and the VPC recipes' demo.
 
 VCTK's four speakers (p225 and p228 female, p226 and p227 male) play libri_dev (their first five
-sentences) and libri_test (the last five): per set, two enrollment utterances per speaker, the other three
-as trials, with `_trials_f`, `_trials_m` and the gender-mixed `_trials_mixed` lists (every enrolled speaker
-against every trial utterance of the folder). FSDD's six speakers play train-clean-360. Each folder also
+sentences) and libri_test (the last five), with two FSDD speakers each (male, spoken digits: the sets'
+transcripts, for WER): per set, two enrollment utterances per speaker, the other three as trials, with
+`_trials_f`, `_trials_m` and the gender-mixed `_trials_mixed` lists (every enrolled speaker, of the folder's
+gender, against every trial utterance of the folder). FSDD's other two speakers play train-clean-360. Each folder also
 gets an "anonymized" copy with `suffix`: the audio played faster (a resampling that shifts pitch and
 formants; no serious anonymizer, but different speech with the same ids), as a submission would write it.
 """
@@ -20,7 +21,9 @@ from vpeval.testing.realdata import real_data_root
 
 VCTK_GENDER = {"p225": "f", "p226": "m", "p227": "m", "p228": "f"}
 SETS = {"libri_dev": slice(0, 5), "libri_test": slice(5, 10)}
+FSDD_SPEAKERS = {"libri_dev": ("george", "jackson"), "libri_test": ("lucas", "nicolas"), "train": ("theo", "yweweler")}
 ENROLLS_PER_SPEAKER = 2
+GENDERS = {**VCTK_GENDER, **{s: "m" for speakers in FSDD_SPEAKERS.values() for s in speakers}}
 
 
 def _metadata(folder: Path) -> list[dict[str, str]]:
@@ -28,9 +31,12 @@ def _metadata(folder: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def _write_folder(folder: Path, utterances: list[tuple[str, str, Path]], genders: dict[str, str]) -> None:
+def _write_folder(
+    folder: Path, utterances: list[tuple[str, str, Path]], genders: dict[str, str], texts: dict[str, str]
+) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "wav.scp").write_text("".join(f"{u} {p}\n" for u, _, p in utterances))
+    (folder / "text").write_text("".join(f"{u} {texts[u]}\n" for u, _, _ in utterances if u in texts))
     (folder / "utt2spk").write_text("".join(f"{u} {s}\n" for u, s, _ in utterances))
     speakers = sorted({s for _, s, _ in utterances})
     (folder / "spk2gender").write_text("".join(f"{s} {genders[s]}\n" for s in speakers))
@@ -38,7 +44,7 @@ def _write_folder(folder: Path, utterances: list[tuple[str, str, Path]], genders
 
 def _trials(enrolls: list[tuple[str, str, Path]], tests: list[tuple[str, str, Path]], gender: str | None) -> str:
     """VPC's trial lists: each enrolled speaker (of the folder's gender, for _f / _m) against every test utterance."""
-    speakers = sorted({s for _, s, _ in enrolls if gender is None or VCTK_GENDER[s] == gender})
+    speakers = sorted({s for _, s, _ in enrolls if gender is None or GENDERS[s] == gender})
     return "".join(f"{spk} {u} {'target' if s == spk else 'nontarget'}\n" for spk in speakers for u, s, _ in tests)
 
 
@@ -54,29 +60,28 @@ def build_vpc_tree(root: Path, suffix: str = "_fast", train_per_speaker: int = 3
     data = Path(root) / "data"
     anon_audio = Path(root) / "anon_wav"
     anon_audio.mkdir(parents=True, exist_ok=True)
-    vctk = real / "vctk_autovc"
-    by_speaker: dict[str, list[dict[str, str]]] = {}
-    for row in _metadata(vctk):
-        by_speaker.setdefault(row["speaker"], []).append(row)
+    vctk, fsdd = real / "vctk_autovc", real / "fsdd"
+    by_speaker: dict[str, list[tuple[str, str, Path]]] = {}
+    texts: dict[str, str] = {}
+    for root_folder in (vctk, fsdd):
+        for row in sorted(_metadata(root_folder), key=lambda r: r["path"]):
+            utt = Path(row["path"]).stem
+            by_speaker.setdefault(row["speaker"], []).append((utt, row["speaker"], root_folder / row["path"]))
+            if row["transcript"]:
+                texts[utt] = row["transcript"].upper()
     folders: dict[str, list[tuple[str, str, Path]]] = {}
     for name, part in SETS.items():
         enrolls, tests = [], []
-        for speaker in sorted(by_speaker):
-            rows = sorted(by_speaker[speaker], key=lambda r: r["path"])[part]
-            items = [(Path(r["path"]).stem, speaker, vctk / r["path"]) for r in rows]
+        for speaker in [*sorted(VCTK_GENDER), *FSDD_SPEAKERS[name]]:
+            items = by_speaker[speaker][part] if speaker in VCTK_GENDER else by_speaker[speaker][::100][:5]
             enrolls += items[:ENROLLS_PER_SPEAKER]
             tests += items[ENROLLS_PER_SPEAKER:]
         folders[f"{name}_enrolls"] = enrolls
         for gender in ("f", "m"):
-            folders[f"{name}_trials_{gender}"] = [t for t in tests if VCTK_GENDER[t[1]] == gender]
+            folders[f"{name}_trials_{gender}"] = [t for t in tests if GENDERS[t[1]] == gender]
         folders[f"{name}_trials_mixed"] = tests
-    fsdd = real / "fsdd"
-    train, genders = [], dict(VCTK_GENDER)
-    for row in sorted(_metadata(fsdd), key=lambda r: r["path"]):
-        if sum(1 for _, s, _ in train if s == row["speaker"]) < train_per_speaker:
-            train.append((Path(row["path"]).stem, row["speaker"], fsdd / row["path"]))
-            genders[row["speaker"]] = row["gender"] or "m"
-    folders["train-clean-360"] = train
+    step = max(1, 500 // train_per_speaker)  # spread over the ten digits
+    folders["train-clean-360"] = [u for s in FSDD_SPEAKERS["train"] for u in by_speaker[s][::step][:train_per_speaker]]
     for name, utterances in folders.items():
         for folder, items in ((name, utterances), (name + suffix, None)):
             if items is None:  # the anonymized copy: the same ids, other audio
@@ -86,7 +91,7 @@ def build_vpc_tree(root: Path, suffix: str = "_fast", train_per_speaker: int = 3
                     if not target.exists():
                         _faster(p, target)
                     items.append((u, s, target))
-            _write_folder(data / folder, items, genders)
+            _write_folder(data / folder, items, GENDERS, texts)
             if "_trials_" in name:
                 enroll_name = name.split("_trials_")[0] + "_enrolls"
                 gender = {"f": "f", "m": "m"}.get(name.rsplit("_", 1)[1])
