@@ -100,3 +100,20 @@ def test_user_errors(split, tmp_path):
     one_speaker = split[0].with_speakers(split[0].speakers[:1])
     with pytest.raises(DataError, match="two speakers"):
         attacker.train(TrainingData([TrainingStage("original", one_speaker)]))
+
+
+def test_batched_statistics_equal_one_utterance_at_a_time(tmp_path):
+    """On a GPU token-probe encodes through the frontend's encode_batch in this process; the statistics are
+    those of encode() per utterance (checked here on the CPU path's inputs)."""
+    from vpeval_token_probe.statistics import layout
+
+    fbank_rvq = pytest.importorskip("vpeval_cpu_frontends.fbank_rvq")
+    corpus = make_corpus(tmp_path / "c", speakers=2, utterances=3, seconds=1.0, seed=1)
+    frontend = fbank_rvq.FbankRvqFrontend(fbank_rvq.FbankRvqFrontend.Params(codebook_size=8), PluginContext(seed=0))
+    frontend.fit(corpus)
+    probe = TokenProbe(TokenProbe.Params(), PluginContext(seed=0, work_dir=tmp_path / "w"))
+    probe.frontend = frontend
+    probe.layout = layout(probe._encode(corpus.utterances[0]))
+    batched = probe._compute_statistics_batch(corpus.utterances)
+    for u, vector in zip(corpus.utterances, batched):
+        np.testing.assert_array_equal(vector, probe._compute_statistics(u))

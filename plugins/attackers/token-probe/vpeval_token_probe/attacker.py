@@ -10,11 +10,13 @@ import numpy as np
 from pydantic import Field
 
 from vpeval.api import Attacker, Params
-from vpeval.content_cache import cached_map, identity_digest, source_digest
+from vpeval.content_cache import cached_batches, cached_map, identity_digest, source_digest
 from vpeval.errors import DataError
 from vpeval.types import FrontendOutput, TrainingData, Utterance
 from vpeval_token_probe.projection import fit_projection, project
 from vpeval_token_probe.statistics import layout, utterance_statistics
+
+GPU_BATCH = 32  # utterances per frontend encode_batch call when the frontend runs on a GPU
 
 
 class TokenProbe(Attacker):
@@ -67,14 +69,32 @@ class TokenProbe(Attacker):
         if todo:
             if self.layout is None:
                 self.layout = layout(self._encode(todo[0]))
-            vectors = cached_map(
-                self.context, todo, self._extractor_identity(), self._compute_statistics, "token-probe: encode"
-            )
+            if self.context.on_gpu:  # the frontend batches on the GPU in this process; CUDA does not survive a fork
+                vectors = cached_batches(
+                    self.context,
+                    todo,
+                    self._extractor_identity(),
+                    self._compute_statistics_batch,
+                    GPU_BATCH,
+                    "token-probe: encode",
+                )
+            else:
+                vectors = cached_map(
+                    self.context, todo, self._extractor_identity(), self._compute_statistics, "token-probe: encode"
+                )
             self._cache.update((_key(u), v) for u, v in zip(todo, vectors))
         return [self._cache[_key(u)] for u in utterances]
 
     def _compute_statistics(self, utterance: Utterance) -> np.ndarray:
-        output = self._encode(utterance)
+        return self._statistics_of(utterance, self._encode(utterance))
+
+    def _compute_statistics_batch(self, utterances: Sequence[Utterance]) -> list[np.ndarray]:
+        """_compute_statistics of many utterances, their audio through one frontend encode_batch call."""
+        frontend = self._require_frontend()
+        outputs = frontend.encode_batch([u.load(frontend.sample_rate) for u in utterances])
+        return [self._statistics_of(u, output) for u, output in zip(utterances, outputs)]
+
+    def _statistics_of(self, utterance: Utterance, output: FrontendOutput) -> np.ndarray:
         if layout(output) != self.layout:
             raise DataError(
                 f"The frontend's output for {utterance.path} has codebooks/feature size {layout(output)}, "
