@@ -69,6 +69,16 @@ def test_substitution_never_makes_yaml_structure():
     assert resolved.corpus.params["path"] == "a}\n  evil: {use: x/speech.csv"
 
 
+def test_a_whole_value_takes_a_numeric_defaults_type():
+    text = TEXT.replace("attackers: [ge2e]", 'attackers: [{use: ecapa, params: {epochs: "${EPOCHS}"}}]')
+    text = text.replace("  SPEAKERS: 6", "  EPOCHS: 6")
+    assert load_experiment_text(text, "e.yaml", variables={"ROOT": "/r"}).attackers[0].plugin.params["epochs"] == 6
+    two = load_experiment_text(text, "e.yaml", variables={"ROOT": "/r", "EPOCHS": "2"})
+    assert two.attackers[0].plugin.params["epochs"] == 2
+    with pytest.raises(ConfigError, match=r"--var EPOCHS=two: e.yaml, line 4 \(variables.EPOCHS\) declares"):
+        load_experiment_text(text, "e.yaml", variables={"ROOT": "/r", "EPOCHS": "two"})
+
+
 def test_malformed_assignments_are_one_sentence():
     assert parse_assignments(["A=1", "B=x=y", "C="]) == {"A": "1", "B": "x=y", "C": ""}
     with pytest.raises(ConfigError, match="NAME=VALUE"):

@@ -235,11 +235,18 @@ def _labels(entries: list) -> list[str]:
 def paths_exist(p: Pieces) -> list[str]:
     """The files and folders each plugin's params name exist (Plugin.missing_paths): data roots, model
     folders, checkpoints; one sentence each, at the plugin's params, before anything loads."""
+    from vpeval.build import validate_params
+    from vpeval.config import named_plugins
+
     errors = []
     for loc, plugin in _plugins_with_locations(p):
         cls = p.manager.get(plugin.kind, plugin.use)
         params = cls.Params.model_validate(plugin.params)
-        errors += [f"{p.doc.where(loc + ('params',))}: {sentence}" for sentence in cls.missing_paths(params)]
+        where = p.doc.where(loc + ("params",))
+        errors += [f"{where}: {sentence}" for sentence in cls.missing_paths(params)]
+        for kind, name, nested in named_plugins(p.manager, params):  # helpers: an ASR, an encoder, ...
+            helper = p.manager.get(kind, name)
+            errors += [f"{where} ({kind} {name}): {s}" for s in helper.missing_paths(validate_params(helper, nested))]
     return errors
 
 

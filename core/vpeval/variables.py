@@ -7,7 +7,9 @@
       corpus: {use: vpc, params: {root: "${VPC_ROOT}/data"}}
 
 `${NAME}` inside any string value is replaced by the variable's value (the command line's `--var
-NAME=VALUE` first, else the file's default). Substitution happens on the parsed values, never on the YAML
+NAME=VALUE` first, else the file's default). A value that is exactly `${NAME}` takes the type of a numeric
+default (`EPOCHS: 10` ... `epochs: "${EPOCHS}"` is the number 10; `--var EPOCHS=2` too).
+Substitution happens on the parsed values, never on the YAML
 text, so a value cannot inject YAML structure, and every error keeps the file and line of the value. The
 resolved experiment (resolved.yaml) holds the substituted values, so cache keys see real paths.
 """
@@ -56,26 +58,28 @@ def substitute_variables(doc: YamlDocument, given: Mapping[str, str] | None = No
         raise ConfigError(
             f"--var {unknown[0]}: {doc.path} declares no such variable (it declares {', '.join(declared) or 'none'})."
         )
-    values: dict[str, str] = {}
+    values: dict[str, Any] = {}
     for name, default in declared.items():
         loc = ("variables", name)
         if not NAME.fullmatch(str(name)):
             raise ConfigError(f"{doc.where(loc)}: a variable name is letters, digits and _; rename '{name}'.")
         if name in given:
-            values[name] = given[name]
+            values[name] = _typed(name, given[name], default, doc, loc)
         elif default is None:
             raise ConfigError(
                 f"{doc.where(loc)}: the variable {name} has no default; give it on the command line: "
                 f"--var {name}=VALUE."
             )
-        elif isinstance(default, (str, int, float)) and not isinstance(default, bool):
-            values[name] = _replace(doc, str(default), loc, values)  # earlier variables only
+        elif isinstance(default, (int, float)) and not isinstance(default, bool):
+            values[name] = default
+        elif isinstance(default, str):
+            values[name] = _replace(doc, default, loc, values)  # earlier variables only
         else:
             raise ConfigError(f"{doc.where(loc)}: a variable's default is a string or a number, or null (required).")
     doc.data = _walk(doc, data, (), values)
 
 
-def _walk(doc: YamlDocument, value: Any, loc: Loc, values: dict[str, str]) -> Any:
+def _walk(doc: YamlDocument, value: Any, loc: Loc, values: dict[str, Any]) -> Any:
     if isinstance(value, str):
         return _replace(doc, value, loc, values)
     if isinstance(value, dict):
@@ -85,7 +89,24 @@ def _walk(doc: YamlDocument, value: Any, loc: Loc, values: dict[str, str]) -> An
     return value
 
 
-def _replace(doc: YamlDocument, text: str, loc: Loc, values: dict[str, str]) -> str:
+def _typed(name: str, given: str, default: Any, doc: YamlDocument, loc: Loc) -> Any:
+    """A --var value as the type of the file's numeric default (a string otherwise)."""
+    if isinstance(default, bool) or not isinstance(default, (int, float)):
+        return given
+    try:
+        return type(default)(given)
+    except ValueError:
+        kind = "an integer" if isinstance(default, int) else "a number"
+        raise ConfigError(
+            f"--var {name}={given}: {doc.where(loc)} declares {name} as {kind} (default {default}); give {kind}."
+        ) from None
+
+
+def _replace(doc: YamlDocument, text: str, loc: Loc, values: dict[str, Any]) -> Any:
+    whole = REFERENCE.fullmatch(text)
+    if whole and whole.group(1) in values:
+        return values[whole.group(1)]  # keeps a numeric variable's type
+
     def one(match: re.Match) -> str:
         name = match.group(1)
         if name not in values:
@@ -94,7 +115,7 @@ def _replace(doc: YamlDocument, text: str, loc: Loc, values: dict[str, str]) -> 
                 f"{doc.where(loc)}: ${{{name}}} names no variable declared before it ({known}); declare it under "
                 "`variables:` at the top of the file."
             )
-        return values[name]
+        return str(values[name])
 
     return REFERENCE.sub(one, text)
 

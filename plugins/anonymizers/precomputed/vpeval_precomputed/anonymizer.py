@@ -74,6 +74,11 @@ class Precomputed(Anonymizer):
 
     @classmethod
     def missing_paths(cls, params) -> list[str]:
+        if params.vpc is not None and not Path(params.vpc.root).is_dir():  # one sentence, not one per folder
+            return [
+                f"the folder {params.vpc.root} of `vpc.root` does not exist; set it to the data folder holding the "
+                "submission's anonymized copies."
+            ]
         return [
             f"the anonymized data folder {folder} has no wav.scp; write the system's output there (the original "
             "folder's name plus the system's suffix, the same utterance ids), or fix `folders` / `vpc.suffix`."
