@@ -96,3 +96,79 @@ def test_a_tokenizer_folder_without_a_codebook_is_one_sentence(tiny, tmp_path, o
     with pytest.raises(MissingModelError) as error:
         make(weights=str(tmp_path), feature_config=tiny["kimi_whisper"]).encode(np.zeros(16000, np.float32))
     assert "codebook.weight" in str(error.value) and one_sentence(str(error.value))
+
+
+def published_layer_names(i: int) -> list[str]:
+    """A WhisperVQEncoderLayer's tensors in GLM-4-Voice's speech_tokenizer/modeling_whisper.py (Whisper's
+    layer: q/v/out projections with bias, k without)."""
+    names = [f"layers.{i}.self_attn.k_proj.weight"]
+    for part in ("self_attn.v_proj", "self_attn.q_proj", "self_attn.out_proj", "self_attn_layer_norm", "fc1", "fc2"):
+        names += [f"layers.{i}.{part}.weight", f"layers.{i}.{part}.bias"]
+    return names + [f"layers.{i}.final_layer_norm.weight", f"layers.{i}.final_layer_norm.bias"]
+
+
+def test_loads_a_folder_with_the_published_glm_4_voice_key_names_and_config(tiny, speech, tmp_path):
+    """THUDM/glm-4-voice-tokenizer as WhisperVQEncoder.from_pretrained reads it: tensors at top level named as
+    in the published modeling_whisper.py (conv1, conv2, embed_positions, embed_positions2, layers.<i>.*,
+    codebook; no layer_norm with quantize_encoder_only), the published config fields beside Whisper's.
+    Random values of the published shapes; every tensor vpeval uses must come from its published name."""
+    import torch
+
+    config = dict(tiny["kimi_tokenizer"])
+    d, ffn, mels, vocab = (
+        config["d_model"],
+        config["encoder_ffn_dim"],
+        config["num_mel_bins"],
+        config["quantize_vocab_size"],
+    )
+    published = {
+        **config,
+        "architectures": ["WhisperVQEncoder"],
+        "model_type": "whisper",
+        "max_source_positions": 1500,
+        "quantize_encoder_only": True,
+        "quantize_causal_encoder": False,
+        "encoder_causal_attention": False,
+        "encoder_causal_convolution": True,
+        "quantize_commit_coefficient": 0.25,
+        "quantize_loss_scale": 10.0,
+        "quantize_ema_decay": 0.99,
+        "quantize_restart_interval": 100,
+        "skip_language_detection": True,
+    }
+    shapes = {
+        "conv1.weight": (d, mels, 3),
+        "conv1.bias": (d,),
+        "conv2.weight": (d, d, 3),
+        "conv2.bias": (d,),
+        "embed_positions.weight": (1500, d),
+        "embed_positions2.weight": (375, d),
+        "codebook.weight": (vocab, d),
+        "ema_count": (vocab,),
+        "ema_weight": (vocab, d),
+    }
+    for i in range(config["quantize_position"]):
+        for name in published_layer_names(i):
+            leaf, kind = name.rsplit(".", 2)[-2:]
+            if kind == "bias":
+                shapes[name] = (ffn,) if leaf == "fc1" else (d,)
+            elif leaf in ("fc1", "fc2"):
+                shapes[name] = (ffn, d) if leaf == "fc1" else (d, ffn)
+            else:
+                shapes[name] = (d, d) if leaf.endswith("proj") else (d,)
+    generator = torch.Generator().manual_seed(0)
+    state = {name: torch.randn(shape, generator=generator) * 0.1 for name, shape in shapes.items()}
+    folder = tmp_path / "glm-4-voice-tokenizer"
+    folder.mkdir()
+    save_file(state, str(folder / "model.safetensors"))
+    (folder / "config.json").write_text(json.dumps(published))
+    loaded = make(weights=str(folder), feature_config=tiny["kimi_whisper"])
+    mine = loaded.model["tokenizer"].state_dict()
+    for name, value in state.items():
+        if name.startswith(("embed_positions2", "ema_")):
+            continue  # unused at inference (positions2 is never added in the published forward)
+        key = name if name == "codebook.weight" else f"encoder.{name}"
+        assert torch.equal(mine[key], value), name
+    assert loaded.model["tokenizer"].settings.encoder_causal_convolution
+    out = loaded.encode(speech[16000])
+    assert out.tokens.shape == (int(np.ceil(2.3 * 12.5)), 1) and out.codebook_sizes == (vocab,)

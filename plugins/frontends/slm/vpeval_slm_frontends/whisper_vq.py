@@ -9,7 +9,7 @@ quantizer are built: nothing after it affects the tokens.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import torch
 import torch.nn.functional as F
@@ -43,8 +43,12 @@ class VQSettings:
             "quantize_encoder_only",
             "quantize_causal_encoder",
             "skip_language_detection",
-        }  # training-only switches
+        }  # training-only switches, and two that the layers built here already mean (below)
         settings = cls(**{k: v for k, v in config.items() if k in names})
+        if config.get("quantize_causal_encoder"):
+            # GLM-4-Voice: layers before the quantizer attend causally (is_causal = encoder_causal_attention or
+            # quantize_causal_encoder); only those layers are built here, so it is encoder_causal_attention.
+            settings = replace(settings, encoder_causal_attention=True)
         whisper = {k: v for k, v in config.items() if k not in names and k not in vq_extra}
         return settings, whisper
 
