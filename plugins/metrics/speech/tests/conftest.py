@@ -244,3 +244,107 @@ def tiny_encoder_asr_folder(root: Path) -> Path:
 @pytest.fixture(scope="session")
 def encoder_asr_folder(tmp_path_factory) -> Path:
     return tiny_encoder_asr_folder(tmp_path_factory.mktemp("sb-asr"))
+
+
+EMOTION_YAML = """
+wav2vec2_hub: {hub}
+pretrained_path: {folder}
+encoder_dim: 32
+out_n_neurons: 4
+
+wav2vec2: !new:speechbrain.lobes.models.huggingface_transformers.wav2vec2.Wav2Vec2
+    source: !ref <wav2vec2_hub>
+    output_norm: True
+    freeze: True
+    save_path: wav2vec2_checkpoints
+
+avg_pool: !new:speechbrain.nnet.pooling.StatisticsPooling
+    return_std: False
+
+output_mlp: !new:speechbrain.nnet.linear.Linear
+    input_size: !ref <encoder_dim>
+    n_neurons: !ref <out_n_neurons>
+    bias: False
+
+model: !new:torch.nn.ModuleList
+    - [!ref <output_mlp>]
+
+modules:
+    wav2vec2: !ref <wav2vec2>
+    output_mlp: !ref <output_mlp>
+    avg_pool: !ref <avg_pool>
+
+softmax: !new:speechbrain.nnet.activations.Softmax
+
+label_encoder: !new:speechbrain.dataio.encoder.CategoricalEncoder
+
+pretrainer: !new:speechbrain.utils.parameter_transfer.Pretrainer
+    loadables:
+        wav2vec2: !ref <wav2vec2>
+        model: !ref <model>
+        label_encoder: !ref <label_encoder>
+    paths:
+        wav2vec2: !ref <pretrained_path>/wav2vec2.ckpt
+        model: !ref <pretrained_path>/model.ckpt
+        label_encoder: !ref <pretrained_path>/label_encoder.txt
+"""
+
+# What speechbrain/emotion-recognition-wav2vec2-IEMOCAP ships as custom_interface.py: speechbrain's
+# foreign_class imports it for the reference side of the tests (vpeval never imports a folder's code).
+CUSTOM_INTERFACE = """
+import torch
+from speechbrain.inference.interfaces import Pretrained
+
+
+class CustomEncoderWav2vec2Classifier(Pretrained):
+    def encode_batch(self, wavs, wav_lens=None, normalize=False):
+        if len(wavs.shape) == 1:
+            wavs = wavs.unsqueeze(0)
+        if wav_lens is None:
+            wav_lens = torch.ones(wavs.shape[0], device=self.device)
+        wavs, wav_lens = wavs.to(self.device), wav_lens.to(self.device)
+        wavs = wavs.float()
+        outputs = self.mods.wav2vec2(wavs)
+        outputs = self.mods.avg_pool(outputs, wav_lens)
+        return outputs.view(outputs.shape[0], -1)
+
+    def classify_batch(self, wavs, wav_lens=None):
+        outputs = self.mods.output_mlp(self.encode_batch(wavs, wav_lens))
+        out_prob = self.hparams.softmax(outputs)
+        score, index = torch.max(out_prob, dim=-1)
+        return out_prob, score, index, self.hparams.label_encoder.decode_torch(index)
+"""
+
+
+def tiny_emotion_folders(root: Path, folds: int = 2) -> Path:
+    """VPC 2024's exp/ser layout: fold_<k> classifier folders (emotion-recognition-wav2vec2-IEMOCAP's files),
+    random weights that differ per fold; the wav2vec2 source a local transformers folder."""
+    from speechbrain.dataio.encoder import CategoricalEncoder
+
+    hub = tiny_wav2vec2_folder(root / "hf")
+    models = root / "ser"
+    for fold in range(1, folds + 1):
+        folder = models / f"fold_{fold}"
+        folder.mkdir(parents=True)
+        yaml_text = EMOTION_YAML.format(hub=hub, folder=folder)
+        (folder / "hyperparams.yaml").write_text(yaml_text)
+        (folder / "custom_interface.py").write_text(CUSTOM_INTERFACE)
+        encoder = CategoricalEncoder()
+        encoder.update_from_iterable(["neu", "ang", "hap", "sad"])
+        encoder.save(folder / "label_encoder.txt")
+        write_random_modules(yaml_text, folder, {"model": "model.ckpt", "wav2vec2": "wav2vec2.ckpt"}, seed=fold)
+        # Each fold's wav2vec2 differs too (the folds are fine-tuned separately).
+        import torch
+
+        state = torch.load(folder / "wav2vec2.ckpt")
+        generator = torch.Generator().manual_seed(fold)
+        torch.save(
+            {k: v + 0.05 * torch.randn(v.shape, generator=generator) for k, v in state.items()},
+            folder / "wav2vec2.ckpt",
+        )
+    return models
+
+
+@pytest.fixture(scope="session")
+def emotion_models(tmp_path_factory) -> Path:
+    return tiny_emotion_folders(tmp_path_factory.mktemp("sb-ser"))

@@ -26,6 +26,7 @@ from vpeval_speech.speechbrain_folder import (
     load_loadable,
     local_hf_folder,
     read_hparams,
+    require_speechbrain,
 )
 
 GREEDY = ("speechbrain.decoders.ctc_greedy_decode", "speechbrain.decoders.ctc.ctc_greedy_decode")
@@ -56,6 +57,7 @@ def wav2vec2_factory(folder: Path, override: str | None, save_path: Path, parame
 @functools.lru_cache(maxsize=2)
 def load_encoder_asr(folder: str, hparams_file: str, wav2vec2_source: str | None, save_path: str):
     """(encoder module, decoding function, tokenizer, sample rate) of an EncoderASR folder, on the CPU."""
+    require_speechbrain("speechbrain-asr")
     root = Path(folder)
     path = root / hparams_file
     values = read_hparams(path)

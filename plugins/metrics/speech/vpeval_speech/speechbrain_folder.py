@@ -91,6 +91,20 @@ def _construct(loader: _InertLoader, suffix: str, node: yaml.Node) -> Tag:
 _InertLoader.add_multi_constructor("!", _construct)
 
 
+def require_speechbrain(plugin: str) -> None:
+    """One sentence instead of an ImportError when the optional SpeechBrain stack is missing."""
+    from importlib.util import find_spec
+
+    missing = [name for name in ("torch", "speechbrain", "transformers", "sentencepiece") if find_spec(name) is None]
+    if missing:
+        from vpeval.errors import PluginError
+
+        raise PluginError(
+            f"{plugin} reads SpeechBrain folders with {', '.join(missing)}, which is not installed: "
+            "pip install 'vpeval-speech-metrics[speechbrain]'."
+        )
+
+
 def read_hparams(path: Path) -> dict[str, Any]:
     """The top-level mapping of a hyperparams.yaml with its tags inert; refuses untrusted tags."""
     if not path.is_file():

@@ -39,8 +39,29 @@ class UAR(Metric):
 
     name = "uar"
     needs = "speech"
+    device_sensitive = True  # the speechbrain evaluator's torch numbers (the acoustic one is numpy only)
 
     class Params(Params):
+        evaluator: Literal["acoustic", "speechbrain"] = Field(
+            "acoustic",
+            description="acoustic: vpeval's classifier trained on the original speech in speaker folds (below); "
+            "speechbrain: SpeechBrain wav2vec2 classifier folders (models), per IEMOCAP fold by spk2fold, "
+            "scored as VPC 2024 scores them (the acoustic parameters are then unused).",
+        )
+        models: str | None = Field(
+            None,
+            description="speechbrain: a local emotion classifier folder (speechbrain/emotion-recognition-wav2vec2-"
+            "IEMOCAP's layout), or VPC 2024's exp/ser with fold_<k> folders chosen per speaker by spk2fold.",
+        )
+        spk2fold: str | None = Field(
+            None, description="speechbrain: the data folder's spk2fold file (speaker-id fold) picking each model."
+        )
+        wav2vec2_source: str | None = Field(
+            None, description="speechbrain: a local transformers folder for the wav2vec2 the YAML names by hub id."
+        )
+        label_map: dict[str, str] = Field(
+            default_factory=dict, description="speechbrain: corpus emotion label -> classifier label (neutral: neu)."
+        )
         folds: int = Field(
             5, ge=2, le=100, description="Speaker-independent folds (fewer when there are fewer speakers)."
         )
@@ -74,6 +95,10 @@ class UAR(Metric):
             raise MetricInputError(
                 "The uar metric needs evaluation speech (MetricInputs.original is empty): run it as a speech metric."
             )
+        if self.params.evaluator == "speechbrain":
+            from vpeval_speech.speechbrain_emotion import speechbrain_uar
+
+            return speechbrain_uar(self, inputs)
         labelled = [u for u in original if u.emotion]
         labels = np.array([u.emotion for u in labelled])
         classes = table_order(sorted(set(labels.tolist())))

@@ -1,0 +1,258 @@
+"""UAR with SpeechBrain wav2vec2 emotion classifiers, as VoicePrivacy 2024's SER evaluation computes it.
+
+A classifier folder is speechbrain/emotion-recognition-wav2vec2-IEMOCAP's layout (hyperparams.yaml with
+wav2vec2, avg_pool, output_mlp, softmax, label_encoder; wav2vec2.ckpt, model.ckpt, label_encoder.txt),
+built as data (speechbrain_folder.py); its custom_interface.py is never imported: what its
+CustomEncoderWav2vec2Classifier.classify_batch does is done here (wav2vec2 without lengths, mean pooling,
+the linear head, softmax, argmax, the label encoder). VPC 2024 (evaluation/utility/ser/evaluate_ser.py)
+trains one classifier per IEMOCAP fold; `spk2fold` gives each speaker's fold, whose model (models/fold_<k>,
+or its latest CKPT* folder) classifies that speaker's utterances one at a time. UAR is then, as there,
+sklearn's macro recall per speaker (over the classes in its references and predictions), averaged over
+speakers; per-emotion accuracy likewise.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vpeval.errors import MetricInputError, MissingModelError
+from vpeval_speech.speechbrain_folder import (
+    WAV2VEC2,
+    Graph,
+    checkpoint_file,
+    load_loadable,
+    read_hparams,
+    require_speechbrain,
+)
+
+HPARAMS = "hyperparams.yaml"
+_LOCK = threading.Lock()
+
+
+@dataclass
+class EmotionClassifier:
+    """The modules CustomEncoderWav2vec2Classifier.classify_batch runs, and the label encoder."""
+
+    folder: Path
+    wav2vec2: Any
+    avg_pool: Any
+    output_mlp: Any
+    softmax: Any
+    labels: list[str]  # index -> label, from label_encoder.txt
+
+    def to(self, device: str) -> EmotionClassifier:
+        for module in (self.wav2vec2, self.avg_pool, self.output_mlp, self.softmax):
+            module.to(device).eval()
+        return self
+
+    def classify(self, audio: np.ndarray, device: str, autocast) -> str:
+        """classify_batch of one waveform [1, T] at relative length 1: the label of the largest probability."""
+        import torch
+
+        wavs = torch.from_numpy(np.asarray(audio, dtype=np.float32))[None].to(device)
+        lengths = torch.ones(1, device=device)
+        with torch.no_grad(), autocast():
+            outputs = self.wav2vec2(wavs)  # the interface passes no lengths to wav2vec2
+            pooled = self.avg_pool(outputs.float(), lengths).view(1, -1)
+            probabilities = self.softmax(self.output_mlp(pooled))
+        return self.labels[int(torch.argmax(probabilities.float(), dim=-1)[0])]
+
+
+@functools.lru_cache(maxsize=8)
+def load_classifier(folder: str, wav2vec2_source: str | None, save_path: str) -> EmotionClassifier:
+    """An emotion classifier folder built safely, on the CPU."""
+    from vpeval_speech.speechbrain_asr import wav2vec2_factory
+
+    require_speechbrain("uar (evaluator speechbrain)")
+    root = Path(folder)
+    path = root / HPARAMS
+    values = read_hparams(path)
+    special = {name: wav2vec2_factory(root, wav2vec2_source, Path(save_path), "wav2vec2_source") for name in WAV2VEC2}
+    graph = Graph(values, path, special)
+    parts = {key: graph.get(key) for key in ("wav2vec2", "avg_pool", "output_mlp", "softmax", "label_encoder")}
+    loadables, paths = graph.pretrainer()
+    for name, obj in loadables.items():
+        load_loadable(obj, checkpoint_file(root, name, paths))
+    encoder = parts["label_encoder"]
+    labels = [encoder.ind2lab[i] for i in range(len(encoder))]
+    return EmotionClassifier(root, parts["wav2vec2"], parts["avg_pool"], parts["output_mlp"], parts["softmax"], labels)
+
+
+def read_spk2fold(path: Path) -> dict[str, str]:
+    if not path.is_file():
+        raise MissingModelError(
+            f"The uar parameter spk2fold points at {path}, which is not a file: give the data folder's spk2fold "
+            "(lines `speaker-id fold`, as VPC 2024's IEMOCAP_dev and IEMOCAP_test hold)."
+        )
+    pairs = [line.split() for line in path.read_text().splitlines() if line.strip()]
+    bad = [i + 1 for i, p in enumerate(pairs) if len(p) != 2]
+    if bad:
+        raise MissingModelError(f"{path}, line {bad[0]}: a spk2fold line is `speaker-id fold`.")
+    return dict(pairs)  # type: ignore[arg-type]
+
+
+def fold_folder(models: Path, fold: str) -> Path:
+    """models/fold_<fold>, or its latest CKPT* folder (VPC 2024's scan_checkpoint), holding hyperparams.yaml."""
+    base = models / f"fold_{fold}"
+    if (base / HPARAMS).is_file():
+        return base
+    checkpoints = [p for p in base.glob("CKPT*") if (p / HPARAMS).is_file()]
+    if not checkpoints:
+        raise MissingModelError(
+            f"No emotion classifier for fold {fold}: {base} has no {HPARAMS} and no CKPT* folder with one (VPC "
+            "2024's exp/ser holds fold_1 ... fold_5)."
+        )
+
+    def order(path: Path):
+        digits = re.sub(r"\D", "", path.name[4:])
+        return (int(digits) if digits else -1, path.name)
+
+    return max(checkpoints, key=order)
+
+
+def models_by_speaker(models: Path, spk2fold: Path | None, speakers: list[str]) -> tuple[dict[str, Path], list[str]]:
+    """Each speaker's classifier folder and the speakers without a fold (left out, as VPC 2024 does)."""
+    if (models / HPARAMS).is_file():
+        return {s: models for s in speakers}, []
+    if spk2fold is None:
+        raise MissingModelError(
+            f"{models} holds no {HPARAMS}, so it is read as one classifier per fold (fold_<k>): set the uar "
+            "parameter spk2fold to the data folder's spk2fold, which picks each speaker's fold."
+        )
+    folds = read_spk2fold(spk2fold)
+    chosen = {s: fold_folder(models, folds[s]) for s in speakers if s in folds}
+    return chosen, sorted(s for s in speakers if s not in folds)
+
+
+def macro_recall(truth: np.ndarray, predicted: np.ndarray) -> float:
+    """sklearn's recall_score(average="macro"): over the labels in truth or predictions, a label never in
+    the truth counting 0 (zero_division's default)."""
+    labels = np.union1d(truth, predicted)
+    return float(np.mean([np.mean(predicted[truth == lab] == lab) if (truth == lab).any() else 0.0 for lab in labels]))
+
+
+def speaker_table(truth: np.ndarray, predicted: np.ndarray, speakers: np.ndarray) -> dict[str, dict[str, Any]]:
+    """Per speaker: UAR (%) and each present emotion's accuracy (%)."""
+    table = {}
+    for speaker in sorted(set(speakers.tolist())):
+        rows = speakers == speaker
+        t, p = truth[rows], predicted[rows]
+        accuracy = {str(e): 100.0 * float(np.mean(p[t == e] == e)) for e in np.unique(t)}
+        table[speaker] = {"uar": 100.0 * macro_recall(t, p), "accuracy": accuracy, "utterances": int(rows.sum())}
+    return table
+
+
+def classifier_labels(corpus_labels: list[str], label_map: dict[str, str], known: list[str], folder: Path) -> None:
+    missing = sorted({label_map.get(label, label) for label in corpus_labels} - set(known))
+    if missing:
+        raise MetricInputError(
+            f"The emotion labels {missing} of the corpus are not labels of the classifier at {folder} ({known}): "
+            "map them with the uar parameter label_map (corpus label: classifier label)."
+        )
+
+
+def predictions(metric, utterances: list, folders: dict[str, Path], speech: str) -> np.ndarray:
+    """The classifier label of each utterance (its speaker's fold model), cached by audio and model."""
+    from vpeval.content_cache import JsonCache, cache_key
+    from vpeval.data.fingerprint import file_hash
+
+    params = metric.params
+    cache = JsonCache(metric.context.folder("speechbrain-emotion"))
+    out = []
+    for utterance in metric.context.progress(utterances, total=len(utterances), description=f"uar: {speech}"):
+        folder = folders[utterance.speaker]
+        key = cache_key(file_hash(utterance.path), utterance.channel, model_identity(folder), params.wav2vec2_source)
+        label = cache.get(key)
+        if label is None:
+            with _LOCK:
+                classifier = load_classifier(
+                    str(folder), params.wav2vec2_source, str(metric.context.folder("hf-cache"))
+                ).to(metric.context.device)
+            label = classifier.classify(utterance.load(16000), metric.context.device, metric.context.autocast)
+            cache.put(key, label)
+        out.append(label)
+    return np.array(out)
+
+
+def model_identity(folder: Path) -> str:
+    """A classifier folder by its files' names, sizes and modification times (hashing gigabytes is too slow)."""
+    files = sorted(p for p in folder.iterdir() if p.is_file())
+    return ";".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files) + f"@{folder.resolve()}"
+
+
+def speechbrain_uar(metric, inputs) -> list:
+    """The uar metric's results with the speechbrain evaluator: original, then anonymized speech."""
+    from vpeval.stats import percentile_interval, speaker_weights
+    from vpeval.types import MetricResult
+
+    params = metric.params
+    if params.models is None:
+        raise MetricInputError(
+            "The uar evaluator speechbrain needs the parameter models: a SpeechBrain emotion classifier folder, "
+            "or VPC 2024's exp/ser with one fold_<k> folder per IEMOCAP fold."
+        )
+    original = inputs.original
+    labelled = [u for u in original if u.emotion]
+    if not labelled:
+        raise MetricInputError(f"No utterance of corpus {original.name} has an emotion label (utt2emo) for uar.")
+    models = Path(params.models).expanduser()
+    spk2fold = Path(params.spk2fold).expanduser() if params.spk2fold else None
+    folders, no_fold = models_by_speaker(models, spk2fold, sorted({u.speaker for u in labelled}))
+    labelled = [u for u in labelled if u.speaker in folders]
+    if not labelled:
+        raise MetricInputError(f"No emotion-labelled speaker of corpus {original.name} is in {spk2fold}.")
+    truth = np.array([params.label_map.get(u.emotion, u.emotion) for u in labelled])
+    first = load_classifier(
+        str(next(iter(folders.values()))), params.wav2vec2_source, str(metric.context.folder("hf-cache"))
+    )
+    classifier_labels([u.emotion for u in labelled], params.label_map, first.labels, first.folder)
+    speakers = np.array([u.speaker for u in labelled])
+    sets = [("original", labelled)]
+    if inputs.anonymized is not None:
+        kept = [i for i, u in enumerate(labelled) if u.id in inputs.anonymized]
+        versions = [inputs.anonymized[labelled[i].id].replace(speaker=labelled[i].speaker) for i in kept]
+        sets.append(("anonymized", versions))
+    common = {
+        "evaluator": f"SpeechBrain wav2vec2 emotion classifier{'s per fold' if spk2fold else ''} from {models}, "
+        "one utterance at a time as VPC 2024's evaluate_ser.py; UAR = mean over speakers of the macro recall",
+        "classes": first.labels,
+        "fold_models": {s: str(f) for s, f in sorted(folders.items())},
+        "skipped_no_fold": no_fold,
+        "skipped_no_emotion": len(original) - sum(1 for u in original if u.emotion),
+    }
+    results = []
+    for speech, utterances in sets:
+        rows = np.array([i for i, u in enumerate(labelled) if speech == "original" or u.id in inputs.anonymized])
+        predicted = predictions(metric, utterances, folders, speech)
+        table = speaker_table(truth[rows], predicted, speakers[rows])
+        names = list(table)
+        uars = np.array([table[s]["uar"] for s in names])
+        per_class = {
+            label: float(np.mean([table[s]["accuracy"][label] for s in names if label in table[s]["accuracy"]]))
+            for label in first.labels
+            if any(label in table[s]["accuracy"] for s in names)
+        }
+        low = high = None
+        details = {"speech": speech, **common, "utterances": len(rows), "per_speaker": table}
+        details |= {"per_class_recall": per_class, "chance": 100.0 / len(first.labels)}
+        details["table3"] = {"columns": ["UAR"] + [k.capitalize() for k in per_class], "row": [float(uars.mean())]}
+        details["table3"]["row"] += list(per_class.values())
+        if params.bootstrap:
+            rng = metric.context.rng("uar-bootstrap", speech)
+            values = [w @ uars / w.sum() for w in speaker_weights(np.array(names), params.bootstrap, rng)]
+            low, high = percentile_interval(np.array(values), params.confidence)
+            if low is not None:
+                details["bootstrap"] = {
+                    "replicates": params.bootstrap,
+                    "confidence": params.confidence,
+                    "unit": "speaker",
+                }
+        results.append(MetricResult("uar", float(uars.mean()), ci_low=low, ci_high=high, unit="%", details=details))
+    return results
