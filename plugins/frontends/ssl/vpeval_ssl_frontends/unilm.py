@@ -82,7 +82,10 @@ def read_checkpoint(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError:
+    except pickle.UnpicklingError as exc:
+        if "Unsupported global" not in str(exc):  # not a refused Python object: a broken or foreign file
+            load_weights_only(path)  # raises the core's sentence for those
+            raise
         raise MissingModelError(
             f"{path} holds Python objects besides tensors, dicts and plain values, which vpeval never unpickles; "
             "where you trust the file, re-save it as torch.save({'cfg': dict(cfg), 'model': state_dict}, path)."
