@@ -355,6 +355,12 @@ class Attacker(Plugin):
 
         raise ConfigError(f"attacker {self.name} cannot start from another trained model; remove `init_from`.")
 
+    def training_curve(self) -> list[dict[str, Any]]:
+        """The epochs of the training this instance holds (after `train` or `load`), for the report's curves
+        and its under-training alarm: dicts with `epoch` and any of `loss`, `validation_eer` (any unit, lower
+        is better), `stage` (staged training) and `selected` (the epoch kept). Empty: no curve to show."""
+        return []
+
     def represent(self, utterances: Sequence[Utterance]) -> np.ndarray:
         """One vector for a set of N utterances of one side of a trial."""
         raise NotImplementedError

@@ -19,6 +19,7 @@ from vpeval.report.select import (
     protocol_sort_key,
 )
 from vpeval.report.tables import fmt_value, markdown_table
+from vpeval.report.training import MARK, WARNING, is_flagged
 
 LINKABILITY = "linkability"
 
@@ -62,9 +63,11 @@ def worst_cases(rows: list[dict[str, Any]]) -> tuple[list[WorstCase], str, str]:
     return out, metric, note
 
 
-def worst_case_tables(rows: list[dict[str, Any]], caption=None) -> list[str]:
+def worst_case_tables(rows: list[dict[str, Any]], caption=None, marks: set | None = None) -> list[str]:
     """One markdown table per anonymizer; `caption(anonymizer, attackers, protocols, ns)` adds the line
-    saying what produced it."""
+    saying what produced it. `marks`: (attacker, system it trained on) of attackers that may be under-trained
+    (vpeval.report.training), marked where they reach the worst case."""
+    marks = marks or set()
     cases, metric, note = worst_cases(rows)
     tables = []
     for anonymizer in dict.fromkeys(w.anonymizer for w in cases):
@@ -73,9 +76,13 @@ def worst_case_tables(rows: list[dict[str, Any]], caption=None) -> list[str]:
         header = ["protocol", "N", f"lowest {metric}", "reached by"] + (
             ["highest linkability", "reached by"] if has_link else []
         )
-        body = []
+        body, marked = [], []
         for w in mine:
-            cells = [w.protocol, str(w.n) if w.n is not None else "", fmt_value(w.eer), w.eer["attacker"]]
+            attacker = w.eer["attacker"]
+            if is_flagged(marks, attacker, anonymizer):
+                marked.append(attacker)
+                attacker += " " + MARK
+            cells = [w.protocol, str(w.n) if w.n is not None else "", fmt_value(w.eer), attacker]
             if has_link:
                 cells += [fmt_value(w.linkability), w.linkability["attacker"]] if w.linkability else ["", ""]
             body.append(cells)
@@ -86,6 +93,8 @@ def worst_case_tables(rows: list[dict[str, Any]], caption=None) -> list[str]:
             "a privacy claim holds only against the strongest one.\n\n"
         )
         text += markdown_table(header, body)
+        for attacker in dict.fromkeys(marked):
+            text += f"\n\n{MARK} {attacker} {WARNING}: its validation EER was still falling (see Training curves)."
         if caption is not None:
             attackers = [w.eer["attacker"] for w in mine] + [w.linkability["attacker"] for w in mine if w.linkability]
             text += "\n\n" + caption(anonymizer, attackers, [w.protocol for w in mine], [w.n for w in mine])

@@ -21,6 +21,7 @@ from vpeval.report import declared
 from vpeval.report.figures import FIGURES_DIR, SCORE_INDEX, Figure, report_figures
 from vpeval.report.provenance import RunInfo
 from vpeval.report.tables import attack_tables, speech_tables
+from vpeval.report.training import curve_entries, flagged, training_markdown
 from vpeval.report.vpc_results import vpc_results_text
 from vpeval.report.worst_case import worst_case_tables
 
@@ -81,6 +82,7 @@ def write_outputs(exp, result, plan, score_sets) -> None:
         "plan_notes": list(plan.notes),
         "skipped_audio": [{"utterance": u, "path": p, "reason": r} for u, p, r in result.skipped_audio],
         "rows": result.rows,
+        "training": curve_entries(result.training),
     }
     figures = report_figures(folder, result.rows)
     info = RunInfo.from_run(exp.to_dict(), payload)
@@ -153,10 +155,15 @@ def report_markdown(
         ]
         lines += [f"- {u}: {p} ({r})" for u, p, r in result.skipped_audio]
     worst = worst_case_tables(
-        result.rows, caption=lambda an, at, pr, n: info.caption(anonymizers=[an], attackers=at, protocols=pr, n=n)
+        result.rows,
+        caption=lambda an, at, pr, n: info.caption(anonymizers=[an], attackers=at, protocols=pr, n=n),
+        marks=flagged(payload["training"]),
     )
     if worst:
         lines += ["", "## Worst case at a glance", ""] + [t + "\n" for t in worst]
+    if payload["training"]:
+        lines += ["", "## Training curves", "", "Each trained attacker's epochs, as it reported them."]
+        lines += [""] + [t + "\n" for t in training_markdown(payload["training"])]
     if paper is not None and paper.findings:
         lines += [
             "",

@@ -75,6 +75,8 @@ class RunResult:
     executed: dict[str, list[str]] = field(default_factory=dict)  # stage -> labels computed (not reused)
     skipped_audio: list[tuple[str, str, str]] = field(default_factory=list)
     anonymized: dict[str, Corpus] = field(default_factory=dict)  # anonymizer label -> evaluation speech
+    # (attacker label, anonymizer it trained on or None) -> its training curve (Attacker.training_curve)
+    training: dict[tuple[str, str | None], list[dict[str, Any]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -95,6 +97,7 @@ class RunState:
     prepared: set[str] = field(default_factory=set)  # labels whose instances ran prepare()
     metrics: dict[str, Metric] = field(default_factory=dict)  # metric label -> instance
     represented: dict[tuple, np.ndarray] = field(default_factory=dict)  # (train key, speech version, side) -> vector
+    training: dict[tuple[str, str | None], list[dict[str, Any]]] = field(default_factory=dict)  # RunResult.training
 
 
 class Runner:
@@ -337,6 +340,8 @@ class Runner:
             systems = [None] if att.train_on == "original" else list(self.exp.anonymizers)
             for system in systems:
                 attacker, train_key = self._train(att, system, frontend)
+                if self.manager.get("attacker", att.plugin.use).needs_training:
+                    state.training[(att.label, system.label if system else None)] = list(attacker.training_curve())
                 for anon in self.exp.anonymizers or [None]:
                     if att.train_on == "anonymized" and anon is not system:
                         continue
@@ -346,7 +351,9 @@ class Runner:
 
         rows = self._metric_rows(MetricScope(plan, anonymized_eval, score_sets=score_sets), attacker_rows)
         state.timings["total"] = time.perf_counter() - started
-        result = RunResult(self.folder, rows, state.timings, state.executed, skipped, anonymized_eval)
+        result = RunResult(
+            self.folder, rows, state.timings, state.executed, skipped, anonymized_eval, dict(state.training)
+        )
         write_outputs(self.exp, result, plan, score_sets)
         state.console.log.info("results: %s", self.folder / "results.json")
         return result

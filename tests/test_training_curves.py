@@ -1,0 +1,112 @@
+"""Training curves in the report and the under-training alarm (vpeval.report.training): an attacker whose
+validation EER was still falling over its last epochs is marked where it reaches the worst case."""
+
+from __future__ import annotations
+
+import json
+import types
+
+import pytest
+from pydantic import Field
+
+from vpeval import hookimpl
+from vpeval.config import load_experiment_text
+from vpeval.report.training import curve_entries, training_markdown, under_trained
+from vpeval.report.worst_case import worst_case_tables
+from vpeval.run.runner import Runner
+
+
+def epochs(values, stage=None):
+    return [{"epoch": i + 1, "loss": 1.0 / (i + 1), "validation_eer": v, "stage": stage} for i, v in enumerate(values)]
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ([30, 25, 20, 15], True),  # still falling
+        ([30, 20, 15, 15.1], False),  # turned up at the end
+        ([30, 20, 16, 16], False),  # flat
+        ([20.0, 19.9, 19.85, 19.8], False),  # falling by under 2 % of its value: converged
+        ([30, 25], False),  # too few epochs to tell
+        ([None, None, None], False),  # no validation
+    ],
+)
+def test_the_rule(values, expected):
+    assert under_trained(epochs(values)) is expected
+
+
+def test_a_staged_curve_is_judged_on_its_last_stage():
+    staged = epochs([40, 30, 20], "I") + epochs([25, 24, 24.5], "II")
+    assert not under_trained(staged)
+    assert under_trained(epochs([25, 24, 24.5], "I") + epochs([40, 30, 20], "II"))
+
+
+def test_the_worst_case_marks_an_under_trained_attacker_for_its_systems_only():
+    rows = [
+        {"metric": "eer", "metric_plugin": "eer", "anonymizer": a, "attacker": "net", "scenario": "anonymized",
+         "protocol": "A-A", "n": 1, "gender": "all", "value": 10.0, "unit": "%", "details": {}}
+        for a in ("x", "y")
+    ]  # fmt: skip
+    tables = worst_case_tables(rows, marks={("net", "x")})
+    assert "net †" in tables[0] and "may be under-trained, so the EER may overstate privacy" in tables[0]
+    assert "†" not in tables[1]
+    assert all("†" in t for t in worst_case_tables(rows, marks={("net", None)}))  # trained on original speech
+
+
+def test_the_section_says_when_there_is_no_validation():
+    (text,) = training_markdown(curve_entries({("net", None): epochs([None, None])}))
+    assert "No validation EER was recorded" in text
+
+
+def _curve_attacker(fakes):
+    class CurvedSpectrum(fakes.FakeSpectrum):
+        """fake-spectrum reporting a training curve."""
+
+        name = "curved-spectrum"
+
+        class Params(fakes.FakeSpectrum.Params):
+            curve: list[float] = Field(default_factory=list)
+
+        def training_curve(self):
+            return epochs(self.params.curve)
+
+    return CurvedSpectrum
+
+
+EXPERIMENT = """\
+name: curves
+seed: 1
+data:
+  corpus: {use: fake-corpus, params: {speakers: 8, utterances: 4}}
+anonymizers: [{use: fake-shift}]
+attackers:
+  - {use: curved-spectrum, label: still-learning, train_on: anonymized, params: {curve: [30, 25, 20, 15]}}
+  - {use: curved-spectrum, label: converged, params: {curve: [30, 20, 15, 15]}}
+protocols: [O-A, A-A]
+metrics: [fake-eer]
+"""
+
+
+def test_a_run_reports_curves_and_marks_the_attacker_still_learning(fake_plugins, tmp_path):
+    from vpeval.plugins import get_plugin_manager
+
+    module = types.ModuleType("curves_module")
+
+    def register_attackers(register):
+        register(_curve_attacker(fake_plugins))
+
+    module.register_attackers = hookimpl(register_attackers)
+    manager = get_plugin_manager()
+    manager.register_module(module, "vpeval-curves", "1.0", name="vpeval-curves")
+    try:
+        result = Runner(
+            load_experiment_text(EXPERIMENT, "curves.yaml"), cache_root=tmp_path / "c", output=tmp_path / "r", quiet=True
+        ).run()
+    finally:
+        manager.unregister_module(module)
+    payload = json.loads((result.folder / "results.json").read_text())
+    flags = {(e["attacker"], e["trained_on"]): e["under_trained"] for e in payload["training"]}
+    assert flags == {("still-learning", "fake-shift"): True, ("converged", None): False}
+    report = (result.folder / "report.md").read_text()
+    assert "## Training curves" in report and "### still-learning on fake-shift" in report
+    assert "**† still-learning may be under-trained" in report
