@@ -116,3 +116,12 @@ class TestSpeechBrainASRContract(ASRContract):
     @pytest.fixture(autouse=True)
     def _folder(self, encoder_asr_folder):
         self.params = {"source": str(encoder_asr_folder)}
+
+
+def test_batches_of_equal_lengths_equal_one_by_one(encoder_asr_folder, tmp_path):
+    """Without padding a batch computes what each utterance alone does (the GPU path's batch_size > 1)."""
+    asr = plugin(encoder_asr_folder, tmp_path, batch_size=3)
+    same = audios(2, seconds=(0.5, 0.5, 0.5, 0.5))
+    alone = [asr.decode([a])[0] for a in same]
+    assert asr.decode(same) == alone
+    assert asr.decode(same[:2]) == alone[:2]

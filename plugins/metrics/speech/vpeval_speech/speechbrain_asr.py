@@ -112,11 +112,13 @@ class SpeechBrainASR(ASR):
             "EncoderASR", description="SpeechBrain interface the folder is for (EncoderDecoderASR: not yet)."
         )
         batch_size: int = Field(
-            8,
+            1,
             ge=1,
             le=1024,
-            description="Utterances per padded batch in transcribe_many on a GPU (VPC 2024's eval_batchsize); "
-            "the CPU transcribes one utterance at a time, as transcribe_file does.",
+            description="Utterances per padded, length-sorted batch on a GPU (the CPU always transcribes one at a "
+            "time, as transcribe_file does). 1: each utterance alone, the same text whatever else is scored. "
+            "More is VPC 2024's eval_batchsize (8) and, as there, the texts then depend on the batch: speechbrain's "
+            "wav2vec2 lobe normalises the padded waveform and its output over the padded length.",
         )
 
     _loaded = None

@@ -202,7 +202,20 @@ class WER(Metric):
             return entry["text"]
 
         description = f"wer: {speech} speech"
-        if getattr(self.context.executor, "remote", False):
+        if self.context.on_gpu and hasattr(asr, "transcribe_many"):
+            # A torch ASR on a GPU transcribes the uncached utterances in batches in this process.
+            keys = {u.id: cache_key(file_hash(u.path), u.channel, settings) for u in wanted}
+            texts = {u.id: entry["text"] for u in wanted if (entry := cache.get(keys[u.id])) is not None}
+            todo = [u for u in wanted if u.id not in texts]
+            step = 64  # utterances loaded at once: the ASR pads them into its own batches
+            starts = range(0, len(todo), step)
+            for start in self.context.progress(starts, total=len(starts), description=description):
+                chunk = todo[start : start + step]
+                for u, transcript in zip(chunk, asr.transcribe_many([u.load(asr.sample_rate) for u in chunk])):
+                    cache.put(keys[u.id], {"text": transcript.text, "words": transcript.words})
+                    texts[u.id] = transcript.text
+            texts = {u.id: texts[u.id] for u in wanted}
+        elif getattr(self.context.executor, "remote", False):
             # A cluster executor: each worker unpickles the ASR once and loads its own model (the ASR
             # leaves a loaded model behind when pickled); the cache folder is shared, so workers write it.
             texts = dict(zip((u.id for u in wanted), self.context.map(text_of, wanted, description)))
