@@ -380,6 +380,12 @@ class Attacker(Plugin):
         """
         return None
 
+    def inversion_pairs(self, corpus: Corpus) -> tuple[np.ndarray, str] | None:
+        """Which (recovered row, target row) pairs of `inversion_embeddings(corpus)` the `inversion` metric
+        scores, as int64 [P, 2], and one sentence saying where they come from (a trial list, a seeded sample
+        of all pairs); None: every pair of different rows."""
+        return None
+
     @classmethod
     def recovers_embeddings(cls) -> bool:
         """Whether this attacker recovers speaker embeddings (it overrides `inversion_embeddings`): the one
@@ -423,6 +429,8 @@ class MetricInputs:
     recovered: np.ndarray | None = None  # embeddings an inversion attack recovered [B, D]
     target: np.ndarray | None = None  # the true embeddings [B, D]
     speakers: np.ndarray | None = None  # speaker per row of recovered/target
+    pairs: np.ndarray | None = None  # (recovered row, target row) pairs to score [P, 2]; None: every other row
+    pairs_note: str = ""  # where `pairs` come from (a trial list, a seeded sample), reported with the metric
     attributes: dict[str, Any] = field(default_factory=dict)  # coordinates: protocol, n, ...
 
 

@@ -843,7 +843,16 @@ class Runner:
 
             def inputs(observed=observed, coords=coords) -> MetricInputs:
                 recovered, target, speakers = attacker.inversion_embeddings(observed, plan.evaluation)
-                return MetricInputs(recovered=recovered, target=target, speakers=speakers, attributes=coords)
+                chosen = attacker.inversion_pairs(observed)  # rows in `observed` order, as the embeddings'
+                pairs, note = chosen if chosen is not None else (None, "")
+                return MetricInputs(
+                    recovered=recovered,
+                    target=target,
+                    speakers=speakers,
+                    pairs=pairs,
+                    pairs_note=note,
+                    attributes=coords,
+                )
 
             inputs_key = {
                 "train": train_key,

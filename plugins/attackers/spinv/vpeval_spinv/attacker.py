@@ -53,6 +53,17 @@ class SpInvParams(Params):
         description="target: recovered test side against the target encoder's embedding of the enrollment audio; "
         "recovered: recovered embeddings on both sides (tokens only, the token-probe setting).",
     )
+    trial_list: str | None = Field(
+        None,
+        description="Verification trials of the inversion metric: a VoxCeleb1-O ('1 enroll test') or Kaldi ('enroll "
+        "test target') list over the evaluation utterances; null: every pair of different utterances.",
+    )
+    max_pairs: int = Field(
+        1_000_000,
+        ge=2,
+        le=1_000_000_000,
+        description="Without a trial_list, at most this many pairs: beyond it a seeded sample (noted in the result).",
+    )
     # AuB and heads (section IV: d_h 384, d_a 512; depth and heads are not given)
     hidden: int = Field(384, ge=4, le=4096, description="AuB hidden size d_h (paper: 384).")
     layers: int = Field(6, ge=1, le=48, description="Transformer layers (not given in the paper).")
@@ -352,6 +363,17 @@ class SpInv(Attacker):
         rows = [(self.recover(u), self.target_embedding(reference[u.id])) for u in corpus.utterances]
         speakers = np.array([reference[u.id].speaker for u in corpus.utterances])
         return np.stack([r for r, _ in rows]), np.stack([t for _, t in rows]), speakers
+
+    def inversion_pairs(self, corpus: Corpus) -> tuple[np.ndarray, str] | None:
+        """The inversion metric's (recovered row, target row) pairs over `corpus`: the trial list's, or None
+        (every pair) when all pairs fit in max_pairs, else a sample seeded by the experiment seed."""
+        from vpeval_spinv.trials import bounded_pairs, read_pair_list
+
+        if self.params.trial_list is not None:
+            pairs = read_pair_list(self.params.trial_list, corpus.utterances)
+            return pairs, f"{len(pairs)} trials of {self.params.trial_list}"
+        speakers = [u.speaker for u in corpus.utterances]
+        return bounded_pairs(speakers, self.params.max_pairs, self.context.rng("spinv", "pairs"))
 
     # -- state ----------------------------------------------------------------------------------
 

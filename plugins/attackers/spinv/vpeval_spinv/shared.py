@@ -22,7 +22,7 @@ from vpeval.content_cache import identity_digest, source_digest
 from vpeval.data.fingerprint import file_hash
 from vpeval.types import Corpus
 
-ATTACK_ONLY = ("compare", "observed_seconds")  # parameters read only at attack time
+ATTACK_ONLY = ("compare", "observed_seconds", "trial_list", "max_pairs")  # parameters read only at attack time
 SAVED = "recovery.pt"
 
 

@@ -54,6 +54,23 @@ def verification_trials(
     return scores[others], same[others]
 
 
+def pair_trials(
+    recovered: np.ndarray, target: np.ndarray, speakers: np.ndarray, pairs: np.ndarray, chunk: int = 65536
+) -> tuple[np.ndarray, np.ndarray]:
+    """Cosine scores and same-speaker labels of the given (recovered row, target row) pairs [P, 2] (a trial
+    list, or a sample of all pairs when they are too many), computed in chunks of rows."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    rec, tgt = unit_rows(recovered), unit_rows(target)
+    speakers = np.asarray(speakers).astype(str)
+    scores = np.concatenate(
+        [
+            np.einsum("ij,ij->i", rec[p[:, 0]], tgt[p[:, 1]])
+            for p in np.array_split(pairs, max(1, -(-len(pairs) // chunk)))
+        ]
+    )
+    return scores, speakers[pairs[:, 0]] == speakers[pairs[:, 1]]
+
+
 @dataclass(frozen=True)
 class Accuracy:
     value: float  # fraction

@@ -13,7 +13,7 @@ from vpeval.types import MetricResult
 from vpeval_scoring.checks import check_scores
 from vpeval_scoring.dcf import min_dcf
 from vpeval_scoring.eer import step_eer
-from vpeval_scoring.inversion import best_accuracy, cos_sim, kl_divergence, verification_trials
+from vpeval_scoring.inversion import best_accuracy, cos_sim, kl_divergence, pair_trials, verification_trials
 from vpeval_scoring.sorted_trials import SortedTrials
 
 
@@ -43,13 +43,18 @@ class Inversion(Metric):
 
     def compute(self, inputs: MetricInputs) -> list[MetricResult]:
         recovered, target, speakers = self._check(inputs)
-        trials = SortedTrials(*verification_trials(recovered, target, speakers))
+        if inputs.pairs is not None:  # the attacker's trial list, or its sample of too many pairs
+            trials = SortedTrials(*pair_trials(recovered, target, speakers, inputs.pairs))
+        else:
+            trials = SortedTrials(*verification_trials(recovered, target, speakers))
         check_scores(trials.scores, trials.targets, self.name)
         tally = trials.tally()
         acc = best_accuracy(tally, self.params.balanced_accuracy)
         eer = step_eer(tally)
         dcf = min_dcf(tally, self.params.p_target, self.params.c_miss, self.params.c_fa)
         pairs = {"pairs": len(trials), "same_speaker_pairs": trials.n_target}
+        if inputs.pairs_note:
+            pairs["trials"] = inputs.pairs_note
         return [
             MetricResult("inversion-cossim", cos_sim(recovered, target), unit="", details={"rows": len(recovered)}),
             MetricResult(
