@@ -136,13 +136,16 @@ def _validation_speakers(train: list[str], settings: PlanSettings) -> list[str]:
 
 def _impostors(genders: dict[str, str | None], same_gender: bool, notes: list[str]) -> dict[str, list[str]]:
     """Speakers whose trial utterances serve as non-targets for each enrollment speaker."""
+    by_gender: dict[str | None, list[str]] = {}
+    for spk, g in genders.items():
+        by_gender.setdefault(g, []).append(spk)
     out = {}
     for spk, g in genders.items():
-        others = [o for o in genders if o != spk]
-        same = [o for o in others if genders[o] == g]
+        # The others of one gender, in `genders` order; all others only where those are used.
+        same = [o for o in by_gender[g] if o != spk]
         if same_gender and g is not None and not same:
             notes.append(f"speaker {spk} has no other {g} evaluation speaker; its non-targets use other genders")
-        out[spk] = same if same_gender and same else others
+        out[spk] = same if same_gender and same else [o for o in genders if o != spk]
     return out
 
 
@@ -200,6 +203,7 @@ def _check_pool_sizes(
 def _single_trials(pools, genders, impostors, settings: PlanSettings) -> list[Trial]:
     """VoicePrivacy trials: speaker enrollment pool vs one trial utterance."""
     trials = []
+    test_counts = {spk: len(pools[spk][1]) for spk in pools}
     for spk, (enroll, _) in pools.items():
         side = tuple(u.id for u in enroll)
         tests = pools[spk][1]
@@ -207,10 +211,14 @@ def _single_trials(pools, genders, impostors, settings: PlanSettings) -> list[Tr
         for i in order[: settings.target_trials_per_speaker]:
             u = tests[i]
             trials.append(Trial(side, (u.id,), True, genders[spk], spk, spk, spk, u.id))
-        candidates = [u for other in impostors[spk] for u in pools[other][1]]
-        order = keyed_rng(settings.seed, "n1-nontarget", spk).permutation(len(candidates))
+        # Candidate i is utterance i of the impostors' trial pools laid end to end; found by offset rather
+        # than by listing them all (a list per speaker of every other speaker's utterances is quadratic).
+        others = impostors[spk]
+        ends = np.cumsum(np.fromiter(map(test_counts.__getitem__, others), dtype=np.int64, count=len(others)))
+        order = keyed_rng(settings.seed, "n1-nontarget", spk).permutation(int(ends[-1]) if len(ends) else 0)
         for i in order[: settings.nontarget_trials_per_speaker]:
-            u = candidates[i]
+            k = int(np.searchsorted(ends, i, side="right"))
+            u = pools[others[k]][1][int(i) - (int(ends[k - 1]) if k else 0)]
             trials.append(Trial(side, (u.id,), False, genders[spk], spk, u.speaker, spk, u.id))
     return trials
 
@@ -228,10 +236,15 @@ def _multi_trials(
     """
     sides = max(settings.target_trials_per_speaker, settings.nontarget_trials_per_speaker)
 
+    drawn: dict[tuple[str, int, int], tuple[str, ...]] = {}
+
     def side(spk: str, pool: int, j: int) -> tuple[str, ...]:
-        utts = pools[spk][pool]
-        order = keyed_rng(settings.seed, "side", "enroll" if pool == 0 else "test", spk, j).permutation(len(utts))
-        return tuple(utts[i].id for i in order[:n])
+        # Remembered: a test side T(s, k) serves as non-target for many enrollment speakers.
+        if (spk, pool, j) not in drawn:
+            utts = pools[spk][pool]
+            order = keyed_rng(settings.seed, "side", "enroll" if pool == 0 else "test", spk, j).permutation(len(utts))
+            drawn[spk, pool, j] = tuple(utts[i].id for i in order[:n])
+        return drawn[spk, pool, j]
 
     def enroll_id(spk: str, j: int) -> str:
         return f"{spk}-n{n}-e{j}"
@@ -244,6 +257,7 @@ def _multi_trials(
 
     trials = []
     short: dict[str, tuple[int, int]] = {}
+    test_sets = {spk: math.comb(len(pools[spk][1]), n) for spk in pools}  # distinct test sides of each speaker
     for spk in pools:
         want = settings.target_trials_per_speaker
         # Distinct target pairs the pools can give; past that, or after many repeated draws, stop.
@@ -258,10 +272,10 @@ def _multi_trials(
             j += 1
         targets = len(seen)
         want = settings.nontarget_trials_per_speaker
-        available = math.comb(len(pools[spk][0]), n) * sum(math.comb(len(pools[o][1]), n) for o in impostors[spk])
+        enough = _at_most(want, math.comb(len(pools[spk][0]), n), (test_sets[o] for o in impostors[spk]))
         seen = set()
         for j, (other, k) in enumerate(_impostor_sides(impostors[spk], sides, settings.seed, spk)):
-            if len(seen) == min(want, available):
+            if len(seen) == enough:
                 break
             # Enrollment side j also serves target trial j (when there is one): fewer sides to represent.
             enroll, test = side(spk, 0, j), side(other, 1, k)
@@ -287,12 +301,23 @@ def _multi_trials(
 def _impostor_sides(impostors: list[str], sides: int, seed: int, spk: str) -> Iterator[tuple[str, int]]:
     """(impostor, test side index) in a random order: first the `sides` sides of each impostor, then,
     only for speakers whose draws repeat, further sides to replace the repeats."""
-    pairs = [(other, k) for other in impostors for k in range(sides)]
-    for p in keyed_rng(seed, "nontarget", spk).permutation(len(pairs)):
-        yield pairs[p]
-    more = [(other, k) for other in impostors for k in range(sides, _DRAWS_PER_TRIAL * sides)]
-    for p in keyed_rng(seed, "nontarget-more", spk).permutation(len(more)):
-        yield more[p]
+    # Pair p of the list [(other, k) for other in impostors for k in range(sides)] is (impostors[p // sides],
+    # p % sides): computed, not listed (the list holds every impostor's sides, for every speaker).
+    for p in keyed_rng(seed, "nontarget", spk).permutation(len(impostors) * sides):
+        yield impostors[p // sides], int(p % sides)
+    extra = _DRAWS_PER_TRIAL * sides - sides  # sides k = sides ... _DRAWS_PER_TRIAL * sides - 1 of each impostor
+    for p in keyed_rng(seed, "nontarget-more", spk).permutation(len(impostors) * extra):
+        yield impostors[p // extra], sides + int(p % extra)
+
+
+def _at_most(want: int, enroll_sets: int, test_sets: Iterator[int]) -> int:
+    """min(want, enroll_sets * sum(test_sets)), summing only until the product reaches `want`."""
+    total = 0
+    for count in test_sets:
+        total += count
+        if enroll_sets * total >= want:
+            return want
+    return min(want, enroll_sets * total)
 
 
 # -- files -------------------------------------------------------------------------------------
