@@ -31,7 +31,10 @@ class QwenFrontend(TorchFrontend):
     128-band Whisper log-mel frames (100/s), windowed into 1 s chunks whose three stride-2 conv
     layers leave 13 frames per chunk, then the Audio Transformer (transformers'
     Qwen3OmniMoeAudioEncoder). The paper calls this 12.5 Hz (an 80 ms hop); per second of audio
-    the encoder emits 13 frames, so frame_rate is 13 and N = 13 * whole seconds + the tail's frames.
+    the encoder emits 13 frames, so frame_rate is 13 and N = 13 * whole seconds + the tail's frames
+    (`frames(samples)`; transformers' implementation of the released checkpoint windows 2 * n_window
+    = 100 mel frames). vpeval keeps 13, not the paper's nominal 12.5: a slice of S seconds then holds
+    the frames a crop of S seconds gives, so durations compare equal audio across frontends.
 
     Weights: set weights to a local folder with the full Qwen3-Omni checkpoint (config.json of
     model_type qwen3_omni_moe, model.safetensors.index.json and the shards; only the shards with
