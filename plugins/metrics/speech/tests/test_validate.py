@@ -24,3 +24,15 @@ def test_the_asr_and_its_params_are_checked(params, where, says):
     with pytest.raises(ConfigError) as info:
         load_experiment_text(EXPERIMENT.replace("PARAMS", params), "exp.yaml")
     assert f"exp.yaml, line 4 {where}" in str(info.value) and says in str(info.value)
+
+
+def test_missing_model_folders_are_named_when_the_experiment_loads(tmp_path):
+    params = f"{{asr: speechbrain-asr, asr_params: {{source: {tmp_path / 'exp' / 'asr'}}}}}"
+    text = EXPERIMENT.replace("PARAMS", params).replace(
+        "metrics: [", f"metrics: [{{use: uar, params: {{evaluator: speechbrain, models: {tmp_path / 'ser'}}}}}, "
+    )
+    with pytest.raises(ConfigError) as info:
+        load_experiment_text(text, "exp.yaml")
+    message = str(info.value)
+    assert "(asr speechbrain-asr): source" in message and "has no hyperparams.yaml" in message
+    assert f"models {tmp_path / 'ser'} is not a folder" in message

@@ -124,6 +124,19 @@ class SpeechBrainASR(ASR):
     _loaded = None
     _lock = threading.Lock()
 
+    @classmethod
+    def missing_paths(cls, params: Params) -> list[str]:
+        out = []
+        folder = Path(params.source).expanduser()
+        if not (folder / params.hparams_file).is_file():
+            out.append(
+                f"source {folder} has no {params.hparams_file}: give a local SpeechBrain EncoderASR folder "
+                "(VPC 2024: exp/asr, from its 01_download_data_model.sh)."
+            )
+        if params.wav2vec2_source and not (Path(params.wav2vec2_source).expanduser() / "config.json").is_file():
+            out.append(f"wav2vec2_source {params.wav2vec2_source} is not a transformers folder (no config.json).")
+        return out
+
     def folder(self) -> Path:
         folder = Path(self.params.source).expanduser()
         if not (folder / self.params.hparams_file).is_file():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -88,6 +89,21 @@ class UAR(Metric):
             "predictions are reweighted, the models not retrained); 0 disables it.",
         )
         confidence: float = Field(0.95, gt=0.0, lt=1.0, description="Coverage of the percentile confidence interval.")
+
+    @classmethod
+    def missing_paths(cls, params: Params) -> list[str]:
+        if params.evaluator != "speechbrain":
+            return []
+        out = []
+        if params.models is None:
+            out.append("the speechbrain evaluator needs models: an emotion classifier folder or VPC 2024's exp/ser.")
+        elif not Path(params.models).expanduser().is_dir():
+            out.append(f"models {params.models} is not a folder (VPC 2024: exp/ser with fold_1 ... fold_5).")
+        if params.spk2fold and not Path(params.spk2fold).expanduser().is_file():
+            out.append(f"spk2fold {params.spk2fold} is not a file (the data folder's spk2fold).")
+        if params.wav2vec2_source and not (Path(params.wav2vec2_source).expanduser() / "config.json").is_file():
+            out.append(f"wav2vec2_source {params.wav2vec2_source} is not a transformers folder (no config.json).")
+        return out
 
     def compute(self, inputs: MetricInputs) -> list[MetricResult]:
         original = inputs.original

