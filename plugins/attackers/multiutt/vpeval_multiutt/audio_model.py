@@ -58,19 +58,23 @@ class FrameEncoder(nn.Module):
         from speechbrain.lobes.models.ECAPA_TDNN import TDNNBlock
         from speechbrain.nnet.CNN import Conv1d
 
-        relative = _relative(lengths, frames.shape[1])
-        hooks = [
-            m.register_forward_pre_hook(_reflect_tails(lengths))
-            for m in self.ecapa.modules()
-            if isinstance(m, Conv1d) and m.padding == "same" and m.kernel_size > 1
+        convolutions = [
+            m for m in self.ecapa.modules() if isinstance(m, Conv1d) and m.padding == "same" and m.kernel_size > 1
         ]
+        # Room for every row's reflected tail inside the tensor (else the batch's own reflect padding at its
+        # end would read the tails of rows just shorter than it): p_max more zero frames, cut off at the end.
+        room = max((m.dilation * (m.kernel_size - 1) // 2 for m in convolutions), default=0)
+        total = frames.shape[1]
+        frames = torch.nn.functional.pad(frames, (0, 0, 0, room))
+        relative = _relative(lengths, frames.shape[1])
+        hooks = [m.register_forward_pre_hook(_reflect_tails(lengths)) for m in convolutions]
         try:
             x = frames.transpose(1, 2)
             outputs = []
             for block in self.ecapa.blocks:
                 x = block(x) if isinstance(block, TDNNBlock) else block(x, lengths=relative)
                 outputs.append(x)
-            return self.ecapa.mfa(torch.cat(outputs[1:], dim=1))
+            return self.ecapa.mfa(torch.cat(outputs[1:], dim=1))[:, :, :total]
         finally:
             for hook in hooks:
                 hook.remove()
