@@ -99,9 +99,8 @@ def test_a_run_reports_curves_and_marks_the_attacker_still_learning(fake_plugins
     manager = get_plugin_manager()
     manager.register_module(module, "vpeval-curves", "1.0", name="vpeval-curves")
     try:
-        result = Runner(
-            load_experiment_text(EXPERIMENT, "curves.yaml"), cache_root=tmp_path / "c", output=tmp_path / "r", quiet=True
-        ).run()
+        experiment = load_experiment_text(EXPERIMENT, "curves.yaml")
+        result = Runner(experiment, cache_root=tmp_path / "c", output=tmp_path / "r", quiet=True).run()
     finally:
         manager.unregister_module(module)
     payload = json.loads((result.folder / "results.json").read_text())
