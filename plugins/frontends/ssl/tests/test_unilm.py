@@ -86,33 +86,35 @@ def test_every_checkpoint_weight_lands_in_the_transformers_model(unilm_checkpoin
 WEIGHT_NORM_KEYS = {"weight_g": "parametrizations.weight.original0", "weight_v": "parametrizations.weight.original1"}
 
 
+WAVLM_LARGE_CFG = {
+    "extractor_mode": "layer_norm",
+    "encoder_layers": 24,
+    "encoder_embed_dim": 1024,
+    "encoder_ffn_embed_dim": 4096,
+    "encoder_attention_heads": 16,
+    "activation_fn": "gelu",
+    "layer_norm_first": True,
+    "conv_feature_layers": "[(512,10,5)] + [(512,3,2)] * 4 + [(512,2,2)] * 2",
+    "conv_bias": False,
+    "normalize": True,
+    "conv_pos": 128,
+    "conv_pos_groups": 16,
+    "relative_position_embedding": True,
+    "num_buckets": 320,
+    "max_distance": 800,
+    "gru_rel_pos": True,
+    "dropout": 0.1,
+    "attention_dropout": 0.1,
+    "activation_dropout": 0.0,
+    "encoder_layerdrop": 0.0,
+    "dropout_input": 0.0,
+    "mask_prob": 0.65,
+}
+
+
 def test_wavlm_large_cfg_builds_transformers_wavlm_large_shape(tmp_path):
-    """The cfg of the released WavLM-Large.pt (the values VPC 2026's file carries) -> transformers' config."""
-    large = {
-        "extractor_mode": "layer_norm",
-        "encoder_layers": 24,
-        "encoder_embed_dim": 1024,
-        "encoder_ffn_embed_dim": 4096,
-        "encoder_attention_heads": 16,
-        "activation_fn": "gelu",
-        "layer_norm_first": True,
-        "conv_feature_layers": "[(512,10,5)] + [(512,3,2)] * 4 + [(512,2,2)] * 2",
-        "conv_bias": False,
-        "normalize": True,
-        "conv_pos": 128,
-        "conv_pos_groups": 16,
-        "relative_position_embedding": True,
-        "num_buckets": 320,
-        "max_distance": 800,
-        "gru_rel_pos": True,
-        "dropout": 0.1,
-        "attention_dropout": 0.1,
-        "activation_dropout": 0.0,
-        "encoder_layerdrop": 0.0,
-        "dropout_input": 0.0,
-        "mask_prob": 0.65,
-    }
-    config = wavlm_config(large, tmp_path / "WavLM-Large.pt")
+    """The cfg of the released WavLM-Large.pt (its published values) -> transformers' config."""
+    config = wavlm_config(WAVLM_LARGE_CFG, tmp_path / "WavLM-Large.pt")
     assert (config.hidden_size, config.num_hidden_layers, config.intermediate_size) == (1024, 24, 4096)
     assert (config.num_attention_heads, config.feat_extract_norm, config.do_stable_layer_norm) == (16, "layer", True)
     assert list(config.conv_dim) == [512] * 7 and list(config.conv_kernel) == [10, 3, 3, 3, 3, 2, 2]
@@ -202,3 +204,17 @@ def test_no_projection_when_widths_match_is_the_identity(unilm_checkpoint, speec
     got = frontend(path, layers=[0, 3]).encode(speech[0]).features
     want = reference_layers(reference, speech[0])[[0, 3]]
     np.testing.assert_allclose(got.reshape(-1, 2, 32).transpose(1, 0, 2), want, atol=TOLERANCE)
+
+
+@pytest.mark.slow  # about 10 s on a busy core: two 1024-wide models built, saved and loaded
+def test_wavlm_large_shape_equals_the_reference(unilm_checkpoint, speech):
+    """WavLM-Large's exact cfg (1024 wide, 16 heads, 320 buckets up to 800 frames, 128-tap positional
+    convolution in 16 groups, bias-free layer-norm CNN) with one of its 24 layers, random weights."""
+    large = {k: v for k, v in WAVLM_LARGE_CFG.items() if k != "layer_norm_first"}
+    path, reference = unilm_checkpoint(True, **{**large, "encoder_layers": 1})
+    ssl = frontend(path, layers=[0, 1])
+    audio = speech[0]
+    want = reference_layers(reference, audio)
+    got = ssl.split_layers(ssl.encode(audio).features)
+    assert got.shape == (2, 64, 1024)
+    np.testing.assert_allclose(got, want, rtol=0, atol=TOLERANCE)

@@ -47,7 +47,10 @@ class SslParams(Params):
     )
     batch_size: int = Field(8, ge=1, le=1024, description="Waveforms per padded batch (similar lengths together).")
     max_batch_seconds: float = Field(
-        240.0, ge=1.0, le=36000.0, description="A batch stops growing before batch x longest waveform exceeds this."
+        240.0,
+        ge=1.0,
+        le=36000.0,
+        description="Padded audio per batch: it stops growing before waveforms x longest exceeds this.",
     )
 
     @model_validator(mode="after")
