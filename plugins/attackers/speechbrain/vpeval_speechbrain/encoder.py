@@ -27,14 +27,19 @@ class SpeechBrainEncoder(SpeakerEncoder):
         self.folder = FolderEmbeddings(self.params, self.context, self.name)
 
     def prepare(self) -> None:
+        """Load the folder; `dim` becomes its embedding size."""
         self.folder.prepare()
+        self.dim = self.folder.dim
 
     def embed(self, audio: np.ndarray) -> np.ndarray:
+        self.prepare()
         return self.folder.embed_audio([audio])[0]
 
     def embed_batch(self, audios: Sequence[np.ndarray]) -> np.ndarray:
         """Padded batches of similar length (batch_size on a GPU; one by one on the CPU, as VoicePrivacy)."""
+        self.prepare()
         return self.folder.embed_audio(list(audios))
 
     def embed_corpus(self, corpus: Corpus) -> np.ndarray:
+        self.prepare()
         return np.stack(self.folder.embed_utterances(corpus.utterances, f"{self.name}: embed"))

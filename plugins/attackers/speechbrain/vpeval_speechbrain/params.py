@@ -32,6 +32,11 @@ class SpeechBrainParams(Params):
     trim_zeros: bool = Field(
         True, description="Cut leading and trailing exact zeros first (VoicePrivacy's np.trim_zeros)."
     )
+    ssl_model: str | None = Field(
+        None,
+        description="VPC 2026 asv_ssl: the WavLM model for the SSL stream (UniLM .pt file or transformers "
+        "folder); null: the source folder's WavLM-Large.pt when it has one (then the folder is read as asv_ssl).",
+    )
     normalize_embeddings: bool = Field(
         False,
         description="Apply the folder's mean_var_norm_emb (global statistics from mean_var_norm_emb.ckpt) to "

@@ -14,11 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from vpeval.content_cache import ContentCache, cached_map, identity_digest, source_digest
-from vpeval.errors import BadAudioError, DataError
+from vpeval.errors import BadAudioError, DataError, MissingModelError
 from vpeval.types import Utterance
 from vpeval_speechbrain.build import SAMPLE_RATE, SpeechBrainModel, load_folder
 from vpeval_speechbrain.embedding import Embedder, vpc_waveform
 from vpeval_speechbrain.params import SpeechBrainParams
+from vpeval_speechbrain.ssl import WAVLM_FILE, is_ssl_folder
 
 GPU_CHUNK = 512  # utterances loaded into memory at a time on the GPU path
 
@@ -31,6 +32,7 @@ class FolderEmbeddings:
         self.context = context
         self.name = name
         self._embedder: Embedder | None = None
+        self._ssl = None  # SslEmbedder for VPC 2026's asv_ssl folders
         self._folder: Path | None = None
         # On a GPU: padded batches in this process; on the CPU: one utterance per call in the run's workers.
         self.batches_here = bool(context.on_gpu)
@@ -49,28 +51,50 @@ class FolderEmbeddings:
             self.context.torch_seed(self.name, "pooling-noise"),
         )
 
-    def prepare(self) -> Embedder:
-        if self._embedder is None:
-            self.use(load_folder(self.params.source, f"{self.name}.source"))
-        assert self._embedder is not None
-        return self._embedder
+    def prepare(self):
+        if self._embedder is None and self._ssl is None:
+            source = Path(self.params.source).expanduser()
+            if self.params.ssl_model is not None or is_ssl_folder(source):
+                self._use_ssl(source)
+            else:
+                self.use(load_folder(source, f"{self.name}.source"))
+        return self._ssl if self._ssl is not None else self._embedder
+
+    def _use_ssl(self, folder: Path) -> None:
+        from vpeval_speechbrain.ssl import SslEmbedder
+
+        if self.params.normalize_embeddings:
+            raise MissingModelError(
+                f"{self.name}: normalize_embeddings does not apply to the asv_ssl folder {folder}; set it to false."
+            )
+        model = self.params.ssl_model or str(folder / WAVLM_FILE)
+        frontend = self.context.get("frontend", "wavlm", {"model": model, "layers": "all", "batch_size": 1})
+        self._folder = folder
+        self._ssl = SslEmbedder(folder, frontend, self.context.device, self.context.autocast)
 
     @property
     def dim(self) -> int:
         return self.prepare().dim
+
+    def _vectors(self, raws: Sequence[np.ndarray]) -> np.ndarray:
+        """[B, D] for raw 16 kHz waveforms."""
+        embedder = self.prepare()
+        prepared = [self.waveform(a) for a in raws]
+        if self._ssl is not None:  # the WavLM stream reads the file as it is, as VPC 2026 does
+            return np.stack([self._ssl.embed(p, np.asarray(r, dtype=np.float32)) for p, r in zip(prepared, raws)])
+        return embedder.embed(prepared)
 
     def waveform(self, audio: np.ndarray) -> np.ndarray:
         return vpc_waveform(audio, self.params.peak_normalize, self.params.trim_zeros)
 
     def embed_audio(self, audios: Sequence[np.ndarray]) -> np.ndarray:
         """[B, D] for raw 16 kHz waveforms (prepared as VoicePrivacy prepares them)."""
-        embedder = self.prepare()
         self.context.apply_threads()
-        return embedder.embed([self.waveform(a) for a in audios])
+        return self._vectors(list(audios))
 
     def embed_utterances(self, utterances: Sequence[Utterance], description: str) -> list[np.ndarray]:
         """One embedding per utterance, in order, from the content cache where present."""
-        embedder = self.prepare()
+        self.prepare()
         identity = self.identity()
         if not self.batches_here:
             return cached_map(self.context, utterances, identity, self._embed_one, description)
@@ -82,7 +106,7 @@ class FolderEmbeddings:
             range(0, len(missing), GPU_CHUNK), total=-(-len(missing) // GPU_CHUNK), description=description
         ):
             chunk = missing[start : start + GPU_CHUNK]
-            vectors = embedder.embed([self._load(utterances[i]) for i in chunk])
+            vectors = self._vectors([self._load(utterances[i]) for i in chunk])
             for i, vector in zip(chunk, vectors):
                 out[i] = vector
                 if cache is not None:
@@ -91,11 +115,14 @@ class FolderEmbeddings:
 
     def _embed_one(self, u: Utterance) -> np.ndarray:
         self.context.apply_threads()
-        return self.prepare().embed_batch([self._load(u)])[0]
+        return self._vectors([self._load(u)])[0]
 
     def _load(self, u: Utterance) -> np.ndarray:
+        """The utterance's audio as read (16 kHz), refused in one sentence where VPC's trimming leaves nothing."""
         try:
-            return self.waveform(u.load(SAMPLE_RATE))
+            audio = u.load(SAMPLE_RATE)
+            self.waveform(audio)
+            return audio
         except DataError:
             reason = "it is empty or all zeros, so VoicePrivacy's zero trimming leaves nothing"
             raise BadAudioError(str(u.path), reason) from None
@@ -108,9 +135,13 @@ class FolderEmbeddings:
 
         self.prepare()
         assert self._folder is not None
-        files = sorted(f for f in self._folder.iterdir() if f.is_file() and f.suffix in (".yaml", ".ckpt"))
+        files = sorted(f for f in self._folder.iterdir() if f.is_file() and f.suffix in (".yaml", ".ckpt", ".pt"))
+        if self.params.ssl_model is not None:
+            ssl = Path(self.params.ssl_model).expanduser()
+            files += sorted(f for f in ssl.iterdir() if f.is_file()) if ssl.is_dir() else [ssl]
         settings = self.params.model_dump(mode="json", include={"peak_normalize", "trim_zeros", "normalize_embeddings"})
-        if self.batches_here:  # padding in batches changes the numbers slightly; on the CPU each runs alone
+        settings["asv_ssl"] = self._ssl is not None
+        if self.batches_here:  # padded batches equal one-by-one to about 1e-7, not bit for bit
             settings["batch_size"] = self.params.batch_size
         return "speechbrain-" + identity_digest(
             [(f.name, file_hash(f)) for f in files],
