@@ -50,7 +50,6 @@ class AsvAttacker(Attacker):
         import torch
 
         from vpeval_asv.checkpoint import load_weights
-        from vpeval_asv.embedding import Embedder
         from vpeval_asv.models import build_embedding_model
 
         start = self.params.init_from or self._start_folder
@@ -58,10 +57,25 @@ class AsvAttacker(Attacker):
             _, model = load_weights(start, f"{self.name}.init_from", expected=self.model_config)
             self.context.log.info("%s: fine-tuning from %s", self.name, start)
         else:
-            with torch.random.fork_rng(devices=[]):
+            with torch.random.fork_rng(devices=[]):  # built on the CPU: the same initial weights on any device
                 torch.manual_seed(self.context.torch_seed(self.name, "model"))
                 model = build_embedding_model(self.model_config)
-        return Embedder(self.model_config, model, self.params.embed_max_seconds)
+        return self._embedder_of(self.model_config, model)
+
+    def _embedder_of(self, config, model):
+        """An Embedder on the run's device, with the run's precision and the embedding batch parameters."""
+        from vpeval_asv.embedding import Embedder
+
+        p = self.params
+        return Embedder(
+            config,
+            model,
+            p.embed_max_seconds,
+            device=self.context.device,
+            batch_size=p.embed_batch_size,
+            batch_frames=p.embed_batch_frames,
+            autocast=self.context.autocast,
+        )
 
     @property
     def embedder(self):
@@ -158,11 +172,10 @@ class AsvAttacker(Attacker):
     def load(self, folder: Path) -> None:
         from vpeval_asv.backends import Backend
         from vpeval_asv.checkpoint import load_backend, load_weights
-        from vpeval_asv.embedding import Embedder
 
         self.context.apply_threads()
         config, model = load_weights(folder, f"{self.name} cache folder", expected=self.model_config)
-        self._embedder = Embedder(config, model, self.params.embed_max_seconds)
+        self._embedder = self._embedder_of(config, model)
         arrays = load_backend(Path(folder))
         self._backend = Backend.from_arrays(arrays) if arrays is not None else Backend("cosine")
 

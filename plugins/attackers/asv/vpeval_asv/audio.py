@@ -1,4 +1,4 @@
-"""Training audio: a bounded in-memory cache and random fixed-length crops."""
+"""Training audio: a bounded in-memory cache (validation utterances) and the crops an epoch draws."""
 
 from __future__ import annotations
 
@@ -41,14 +41,3 @@ def crops_per_utterance(seconds: float, crop_seconds: float) -> int:
     the utterance for each, so an epoch covers about all the audio once.
     """
     return max(1, int(seconds // crop_seconds))
-
-
-def random_crop(audio: np.ndarray, length: int, rng: np.random.Generator) -> np.ndarray:
-    """A random stretch of `length` samples; shorter audio is repeated to fill it."""
-    if audio.size == 0:
-        return np.zeros(length, dtype=np.float32)
-    if audio.size < length:
-        audio = np.tile(audio, -(-length // audio.size))
-        return audio[:length]
-    start = int(rng.integers(0, audio.size - length + 1))
-    return audio[start : start + length]

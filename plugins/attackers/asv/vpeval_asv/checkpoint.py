@@ -20,8 +20,11 @@ HISTORY = "history.json"
 
 
 def save_model(folder: Path, config: ModelConfig, model: torch.nn.Module) -> None:
+    """Weights as CPU tensors (a model trained on a GPU loads anywhere) and the config beside them."""
+    from vpeval.device import cpu_state_dict
+
     folder.mkdir(parents=True, exist_ok=True)
-    torch.save(model.state_dict(), folder / WEIGHTS)
+    torch.save(cpu_state_dict(model), folder / WEIGHTS)
     (folder / CONFIG).write_text(json.dumps(config.to_json(), indent=2))
 
 
@@ -64,9 +67,10 @@ def read_config(path: str | Path, field: str) -> ModelConfig:
 
 
 def load_weights(
-    path: str | Path, field: str, expected: ModelConfig | None = None
+    path: str | Path, field: str, expected: ModelConfig | None = None, device: str = "cpu"
 ) -> tuple[ModelConfig, torch.nn.Module]:
-    """Rebuild the network of a saved folder and load its weights (torch.load weights_only=True)."""
+    """Rebuild the network of a saved folder, load its weights (torch.load weights_only=True, onto the
+    CPU, whatever device saved them) and move it to `device`."""
     weights, _ = resolve(path, field)
     config = read_config(path, field)
     if expected is not None and config != expected:
@@ -75,7 +79,7 @@ def load_weights(
             f"{_describe(expected)}; set the same architecture parameters or another checkpoint."
         )
     model = build_embedding_model(config)
-    state = load_weights_only(weights)
+    state = load_weights_only(weights, map_location="cpu")
     try:
         model.load_state_dict(state)
     except (RuntimeError, TypeError, AttributeError) as exc:
@@ -85,7 +89,7 @@ def load_weights(
             "copy the whole folder a trained attacker saved."
         ) from None
     model.eval()
-    return config, model
+    return config, model.to(device)
 
 
 def save_backend(folder: Path, arrays: dict[str, np.ndarray]) -> None:

@@ -1,50 +1,109 @@
-"""Embedding extraction with a trained network, one utterance at a time, cached by utterance path."""
+"""Embedding extraction with a trained network, batched by length, cached by audio content.
+
+Utterances of similar length are embedded together as one packed batch (vpeval_asv.packed): their
+frames are concatenated, never padded, and every layer that looks across time looks within each
+utterance, so an utterance's embedding equals its unbatched one up to float rounding (cosine distance
+below 1e-5, tested) whatever else is in its batch. `embed_audio` keeps the one-at-a-time forward: the
+encoders' single-waveform `embed` and the reference the batched path is tested against.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
 import torch
 
 from vpeval.api import PluginContext
-from vpeval.content_cache import cached_map, identity_digest, source_digest
+from vpeval.content_cache import ContentCache, identity_digest, source_digest
 from vpeval.types import Utterance
 from vpeval_asv.models import ModelConfig, build_embedding_model
+from vpeval_torch.batching import length_buckets
 from vpeval_torch.fbank import FbankFeatures
+
+MIN_SAMPLES = 400  # one 25 ms window at 16 kHz: shorter input is zero-padded to it
+HOP = 160  # speechbrain Fbank's 10 ms hop: frames = 1 + samples // HOP
+# Frames (10 ms each) of one packed batch when the parameters leave it open. On a CPU a batch of about
+# 40 s of speech keeps a layer's activations in the caches (faster than bigger batches, measured with
+# benchmarks/batching.py); a GPU wants large batches (200000 frames: 2 GB of ECAPA activations).
+DEFAULT_BATCH_FRAMES = {"cpu": 4000, "cuda": 200_000}
 
 
 class Embedder:
-    """A network and its features in eval mode.
+    """A network and its features on one device, in eval mode for embedding."""
 
-    Utterances are embedded one by one, unpadded: an utterance's embedding then never depends on what
-    else is in a batch, so the per-path cache gives the same numbers whatever order a run asks in.
-    """
-
-    def __init__(self, config: ModelConfig, model: torch.nn.Module | None = None, max_seconds: float | None = None):
+    def __init__(
+        self,
+        config: ModelConfig,
+        model: torch.nn.Module | None = None,
+        max_seconds: float | None = None,
+        device: str = "cpu",
+        batch_size: int = 64,
+        batch_frames: int | None = None,
+        autocast: Callable[[], AbstractContextManager] | None = None,
+    ):
         self.config = config
-        self.features = FbankFeatures(config.n_mels, config.sample_rate)
-        self.model = model if model is not None else build_embedding_model(config)
+        self.device = device
+        self.features = FbankFeatures(config.n_mels, config.sample_rate).to(device)
+        self.model = (model if model is not None else build_embedding_model(config)).to(device)
         self.max_samples = None if max_seconds is None else int(max_seconds * config.sample_rate)
+        self.batch_size = batch_size
+        self.batch_frames = batch_frames or DEFAULT_BATCH_FRAMES[device.split(":", 1)[0]]
+        self.autocast = autocast or nullcontext
         self.cache: dict[tuple[str, int | None], np.ndarray] = {}
 
-    def embed_audio(self, audio: np.ndarray) -> np.ndarray:
-        """Raw embedding [D] of mono float32 audio at the model's sample rate."""
-        audio = np.asarray(audio, dtype=np.float32)
+    def _prepare(self, audio: np.ndarray) -> np.ndarray:
+        audio = np.asarray(audio, dtype=np.float32).reshape(-1)
         if self.max_samples is not None:
             audio = audio[: self.max_samples]
-        if audio.size < 400:  # shorter than one 25 ms window: pad so the network sees a few frames
-            audio = np.pad(audio, (0, 400 - audio.size))
+        if audio.size < MIN_SAMPLES:  # shorter than one window: pad so the network sees a few frames
+            audio = np.pad(audio, (0, MIN_SAMPLES - audio.size))
+        return audio
+
+    def embed_audio(self, audio: np.ndarray) -> np.ndarray:
+        """Raw embedding [D] of mono float32 audio at the model's sample rate, alone (speechbrain's forward)."""
+        audio = self._prepare(audio)
         was_training = self.model.training
         self.model.eval()
         # speechbrain's x-vector statistics pooling adds tiny noise from torch's global generator even
         # in eval mode: a fixed seed per call keeps an utterance's embedding independent of call order.
-        with torch.no_grad(), torch.random.fork_rng(devices=[]):
+        with torch.no_grad(), torch.random.fork_rng(devices=_fork_devices(self.device)):
             torch.manual_seed(0)
-            feats = self.features(torch.from_numpy(audio).unsqueeze(0))
-            out = self.model(feats).reshape(-1)
+            feats = self.features(torch.from_numpy(audio).unsqueeze(0).to(self.device))
+            with self.autocast():
+                out = self.model(feats).reshape(-1)
         self.model.train(was_training)
-        return out.numpy().astype(np.float32)
+        return out.float().cpu().numpy().astype(np.float32)
+
+    def embed_batch(self, audios: Sequence[np.ndarray]) -> np.ndarray:
+        """Raw embeddings [B, D] of several waveforms as one packed batch (no size limit: see embed_many)."""
+        from vpeval_asv.packed import PACKED_FORWARD, packed_features
+
+        if len(audios) == 0:
+            return np.zeros((0, self.config.embedding_dim), dtype=np.float32)
+        waves = [torch.from_numpy(self._prepare(a)).to(self.device) for a in audios]
+        was_training = self.model.training
+        self.model.eval()
+        with torch.no_grad():
+            frames, packing = packed_features(self.features, waves)  # fp32: features stay out of autocast
+            with self.autocast():
+                out = PACKED_FORWARD[self.config.architecture](self.model, frames, packing)
+        self.model.train(was_training)
+        return out.float().cpu().numpy().astype(np.float32)
+
+    def embed_many(self, audios: Sequence[np.ndarray]) -> np.ndarray:
+        """Raw embeddings [U, D], in order, computed in length buckets of at most batch_size / batch_frames."""
+        out = np.zeros((len(audios), self.config.embedding_dim), dtype=np.float32)
+        for bucket in self.buckets([self._prepare(a).size for a in audios]):
+            out[bucket] = self.embed_batch([audios[i] for i in bucket])
+        return out
+
+    def buckets(self, samples: Sequence[int]) -> list[list[int]]:
+        """Batches of indices of similar length for inputs of these sample counts."""
+        cut = [min(n, self.max_samples) if self.max_samples is not None else n for n in samples]
+        frames = [1 + max(n, MIN_SAMPLES) // HOP for n in cut]
+        return length_buckets(frames, self.batch_size, self.batch_frames)
 
     def embed_utterances(
         self,
@@ -53,25 +112,36 @@ class Embedder:
         description: str = "embed",
         context: PluginContext | None = None,
     ) -> np.ndarray:
-        """Raw embeddings [U, D]; each distinct path is read and embedded once per Embedder.
+        """Raw embeddings [U, D]; each distinct file (and channel) is read and embedded once per Embedder.
 
-        With a plugin context, missing ones come from the run's content cache or are computed with the
-        run's workers (forked: they share this model), one torch thread each.
+        With a plugin context, stored ones come from the run's content cache; the rest are embedded here
+        in length buckets, reading only one bucket's audio at a time. On a CPU this process then uses
+        every core the run has (threads or workers, whichever is more), as the old per-utterance workers did.
         """
         todo = list({_key(u): u for u in utterances if _key(u) not in self.cache}.values())
-        if context is not None and todo:
-            threads = max(1, context.threads)
-
-            def embed(u: Utterance) -> np.ndarray:
-                torch.set_num_threads(threads)  # a forked worker inherits the trainer's thread count
-                return self.embed_audio(u.load(self.config.sample_rate))
-
-            vectors = cached_map(context, todo, self.identity(), embed, description)
-            self.cache.update((_key(u), v) for u, v in zip(todo, vectors))
-            todo = []
-        items = progress(todo, len(todo), description) if (progress and todo) else todo
-        for u in items:
-            self.cache[_key(u)] = self.embed_audio(u.load(self.config.sample_rate))
+        store = _ContentStore(context, self.identity()) if context is not None else None
+        if store is not None and todo:
+            found = store.load(todo)
+            self.cache.update((_key(u), v) for u, v in zip(todo, found) if v is not None)
+            todo = [u for u, v in zip(todo, found) if v is None]
+        if todo:
+            buckets = self.buckets([utterance_samples(u, self.config.sample_rate) for u in todo])
+            if progress is None and context is not None:
+                progress = context.progress
+            items = progress(buckets, total=len(buckets), description=description) if progress else buckets
+            threads = torch.get_num_threads()
+            if context is not None and self.device == "cpu":
+                torch.set_num_threads(max(1, context.threads, context.workers))
+            try:
+                for bucket in items:
+                    batch = [todo[i] for i in bucket]
+                    vectors = self.embed_batch([u.load(self.config.sample_rate) for u in batch])
+                    for u, v in zip(batch, vectors):
+                        self.cache[_key(u)] = v
+                        if store is not None:
+                            store.put(u, v)
+            finally:
+                torch.set_num_threads(threads)
         if not utterances:
             return np.zeros((0, self.config.embedding_dim), dtype=np.float32)
         return np.stack([self.cache[_key(u)] for u in utterances])
@@ -84,18 +154,68 @@ class Embedder:
     def identity(self) -> str:
         """What an embedding depends on besides the audio: weights, configuration, code, torch release."""
         if getattr(self, "_identity", None) is None:
-            from vpeval_asv import models, padding
-            from vpeval_torch import fbank
+            from vpeval_asv import models, packed, padding
+            from vpeval_torch import batching, fbank
 
             state = [t.detach().cpu().numpy() for t in self.model.state_dict().values()]
             self._identity = "asv-" + identity_digest(
                 torch.__version__,
-                source_digest(fbank, models, padding, _this_module()),
+                source_digest(fbank, batching, models, packed, padding, _this_module()),
                 self.config,
                 self.max_samples,
                 *state,
             )
         return self._identity
+
+
+class _ContentStore:
+    """The run's content cache for one extractor identity (nothing stored outside a run).
+
+    As vpeval.content_cache.cached_map: each file's stat stamp is taken before its content is hashed,
+    and a result is stored only if the file still has that stamp after it was read.
+    """
+
+    def __init__(self, context: PluginContext, extractor: str):
+        root = context.options.get("cache_root")
+        self.cache = ContentCache(f"{root}/content", extractor) if root else None
+        self.where: dict[tuple[str, int | None], tuple[object, object]] = {}
+
+    def load(self, utterances: Sequence[Utterance]) -> list[np.ndarray | None]:
+        if self.cache is None:
+            return [None] * len(utterances)
+        from vpeval.data.fingerprint import file_stamp
+
+        found = []
+        for u in utterances:
+            stamp = file_stamp(u.path)
+            path = self.cache.path(u)
+            self.where[_key(u)] = (stamp, path)
+            found.append(ContentCache.load(path))
+        return found
+
+    def put(self, utterance: Utterance, value: np.ndarray) -> None:
+        from vpeval.data.fingerprint import file_stamp
+
+        stamp, path = self.where.get(_key(utterance), (None, None))
+        if self.cache is not None and stamp is not None and file_stamp(utterance.path) == stamp:
+            self.cache.put(utterance, value, path)
+
+
+def utterance_samples(u: Utterance, sample_rate: int) -> int:
+    """An utterance's length in samples at `sample_rate`, from its declared duration or the file header."""
+    if u.duration:
+        return int(u.duration * sample_rate)
+    import soundfile as sf
+
+    try:
+        info = sf.info(u.path)
+    except (sf.LibsndfileError, RuntimeError, ValueError):
+        return 0  # unreadable: reading it for the embedding raises the sentence that names it
+    return int(info.frames * sample_rate / info.samplerate)
+
+
+def _fork_devices(device: str) -> list:
+    return [torch.device(device)] if device.startswith("cuda") else []
 
 
 def _this_module():

@@ -101,8 +101,28 @@ class AsvParams(Params):
     backend_utterances_per_speaker: int = Field(
         10, ge=1, le=100_000, description="Training utterances per speaker embedded for the cohort and PLDA."
     )
+    embed_batch_size: int = Field(
+        64, ge=1, le=65_536, description="Most utterances embedded together in one packed batch (similar lengths)."
+    )
+    embed_batch_frames: int | None = Field(
+        None,
+        ge=100,
+        le=100_000_000,
+        description="Most feature frames (10 ms each) in one embedding batch, bounding its memory; "
+        "null: 4000 on a CPU (fastest there), 200000 on a GPU.",
+    )
     audio_cache_mb: int = Field(
-        2048, ge=0, le=1_048_576, description="Training audio kept in memory between epochs (MB)."
+        2048,
+        ge=0,
+        le=1_048_576,
+        description="Validation audio kept in memory between epochs (MB); training crops are read from disk.",
+    )
+    loader_workers: int | None = Field(
+        None,
+        ge=0,
+        le=64,
+        description="Processes reading training crops from disk (torch DataLoader workers); 0 reads them in "
+        "the training process; null: the run's workers, at most 8.",
     )
 
     @model_validator(mode="after")

@@ -2,6 +2,10 @@
 
 Speaker classification on random crops, AdamW, the recipe's learning-rate schedule, validation EER
 after each epoch, early stopping, and the best epoch's weights kept.
+
+Training audio streams from disk: each step's crops are read (only their frames) by DataLoader workers
+(vpeval_torch.crops), so memory does not grow with the corpus. The network trains on the run's device,
+its forward passes under the run's autocast (fp16 with a gradient scaler).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import torch
 
 from vpeval.api import PluginContext
 from vpeval.types import Utterance
-from vpeval_asv.audio import AudioCache, crops_per_utterance, random_crop
+from vpeval_asv.audio import AudioCache, crops_per_utterance
 from vpeval_asv.embedding import Embedder
 from vpeval_asv.models import SpeakerClassifier
 from vpeval_asv.params import AsvParams
@@ -94,31 +98,41 @@ def _train(
     context: PluginContext,
     name: str,
 ) -> TrainingResult:
+    from vpeval_torch.crops import RandomCrops, crop_items, crop_loader
+
     config = embedder.config
+    device = embedder.device
     speakers = sorted({u.speaker for u in utterances})
     label_of = {s: i for i, s in enumerate(speakers)}
-    labels = np.array([label_of[u.speaker] for u in utterances])
-    cache = AudioCache(config.sample_rate, params.audio_cache_mb)
-    crop_length = int(params.crop_seconds * config.sample_rate)
-
+    # Files described by path, label and length (declared, else the header): no sample is read here.
+    files = crop_items(utterances, [label_of[u.speaker] for u in utterances])
     # One entry per crop-length stretch of each utterance (the recipe's segment list).
-    durations = [u.duration if u.duration else cache.load(u).size / config.sample_rate for u in utterances]
-    segments = np.repeat(np.arange(len(utterances)), [crops_per_utterance(d, params.crop_seconds) for d in durations])
+    per_file = [crops_per_utterance(f.frames / f.sample_rate, params.crop_seconds) for f in files]
+    segments = [f for f, n in zip(files, per_file) for _ in range(n)]
+    crop_seed = context.torch_seed(name, "crops")
+    workers = _loader_workers(params, context)
+    validation_audio = AudioCache(config.sample_rate, params.audio_cache_mb)
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(context.torch_seed(name, "classifier"))
         classifier = SpeakerClassifier(params.loss, config.embedding_dim, len(speakers), params.margin, params.scale)
+    classifier = classifier.to(device)
     model = embedder.model
     optimizer = torch.optim.AdamW(
         list(model.parameters()) + list(classifier.parameters()), lr=params.lr, weight_decay=params.weight_decay
     )
+    # fp16 gradients underflow without loss scaling; bf16 and fp32 need none (the scaler is then a no-op)
+    scaler = torch.amp.GradScaler(device.split(":", 1)[0], enabled=context.on_gpu and context.precision == "fp16")
     context.log.info(
-        "%s: training on %d utterances of %d speakers (%d crops of %.1f s per epoch), %d validation trials",
+        "%s: training on %d utterances of %d speakers (%d crops of %.1f s per epoch, %d loader workers, %s), "
+        "%d validation trials",
         name,
         len(utterances),
         len(speakers),
         len(segments),
         params.crop_seconds,
+        workers,
+        device,
         0 if validation is None else len(validation.target),
     )
 
@@ -130,29 +144,36 @@ def _train(
     iteration = 0
     for epoch in range(1, params.epochs + 1):
         started = time.perf_counter()
-        rng = context.rng(name, "epoch", epoch)
-        order = segments[rng.permutation(len(segments))]
-        batches = [order[i : i + params.batch_size] for i in range(0, len(order), params.batch_size)]
-        if len(batches) > 1 and len(batches[-1]) < 2:  # batch norm needs two examples
-            batches = batches[:-1]
+        crops = RandomCrops(segments, params.crop_seconds, config.sample_rate, seed=crop_seed, epoch=epoch)
+        loader = crop_loader(
+            crops, params.batch_size, workers, device, context.torch_seed(name, "epoch", epoch), drop_last=False
+        )
+        batches = len(loader)
         if params.lr_schedule == "linear":
             _set_lr(optimizer, linear_lr(epoch, params.epochs, params.lr, params.final_lr))
         model.train()
         classifier.train()
         losses = []
-        for batch in context.progress(batches, total=len(batches), description=f"{name} epoch {epoch}/{params.epochs}"):
+        for index, (waves, labels) in enumerate(
+            context.progress(loader, total=batches, description=f"{name} epoch {epoch}/{params.epochs}")
+        ):
+            if batches > 1 and index == batches - 1 and len(labels) < 2:  # batch norm needs two examples
+                break
             iteration += 1
             if params.lr_schedule == "cyclic":
                 _set_lr(optimizer, cyclic_lr(iteration, params.base_lr, params.lr, params.cyclic_step_size))
-            waves = np.stack([random_crop(cache.load(utterances[k]), crop_length, rng) for k in batch])
-            feats = embedder.features(torch.from_numpy(waves))
-            loss = classifier(model(feats), torch.from_numpy(labels[batch]))
+            waves = waves.to(device, non_blocking=True)
+            labels = labels.to(device, non_blocking=True)
+            feats = embedder.features(waves)
+            with context.autocast():
+                loss = classifier(model(feats), labels)
             optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
             losses.append(loss.item())
         lr = optimizer.param_groups[0]["lr"]
-        eer = _validation_eer(embedder, validation, cache)
+        eer = _validation_eer(embedder, validation, validation_audio)
         record = EpochRecord(
             epoch, float(np.mean(losses)) if losses else math.nan, eer, lr, time.perf_counter() - started
         )
@@ -204,8 +225,21 @@ def _set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
         group["lr"] = lr
 
 
-def _validation_eer(embedder: Embedder, validation: ValidationTrials | None, cache: AudioCache) -> float | None:
+def _validation_eer(embedder: Embedder, validation: ValidationTrials | None, audio: AudioCache) -> float | None:
+    """EER of the validation trials, their utterances embedded in packed length buckets."""
     if validation is None:
         return None
-    embeddings = np.stack([embedder.embed_audio(cache.load(u)) for u in validation.utterances])
+    from vpeval_asv.embedding import utterance_samples
+
+    utterances = validation.utterances
+    embeddings = np.zeros((len(utterances), embedder.config.embedding_dim), dtype=np.float32)
+    for bucket in embedder.buckets([utterance_samples(u, embedder.config.sample_rate) for u in utterances]):
+        embeddings[bucket] = embedder.embed_batch([audio.load(utterances[i]) for i in bucket])
     return validation.eer(embeddings)
+
+
+def _loader_workers(params: AsvParams, context: PluginContext) -> int:
+    """DataLoader worker processes: the parameter, else the run's workers (at most 8)."""
+    if params.loader_workers is not None:
+        return params.loader_workers
+    return min(8, max(0, context.workers))
