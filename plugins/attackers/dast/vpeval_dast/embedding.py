@@ -25,6 +25,9 @@ from vpeval_torch.fbank import FbankFeatures
 SAMPLE_RATE = 16000
 FBANK_HOP = 160  # speechbrain Fbank: 10 ms
 MIN_SAMPLES = SAMPLE_RATE // 10  # shorter than the convolutions' reach: repeated to this
+# With an SSL stream, at least 5 frames at 50/s (WavLM's CNN: (n - 400) // 320 + 1), more than the widest
+# convolution's reach of 4: 0.125 s.
+MIN_SAMPLES_SSL = 2000
 
 
 class Embedder:
@@ -54,6 +57,7 @@ class Embedder:
         self.ssl_augment = ssl_augment if ssl is not None else None
         self.fbank = FbankFeatures(network.config.n_mels).to(self.device) if network.config.fusion != "ssl" else None
         self.max_samples = None if embed_max_seconds is None else int(embed_max_seconds * SAMPLE_RATE)
+        self.min_samples = MIN_SAMPLES if ssl is None else MIN_SAMPLES_SSL
         self.autocast = autocast
         self.batch_size = batch_size
 
@@ -82,8 +86,9 @@ class Embedder:
     def prepared(self, audio: np.ndarray) -> np.ndarray:
         """What the network hears of an utterance: at most embed_max_seconds, very short audio repeated."""
         audio = np.asarray(audio, dtype=np.float32)[: self.max_samples]
-        if audio.size < MIN_SAMPLES:
-            audio = np.tile(audio if audio.size else np.zeros(1, np.float32), -(-MIN_SAMPLES // max(1, audio.size)))
+        if audio.size < self.min_samples:
+            seed = audio if audio.size else np.zeros(1, np.float32)
+            audio = np.tile(seed, -(-self.min_samples // seed.size))
         return audio
 
     def _states(self, audio: np.ndarray, utterance: Utterance | None) -> torch.Tensor:
