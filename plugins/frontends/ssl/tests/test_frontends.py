@@ -74,7 +74,8 @@ def test_frames_are_50_per_second_and_all_is_every_transformer_layer(speech):
     ssl = make("hubert", tiny_folder("hubert", "group"))
     out = ssl.encode(speech[2])
     assert out.frame_rate == ssl.frame_rate == 50.0 and out.tokens is None
-    assert ssl.output_layers == [1, 2, 3] and ssl.layer_dim == 32
+    assert ssl.output_layers == [1, 2, 3] and ssl.layer_dim == 32 and ssl.layer_count == 3
+    assert make("hubert", tiny_folder("hubert", "group"), combine="mean").layer_count == 1
     assert out.features.shape == (ssl.loaded.model._get_feat_extract_output_lengths(len(speech[2])), 3 * 32)
     assert out.features.dtype == np.float32
 

@@ -133,6 +133,11 @@ class SslFrontend(Frontend):
     def layer_dim(self) -> int:
         return int(self.loaded.model.config.hidden_size)
 
+    @property
+    def layer_count(self) -> int:
+        """How many layers the features hold side by side: K with combine: stack, else 1 (loads the model)."""
+        return len(self.output_layers) if self.params.combine == "stack" else 1
+
     def split_layers(self, features: np.ndarray) -> np.ndarray:
         """[N, K*D] stacked features -> [K, N, D], one slab per output layer."""
         k = len(self.output_layers)
