@@ -24,11 +24,11 @@ variables:
 name: vpc-protocol
 seed: 3
 data:
-  corpus: {{use: vpc, params: {{root: "${{VPC_DATA}}", challenge: "{challenge}", train: null}}}}
+  corpus: {{use: vpc, params: {{root: "${{VPC_DATA}}", challenge: "{challenge}", train: null, utility: false}}}}
 anonymizers:
   - use: precomputed
     label: fast
-    params: {{vpc: {{root: "${{VPC_DATA}}", suffix: _fast, challenge: "{challenge}", train: false}}}}
+    params: {{vpc: {{root: "${{VPC_DATA}}", suffix: _fast, challenge: "{challenge}", train: false, utility: false}}}}
 attackers: [ge2e]
 protocols: [O-O, O-A]
 metrics: [eer]
@@ -107,3 +107,22 @@ def test_2026_reads_the_gender_mixed_trials(vpc_data, tmp_path):
     result = Runner(exp, cache_root=tmp_path / "cache", output=tmp_path / "run", quiet=True).run()
     trials = json.loads((result.folder / "results.json").read_text())["trials"]["1"]
     assert trials == 2 * 6 * 18  # two sets, each enrolled speaker against each of the 18 trial utterances
+
+
+def test_utility_sets_are_evaluation_speech_in_no_trial(vpc_data):
+    from vpeval.settings import PlanSettings
+
+    cls = get_plugin_manager().get("corpus", "kaldi")
+    params = cls.Params(
+        root=str(vpc_data),
+        sets=[],
+        evaluation=[{"enrolls": "libri_dev_enrolls", "trials": ["libri_dev_trials_f", "libri_dev_trials_m"]}],
+        utility=["libri_test_enrolls"],  # plays IEMOCAP_dev: speech for WER and UAR only
+    )
+    source = cls(params, plugin_context())
+    corpus = source.load()
+    plan = source.evaluation_plan(corpus, PlanSettings())
+    utility_ids = set(corpus.info["kaldi_sets"]["libri_test_enrolls"])
+    in_trials = {i for t in plan.trial_lists[1].trials for i in (*t.enroll, *t.test)}
+    assert utility_ids <= {u.id for u in plan.evaluation.utterances}
+    assert not utility_ids & in_trials and not utility_ids & set(plan.enroll_ids + plan.test_ids)

@@ -70,12 +70,14 @@ def substitute_variables(doc: YamlDocument, given: Mapping[str, str] | None = No
                 f"{doc.where(loc)}: the variable {name} has no default; give it on the command line: "
                 f"--var {name}=VALUE."
             )
-        elif isinstance(default, (int, float)) and not isinstance(default, bool):
+        elif isinstance(default, (int, float)):  # and bool: a whole `${NAME}` keeps the type
             values[name] = default
         elif isinstance(default, str):
             values[name] = _replace(doc, default, loc, values)  # earlier variables only
         else:
-            raise ConfigError(f"{doc.where(loc)}: a variable's default is a string or a number, or null (required).")
+            raise ConfigError(
+                f"{doc.where(loc)}: a variable's default is a string, a number, true or false, or null (required)."
+            )
     doc.data = _walk(doc, data, (), values)
 
 
@@ -90,8 +92,12 @@ def _walk(doc: YamlDocument, value: Any, loc: Loc, values: dict[str, Any]) -> An
 
 
 def _typed(name: str, given: str, default: Any, doc: YamlDocument, loc: Loc) -> Any:
-    """A --var value as the type of the file's numeric default (a string otherwise)."""
-    if isinstance(default, bool) or not isinstance(default, (int, float)):
+    """A --var value as the type of the file's numeric or true/false default (a string otherwise)."""
+    if isinstance(default, bool):
+        if given.lower() not in ("true", "false"):
+            raise ConfigError(f"--var {name}={given}: {doc.where(loc)} declares {name} true or false; give one.")
+        return given.lower() == "true"
+    if not isinstance(default, (int, float)):
         return given
     try:
         return type(default)(given)

@@ -60,6 +60,11 @@ class KaldiCorpus(CorpusSource):
         attacker_train: str | None = Field(
             None, description="Data folder of attacker-train speech (VoicePrivacy: train-clean-360)."
         )
+        utility: list[str] = Field(
+            default_factory=list,
+            description="Data folders for the speech metrics only (VoicePrivacy: IEMOCAP_dev, IEMOCAP_test for UAR "
+            "and WER): anonymized and heard by WER/UAR, in no trial; with `evaluation` only.",
+        )
         evaluation: list[EvaluationSet] | None = Field(
             None,
             description="VoicePrivacy evaluation sets, each {enrolls: folder, trials: [folders with a `trials` "
@@ -95,6 +100,7 @@ class KaldiCorpus(CorpusSource):
         )
         if self.params.attacker_train:
             names.append(self.params.attacker_train)
+        names += self.params.utility
         for entry in self.params.evaluation or []:
             names += [entry.enrolls, *entry.trials]
         names = list(dict.fromkeys(names))
@@ -168,7 +174,8 @@ class KaldiCorpus(CorpusSource):
         train = None
         if self.params.attacker_train:
             train, _ = folder(self.params.attacker_train)
-        return predefined_plan(sets, train, settings, name=corpus.name)
+        utility = [folder(name)[0] for name in self.params.utility]
+        return predefined_plan(sets, train, settings, name=corpus.name, utility=utility)
 
 
 class VoicePrivacyCorpus(CorpusSource):
@@ -194,6 +201,9 @@ class VoicePrivacyCorpus(CorpusSource):
             description="Attacker-train folder (the semi-informed attacker's speech; null: none). Anonymized "
             "copies come from the `precomputed` anonymizer.",
         )
+        utility: bool = Field(
+            True, description="Also the challenge's utility sets (IEMOCAP_dev, IEMOCAP_test) for UAR and WER."
+        )
 
     def kaldi_params(self) -> KaldiCorpus.Params:
         """The same data as a `kaldi` corpus: the folders the challenge's config lists."""
@@ -204,6 +214,7 @@ class VoicePrivacyCorpus(CorpusSource):
             root=self.params.root,
             sets=[],
             attacker_train=self.params.train,
+            utility=list(challenge.utility) if self.params.utility else [],
             evaluation=[EvaluationSet(enrolls=enrolls_folder(d), trials=trial_folders(d, trials)) for d in datasets],
         )
 
@@ -215,6 +226,7 @@ class VoicePrivacyCorpus(CorpusSource):
         evaluation = cls(params).kaldi_params().evaluation or []
         folders = [name for e in evaluation for name in (e.enrolls, *e.trials)]
         folders += [params.train] if params.train else []
+        folders += cls(params).kaldi_params().utility
         return [
             f"{root} has no data folder {name} (with a wav.scp); make it with the challenge's data preparation, "
             "or choose the sets with `datasets`, `trials` and `train`."

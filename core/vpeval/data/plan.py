@@ -434,7 +434,11 @@ class PredefinedSet:
 
 
 def predefined_plan(
-    sets: Sequence[PredefinedSet], train: Corpus | None, settings: PlanSettings, name: str = "kaldi"
+    sets: Sequence[PredefinedSet],
+    train: Corpus | None,
+    settings: PlanSettings,
+    name: str = "kaldi",
+    utility: Sequence[Corpus] = (),
 ) -> EvaluationPlan:
     """An EvaluationPlan from VoicePrivacy trial files (N = 1 only).
 
@@ -518,8 +522,14 @@ def predefined_plan(
             "attacker training must not see evaluation speakers."
         )
     validation = _validation_speakers(sorted(train.speakers), settings)
+    # Utility-only sets (VoicePrivacy's IEMOCAP_dev/test): anonymized and heard by the speech metrics (WER,
+    # UAR), in no trial.
+    for extra in utility:
+        utterances.update((u.id, u) for u in extra.utterances if u.id not in utterances)
+        genders.update(extra.speaker_gender)
+    speech_ids = [u.id for extra in utility for u in extra.utterances]
     evaluation = Corpus(
-        f"{name}-evaluation", [utterances[i] for i in dict.fromkeys(enroll_ids + test_ids)], dict(genders)
+        f"{name}-evaluation", [utterances[i] for i in dict.fromkeys(enroll_ids + test_ids + speech_ids)], dict(genders)
     )
     return EvaluationPlan(
         train=train.with_speakers([s for s in train.speakers if s not in validation], name=f"{name}-train"),

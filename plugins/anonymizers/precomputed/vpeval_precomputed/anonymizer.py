@@ -26,11 +26,13 @@ class VoicePrivacySubmission(Params):
     datasets: list[str] | None = Field(None, description="Evaluation sets (default: the challenge's).")
     trials: Literal["gender", "mixed"] | None = Field(None, description="Trial folders (default: the challenge's).")
     train: bool = Field(True, description="Also the anonymized train-clean-360 (for semi-informed attackers).")
+    utility: bool = Field(True, description="Also the anonymized utility sets (IEMOCAP_dev, IEMOCAP_test).")
 
     def folders(self) -> list[str]:
         challenge = CHALLENGES[self.challenge]
         names = evaluation_folders(list(self.datasets or challenge.datasets), self.trials or challenge.trials)
         names += [challenge.train] if self.train else []
+        names += list(challenge.utility) if self.utility else []
         return [str(Path(self.root) / name) for name in anonymized(names, self.suffix)]
 
 
