@@ -129,3 +129,20 @@ def test_sizes_beyond_bounds_are_refused_before_building(ecapa_folder):
     _replace(ecapa_folder, "channels: [16, 16, 16, 16, 48]", "channels: [16, 16, 16, 16, 1000000000]")
     with pytest.raises(MissingModelError, match="beyond 16384"):
         load_folder(ecapa_folder)
+
+
+def test_validate_names_missing_folders_and_files(ecapa_folder, tmp_path):
+    from vpeval.plugins import get_plugin_manager
+
+    attacker = get_plugin_manager().get("attacker", "speechbrain")
+    params = attacker.Params(source=str(ecapa_folder))
+    assert attacker.missing_paths(params) == []
+    (ecapa_folder / "embedding_model.ckpt").unlink()
+    (ecapa_folder / "hyperparams.yaml").unlink()
+    sentences = attacker.missing_paths(params)
+    assert len(sentences) == 2 and "has no hyperparams.yaml" in sentences[0] and "embedding_model.ckpt" in sentences[1]
+    nowhere = attacker.Params(source=str(tmp_path / "nowhere"), ssl_model=str(tmp_path / "WavLM-Large.pt"))
+    assert ["is not a folder" in s for s in attacker.missing_paths(nowhere)] == [True]
+    encoder = get_plugin_manager().get("encoder", "speechbrain")
+    ssl = encoder.Params(source=str(ecapa_folder), ssl_model=str(tmp_path / "WavLM-Large.pt"))
+    assert any("ssl_model" in s and "does not exist" in s for s in encoder.missing_paths(ssl))

@@ -37,6 +37,12 @@ class SpeechBrainAttacker(Attacker):
         self.folder = FolderEmbeddings(self.params, self.context, self.name)
         self._cache: dict[tuple[str, int | None], np.ndarray] = {}
 
+    @classmethod
+    def missing_paths(cls, params: SpeechBrainParams) -> list[str]:
+        from vpeval_speechbrain.paths import missing
+
+        return missing(f"attacker {cls.name}:", params.source, params.ssl_model)
+
     def train(self, data: TrainingData) -> None:
         """Nothing to learn: the folder's model is used as released."""
 

@@ -26,6 +26,12 @@ class SpeechBrainEncoder(SpeakerEncoder):
 
         self.folder = FolderEmbeddings(self.params, self.context, self.name)
 
+    @classmethod
+    def missing_paths(cls, params: SpeechBrainParams) -> list[str]:
+        from vpeval_speechbrain.paths import missing
+
+        return missing(f"encoder {cls.name}:", params.source, params.ssl_model)
+
     def prepare(self) -> None:
         """Load the folder; `dim` becomes its embedding size."""
         self.folder.prepare()

@@ -1,0 +1,31 @@
+"""What `vpeval validate` checks before anything loads: the folders and files the parameters name exist.
+
+Existence only (no torch, no YAML), one sentence per missing piece, so a typo in a VPC data root or model
+path is reported with the others instead of ending the run at its first use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HPARAMS = "hyperparams.yaml"
+WEIGHTS = "embedding_model.ckpt"
+WAVLM_FILE = "WavLM-Large.pt"
+
+
+def missing(name: str, source: str, ssl_model: str | None) -> list[str]:
+    folder = Path(source).expanduser()
+    if not folder.is_dir():
+        return [
+            f"{name} source {folder} is not a folder; give a SpeechBrain model folder (with {HPARAMS} and {WEIGHTS}), "
+            "such as VoicePrivacy's exp/asv_orig or exp/asv_ssl."
+        ]
+    sentences = []
+    ssl = ssl_model is not None or (folder / WAVLM_FILE).is_file()
+    if ssl_model is not None and not Path(ssl_model).expanduser().exists():
+        sentences.append(f"{name} ssl_model {ssl_model} does not exist; give WavLM-Large.pt or a transformers folder.")
+    if not ssl and not (folder / HPARAMS).is_file():
+        sentences.append(f"{name} source {folder} has no {HPARAMS}; give the SpeechBrain folder itself.")
+    if not (folder / WEIGHTS).is_file():
+        sentences.append(f"{name} source {folder} has no {WEIGHTS}; copy the whole model folder.")
+    return sentences
