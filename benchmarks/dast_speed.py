@@ -37,10 +37,9 @@ STAGE = {"batch_size": 32, "grad_accumulation": 1}
 
 def run_stage(params: dict, data: TrainingData, seed: int, work: Path) -> dict:
     """Train once; the stage's wall time, its epochs' times and the time outside the epochs."""
-    from vpeval_dast import embedding
     from vpeval_dast.attacker import DastAttacker
 
-    embedding._SHARED_SSL_CACHES.clear()  # every repeat pays its own SSL pass (a run shares it across attackers)
+    # every repeat pays its own SSL pass: its own work folder holds its own SSL store (a run shares one)
     attacker = DastAttacker(DastAttacker.Params(**params), plugin_context(seed=seed, work_dir=work, threads=1))
     attacker._ssl_stream()  # model loading is not training time
     started = time.perf_counter()
@@ -176,7 +175,7 @@ def main() -> None:
         if name not in trained:
             continue
         attacker = trained[name]
-        attacker.embedder.ssl_cache = None  # extraction speed includes the SSL model
+        attacker.embedder.ssl_store = None  # extraction speed includes the SSL model
         factors = []
         for _ in range(args.repeats):
             started = time.perf_counter()
