@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -164,3 +165,15 @@ def test_checkpoints_are_saved_device_independent_and_load_on_another_map_locati
     assert all(t.device.type == "meta" for t in meta.values())
     back = load_weights_only(tmp_path / "model.pt")
     assert np.array_equal(back["weight"].numpy(), module.weight.detach().numpy())
+
+
+def test_a_checkpoint_holding_a_python_object_is_one_sentence_naming_it(tmp_path):
+    torch = pytest.importorskip("torch")
+    from vpeval.errors import MissingModelError
+    from vpeval.torchload import load_weights_only
+
+    torch.save({"config": Path(tmp_path)}, tmp_path / "model.pt")  # a pathlib object: not a tensor
+    with pytest.raises(MissingModelError) as err:
+        load_weights_only(tmp_path / "model.pt")
+    message = str(err.value)
+    assert "holds a Python object (pathlib" in message and "\n" not in message and "PyTorch 2.6" not in message

@@ -8,6 +8,7 @@ when called.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,9 @@ def load_weights_only(path: str | Path, map_location: Any = "cpu") -> Any:
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, EOFError):
         return "the file ends early"
+    unsupported = re.search(r"Unsupported global: GLOBAL (\S+)", str(exc))
+    if unsupported:  # torch 2.6+: its refusal lists options; what matters is the object the file holds
+        return f"it holds a Python object ({unsupported.group(1)}), which is never unpickled"
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     useful = [line for line in lines if not line.startswith(_BOILERPLATE) and not line.endswith("error:")]
     if isinstance(exc, KeyError) or not useful:
