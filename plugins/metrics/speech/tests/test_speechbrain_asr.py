@@ -125,3 +125,28 @@ def test_batches_of_equal_lengths_equal_one_by_one(encoder_asr_folder, tmp_path)
     alone = [asr.decode([a])[0] for a in same]
     assert asr.decode(same) == alone
     assert asr.decode(same[:2]) == alone[:2]
+
+
+def test_encoder_decoder_transcripts_equal_encoder_decoder_asr(
+    encoder_decoder_asr_folder, encoder_asr_folder, tmp_path
+):
+    """A speechbrain 1.x transformer folder: CTC/attention beam search with a transformer LM, as
+    EncoderDecoderASR.from_hparams runs it."""
+    from speechbrain.inference.ASR import EncoderDecoderASR
+
+    reference = EncoderDecoderASR.from_hparams(source=str(encoder_decoder_asr_folder), savedir=str(tmp_path / "sb"))
+    asr = plugin(encoder_decoder_asr_folder, tmp_path)
+    texts = []
+    for audio in audios(3):
+        expected, _ = reference.transcribe_batch(torch.from_numpy(audio)[None], torch.tensor([1.0]))
+        texts.append(asr.transcribe(audio).text)
+        assert texts[-1] == expected[0]
+    assert any(texts) and len(set(texts)) > 1
+    assert asr.parts().interface == "EncoderDecoderASR" and "EncoderDecoderASR folder" in asr.describe()
+    assert "SpeechBrain EncoderASR folder" in plugin(encoder_asr_folder, tmp_path).describe()
+    legacy = tmp_path / "sb05"
+    shutil.copytree(encoder_decoder_asr_folder, legacy)
+    text = (legacy / "hyperparams.yaml").read_text()
+    (legacy / "hyperparams.yaml").write_text(text.replace("S2STransformerBeamSearcher", "S2STransformerBeamSearch"))
+    with pytest.raises(MissingModelError, match="speechbrain 0.5's beam search"):
+        plugin(legacy, tmp_path).transcribe(audios()[0])

@@ -1,16 +1,18 @@
-"""SpeechBrain EncoderASR folders (VPC 2024's wav2vec2 + CTC LibriSpeech model) as an `asr` for WER.
+"""SpeechBrain ASR folders as an `asr` for WER: EncoderASR (VPC 2024's wav2vec2 + CTC LibriSpeech model)
+and EncoderDecoderASR (speechbrain 1.x transformer + CTC/attention beam search + transformer LM).
 
-What `EncoderASR.from_hparams(source=folder).transcribe_batch` computes, built from the folder as data
-(speechbrain_folder.py): the YAML's `encoder` module (wav2vec2, the DNN and CTC head, log-softmax) on
-[B, T] audio with relative lengths, its `decoding_function` (speechbrain's CTC greedy decode), and the
-sentencepiece `tokenizer` turning token ids into text. The wav2vec2 lobe is speechbrain's own class built
-on a local transformers folder (never a hub download); the Pretrainer's checkpoints fill the modules.
+What `EncoderASR` / `EncoderDecoderASR.from_hparams(source=folder).transcribe_batch` computes, built from
+the folder as data (speechbrain_folder.py): the `modules` encoder on [B, T] audio with relative lengths,
+then the `decoding_function` (speechbrain's CTC greedy decode) or the `decoder` beam searcher, and the
+sentencepiece `tokenizer` turning token ids into text. A wav2vec2 lobe is speechbrain's own class built on
+a local transformers folder (never a hub download); the Pretrainer's checkpoints fill the modules.
 """
 
 from __future__ import annotations
 
 import functools
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -29,7 +31,6 @@ from vpeval_speech.speechbrain_folder import (
     require_speechbrain,
 )
 
-GREEDY = ("speechbrain.decoders.ctc_greedy_decode", "speechbrain.decoders.ctc.ctc_greedy_decode")
 WAV2VEC2_ARGUMENTS = ("output_norm", "freeze", "freeze_feature_extractor", "apply_spec_augment", "output_all_hiddens")
 
 
@@ -54,43 +55,82 @@ def wav2vec2_factory(folder: Path, override: str | None, save_path: Path, parame
     return build
 
 
+@dataclass
+class LoadedASR:
+    """The modules of an ASR folder and how its interface runs them."""
+
+    interface: str  # EncoderASR or EncoderDecoderASR
+    encoder: Any
+    decoder: Any  # EncoderASR: the decoding function; EncoderDecoderASR: the beam searcher module
+    tokenizer: Any
+    transformer: Any  # EncoderDecoderASR with transformer_beam_search: modules.transformer.encode runs first
+    sample_rate: int
+
+    def to(self, device: str) -> LoadedASR:
+        for module in (self.encoder, self.decoder, self.transformer):
+            if hasattr(module, "eval"):
+                module.to(device).eval()
+        return self
+
+
+def detect_interface(values: dict[str, Any]) -> str:
+    """EncoderASR folders decode with a decoding_function, EncoderDecoderASR ones with modules.decoder."""
+    modules = values.get("modules") if isinstance(values.get("modules"), dict) else {}
+    return "EncoderDecoderASR" if "decoder" in modules else "EncoderASR"
+
+
 @functools.lru_cache(maxsize=2)
-def load_encoder_asr(folder: str, hparams_file: str, wav2vec2_source: str | None, save_path: str):
-    """(encoder module, decoding function, tokenizer, sample rate) of an EncoderASR folder, on the CPU."""
+def load_asr(folder: str, hparams_file: str, interface: str, wav2vec2_source: str | None, save_path: str) -> LoadedASR:
+    """The modules of an EncoderASR or EncoderDecoderASR folder, on the CPU, as from_hparams builds them."""
     require_speechbrain("speechbrain-asr")
     root = Path(folder)
     path = root / hparams_file
     values = read_hparams(path)
     special = {name: wav2vec2_factory(root, wav2vec2_source, Path(save_path), "wav2vec2_source") for name in WAV2VEC2}
     graph = Graph(values, path, special)
-    for key in ("encoder", "decoding_function", "tokenizer"):
+    kind = detect_interface(values) if interface == "auto" else interface
+    modules = values.get("modules") if isinstance(values.get("modules"), dict) else {}
+
+    def module(name: str):
+        # Pretrained.mods are the YAML's `modules` entries; older folders name the encoder at top level only.
+        return graph.resolve(modules[name], "modules") if name in modules else graph.get(name)
+
+    needed = ("encoder", "decoding_function", "tokenizer") if kind == "EncoderASR" else ("tokenizer",)
+    for key in needed:
         if key not in values:
             raise MissingModelError(
-                f"{path} has no `{key}`: an EncoderASR folder (speechbrain's wav2vec2 + CTC) declares encoder, "
-                "decoding_function and tokenizer; EncoderDecoderASR folders are not read yet."
+                f"{path} has no `{key}`, which a SpeechBrain {kind} folder declares (speechbrain's {kind} needs "
+                f"{', '.join(needed)}{'' if kind == 'EncoderASR' else ' and modules encoder and decoder'})."
             )
-    decoding = graph.get("decoding_function")
-    if not isinstance(decoding, functools.partial) or f"{decoding.func.__module__}.{decoding.func.__name__}" not in (
-        "speechbrain.decoders.ctc.ctc_greedy_decode",
-    ):
-        raise MissingModelError(
-            f"{path}: decoding_function must be !name:speechbrain.decoders.ctc_greedy_decode (CTC greedy "
-            "decoding, what VPC 2024's model uses); beam-search decoders are not read yet."
-        )
-    encoder = graph.get("encoder")
     tokenizer = graph.get("tokenizer")
     if type(tokenizer).__module__.split(".")[0] != "sentencepiece":
         raise MissingModelError(f"{path}: tokenizer must be !new:sentencepiece.SentencePieceProcessor.")
+    transformer = None
+    if kind == "EncoderASR":
+        decoder = graph.get("decoding_function")
+        name = f"{getattr(decoder, 'func', decoder).__module__}.{getattr(decoder, 'func', decoder).__name__}"
+        if not isinstance(decoder, functools.partial) or name != "speechbrain.decoders.ctc.ctc_greedy_decode":
+            raise MissingModelError(
+                f"{path}: decoding_function must be !name:speechbrain.decoders.ctc_greedy_decode (CTC greedy "
+                "decoding, what VPC 2024's model uses); CTC beam-search decoders are not read yet."
+            )
+    else:
+        if "decoder" not in modules or "encoder" not in modules:
+            raise MissingModelError(f"{path}: an EncoderDecoderASR folder lists encoder and decoder under modules.")
+        decoder = module("decoder")
+        if values.get("transformer_beam_search") is True:
+            transformer = module("transformer")
+    encoder = module("encoder")
     loadables, paths = graph.pretrainer()
     for name, obj in loadables.items():
         load_loadable(obj, checkpoint_file(root, name, paths))
-    encoder.eval()
     rate = values.get("sample_rate", 16000)
-    return encoder, decoding, tokenizer, int(rate) if isinstance(rate, int) else 16000
+    loaded = LoadedASR(kind, encoder, decoder, tokenizer, transformer, int(rate) if isinstance(rate, int) else 16000)
+    return loaded.to("cpu")
 
 
 class SpeechBrainASR(ASR):
-    """SpeechBrain EncoderASR folder (wav2vec2 + CTC, VPC 2024's WER model) read safely, CTC greedy decoding."""
+    """SpeechBrain EncoderASR (wav2vec2 + CTC, VPC 2024's WER model) or EncoderDecoderASR folder, read safely."""
 
     name = "speechbrain-asr"
     device_sensitive = True
@@ -108,8 +148,10 @@ class SpeechBrainASR(ASR):
             "facebook/wav2vec2-large-960h-lv60-self); unset: the YAML's source must be a local folder, or a hub "
             "cache snapshot inside the model folder.",
         )
-        interface: Literal["EncoderASR"] = Field(
-            "EncoderASR", description="SpeechBrain interface the folder is for (EncoderDecoderASR: not yet)."
+        interface: Literal["auto", "EncoderASR", "EncoderDecoderASR"] = Field(
+            "auto",
+            description="SpeechBrain interface the folder is for; auto: EncoderDecoderASR when its modules list a "
+            "decoder (a speechbrain 1.x beam searcher), else EncoderASR.",
         )
         batch_size: int = Field(
             1,
@@ -147,23 +189,29 @@ class SpeechBrainASR(ASR):
         return folder
 
     def describe(self) -> str:
-        return f"SpeechBrain EncoderASR folder {self.params.source} (CTC greedy), on {self.context.device}"
+        """Which folder and interface transcribe (the interface read from the YAML when auto), for reports."""
+        interface = self.params.interface
+        if interface == "auto":
+            interface = detect_interface(read_hparams(self.folder() / self.params.hparams_file))
+        return f"SpeechBrain {interface} folder {self.params.source}, on {self.context.device}"
 
-    def parts(self):
+    def parts(self) -> LoadedASR:
         """The folder's modules on the run's device, loaded once per process."""
         with self._lock:
             if self._loaded is None:
-                encoder, decoding, tokenizer, rate = load_encoder_asr(
+                loaded = load_asr(
                     str(self.folder()),
                     self.params.hparams_file,
+                    self.params.interface,
                     self.params.wav2vec2_source,
                     str(self.context.folder("hf-cache")),
                 )
-                if rate != self.sample_rate:
+                if loaded.sample_rate != self.sample_rate:
                     raise MissingModelError(
-                        f"{self.folder()} declares sample_rate {rate}; vpeval feeds SpeechBrain ASR folders 16 kHz."
+                        f"{self.folder()} declares sample_rate {loaded.sample_rate}; vpeval feeds SpeechBrain ASR "
+                        "folders 16 kHz."
                     )
-                self._loaded = (encoder.to(self.context.device), decoding, tokenizer)
+                self._loaded = loaded.to(self.context.device)
             return self._loaded
 
     def __getstate__(self) -> dict:
@@ -188,15 +236,27 @@ class SpeechBrainASR(ASR):
         return out  # type: ignore[return-value]
 
     def decode(self, audios: list[np.ndarray]) -> list[str]:
+        """transcribe_batch of the interface on these waveforms, zero-padded, with relative lengths."""
         import torch
 
-        encoder, decoding, tokenizer = self.parts()
+        loaded = self.parts()
+        device = self.context.device
         longest = max(len(a) for a in audios)
         wavs = torch.zeros(len(audios), longest)
         for row, audio in enumerate(audios):
             wavs[row, : len(audio)] = torch.from_numpy(np.asarray(audio, dtype=np.float32))
-        lengths = torch.tensor([len(a) / longest for a in audios])
+        lengths = torch.tensor([len(a) / longest for a in audios]).to(device)
         with torch.no_grad(), self.context.autocast():
-            probabilities = encoder(wavs.to(self.context.device), lengths.to(self.context.device))
-        tokens = decoding(probabilities.float(), lengths.to(self.context.device))
-        return [tokenizer.decode_ids(sequence) for sequence in tokens]
+            encoded = loaded.encoder(wavs.to(device), lengths)
+            if loaded.interface == "EncoderASR":
+                tokens = loaded.decoder(encoded.float(), lengths)
+            else:
+                if loaded.transformer is not None:
+                    encoded = loaded.transformer.encode(encoded, lengths)
+                tokens, _, _, _ = loaded.decoder(encoded, lengths)
+        return [loaded.tokenizer.decode_ids(_ids(sequence)) for sequence in tokens]
+
+
+def _ids(sequence) -> list[int]:
+    """Token ids as plain ints (the beam searcher returns tensors, greedy CTC lists)."""
+    return [int(t) for t in (sequence.tolist() if hasattr(sequence, "tolist") else sequence)]

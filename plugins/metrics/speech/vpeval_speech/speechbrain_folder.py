@@ -55,10 +55,34 @@ BUILDABLE = (
     "torch.nn.Dropout",
     "torch.nn.Identity",
     *WAV2VEC2,
+    # EncoderDecoderASR (speechbrain 1.x transformer + CTC/attention beam search + transformer LM)
+    "speechbrain.lobes.features.Fbank",
+    "speechbrain.processing.features.InputNormalization",
+    "speechbrain.lobes.models.convolution.ConvolutionFrontEnd",
+    "speechbrain.lobes.models.transformer.TransformerASR.TransformerASR",
+    "speechbrain.lobes.models.transformer.TransformerASR.EncoderWrapper",
+    "speechbrain.lobes.models.transformer.TransformerLM.TransformerLM",
+    "speechbrain.decoders.S2STransformerBeamSearcher",
+    "speechbrain.decoders.seq2seq.S2STransformerBeamSearcher",
+    "speechbrain.decoders.S2STransformerGreedySearcher",
+    "speechbrain.decoders.seq2seq.S2STransformerGreedySearcher",
+    "speechbrain.decoders.scorer.ScorerBuilder",
+    "speechbrain.decoders.ScorerBuilder",
+    "speechbrain.decoders.scorer.CTCScorer",
+    "speechbrain.decoders.CTCScorer",
+    "speechbrain.decoders.scorer.TransformerLMScorer",
+    "speechbrain.decoders.TransformerLMScorer",
 )
 PRETRAINER = "speechbrain.utils.parameter_transfer.Pretrainer"
+# Names of speechbrain 0.5 that 1.x (installed) no longer has, with what replaces them.
+LEGACY = {
+    "speechbrain.decoders.S2STransformerBeamSearch": "speechbrain 0.5's beam search (VPC 2024's "
+    "transformer_inference.yaml uses it); speechbrain 1.x folders use S2STransformerBeamSearcher with a "
+    "ScorerBuilder of CTCScorer and TransformerLMScorer, which vpeval reads",
+}
 MAX_INT = 1 << 20  # a typo must not allocate terabytes before the weights fail to load
 _REF = re.compile(r"<([^<>]+)>")
+_TUPLE = re.compile(r"\(.*\)")  # HyperPyYAML's implicit tuple resolver
 _ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 _ARITHMETIC |= {ast.FloorDiv: operator.floordiv, ast.USub: operator.neg}
 
@@ -181,6 +205,8 @@ class Graph:
             return [self.resolve(v, key) for v in value]
         if isinstance(value, dict):
             return {k: self.resolve(v, key) for k, v in value.items()}
+        if isinstance(value, str) and _TUPLE.fullmatch(value):
+            return _tuple(value, self.where(key))  # HyperPyYAML reads `(8, 10, 80)` as a tuple
         if not isinstance(value, Tag):
             return value
         if value.kind == "ref":
@@ -215,6 +241,8 @@ class Graph:
 
     def construct(self, tag: Tag, key: str) -> Any:
         where = self.where(key, tag.line)
+        if tag.target in LEGACY:
+            raise MissingModelError(f"{where}: !{tag.kind}:{tag.target} is {LEGACY[tag.target]}.")
         if tag.target not in BUILDABLE and tag.target not in self.special:
             raise MissingModelError(
                 f"{where}: vpeval builds only speechbrain's own layers from an allow-list, and "
@@ -249,6 +277,16 @@ class Graph:
         return {str(name): self.resolve(ref, key) for name, ref in loadables.items()}, {
             str(k): str(v) for k, v in paths.items()
         }
+
+
+def _tuple(text: str, where: str) -> tuple | str:
+    """A tuple of literals (numbers, text, booleans, None), read without evaluating anything else; other
+    text in parentheses stays text."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+    return value if isinstance(value, tuple) else (value,)
 
 
 def _arithmetic(text: str, where: str) -> float | int:
@@ -290,7 +328,8 @@ def load_loadable(obj: Any, path: Path, log=None) -> None:
     """Fill one Pretrainer loadable as speechbrain's default transfer hooks do, without unpickling code."""
     import torch
 
-    if isinstance(obj, torch.nn.Module):
+    normaliser = type(obj).__name__ == "InputNormalization" and type(obj).__module__.startswith("speechbrain")
+    if isinstance(obj, torch.nn.Module) and not normaliser:
         from speechbrain.utils.checkpoints import hook_on_loading_state_dict_checkpoint
 
         from vpeval.torchload import load_weights_only
@@ -308,6 +347,11 @@ def load_loadable(obj: Any, path: Path, log=None) -> None:
             )
         return
     type_name = f"{type(obj).__module__}.{type(obj).__name__}"
+    if type_name == "speechbrain.processing.features.InputNormalization":
+        from vpeval.torchload import load_weights_only
+
+        obj._load_statistics_dict(load_weights_only(path, map_location="cpu"))  # its own loader, weights only
+        return
     if type_name.startswith("sentencepiece"):
         obj.load(str(path))  # a sentencepiece model proto: data
         return
