@@ -204,6 +204,9 @@ NEEDS = {
     "corpus:manifest": {"path": "data/manifest.csv"},
     "attacker:dast": {"stage2_anonymizers": [{"use": "mcadams"}]},
     "anonymizer:precomputed": {"folders": ["data/sys"]},
+    "attacker:speechbrain": {"source": "exp/asv_orig"},
+    "attacker:speechbrain-train": {"source": "exp/asv_orig"},
+    "encoder:speechbrain": {"source": "exp/asv_orig"},
 }
 
 
