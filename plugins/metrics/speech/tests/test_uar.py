@@ -108,3 +108,31 @@ def test_feature_sets_prosody_functionals_and_both(tmp_path, make_emotional_corp
         dims[kind] = int(result.details["evaluator"].split(" on ")[1].split()[0])
         assert 0.0 <= result.value <= 100.0
     assert dims == {"prosody": 13, "functionals": 70, "both": 83}
+
+
+def test_level_normalization_removes_a_gain_change(tmp_path, make_emotional_corpus, make_context):
+    import soundfile as sf
+
+    from vpeval_speech.uar import normalise_level
+
+    audio = np.random.default_rng(0).normal(scale=0.3, size=16000).astype(np.float32)
+    assert np.sqrt(np.mean(normalise_level(audio, "rms") ** 2)) == pytest.approx(0.1, rel=1e-5)
+    assert np.max(np.abs(normalise_level(audio, "peak"))) == pytest.approx(0.99, rel=1e-6)
+    assert normalise_level(audio, "none") is audio
+    assert not normalise_level(np.zeros(10, np.float32), "rms").any()
+
+    corpus = make_emotional_corpus(tmp_path / "speech", speakers=4, per_emotion=2)
+    gains = np.random.default_rng(1).uniform(0.02, 0.3, size=len(corpus))
+    quiet = []
+    for utterance, gain in zip(corpus, gains, strict=True):
+        path = tmp_path / "quiet" / f"{utterance.id}.wav"
+        path.parent.mkdir(exist_ok=True)
+        sf.write(path, utterance.load(16000) * gain, 16000, subtype="FLOAT")
+        quiet.append(utterance.replace(path=str(path)))
+    inputs = MetricInputs(original=corpus, anonymized=Corpus("quiet", quiet))
+    for mode in ("rms", "peak"):
+        params = UAR.Params(folds=4, level_normalization=mode, bootstrap=0)
+        original, anonymized = UAR(params, context=make_context(tmp_path / mode)).compute(inputs)
+        # Each quiet copy is brought back to its original's level: the evaluator reads the same features.
+        assert anonymized.value == pytest.approx(original.value, abs=1e-9), mode
+        assert f"input {mode}-normalised" in original.details["evaluator"]

@@ -162,6 +162,7 @@ def predictions(metric, utterances: list, folders: dict[str, Path], speech: str)
     """The classifier label of each utterance (its speaker's fold model), cached by audio and model."""
     from vpeval.content_cache import JsonCache, cache_key
     from vpeval.data.fingerprint import file_hash
+    from vpeval_speech.uar import normalise_level
 
     params = metric.params
     cache = JsonCache(metric.context.folder("speechbrain-emotion"))
@@ -169,13 +170,16 @@ def predictions(metric, utterances: list, folders: dict[str, Path], speech: str)
     for utterance in metric.context.progress(utterances, total=len(utterances), description=f"uar: {speech}"):
         folder = folders[utterance.speaker]
         key = cache_key(file_hash(utterance.path), utterance.channel, model_identity(folder), params.wav2vec2_source)
+        if params.level_normalization != "none":  # earlier keys kept for unnormalised input
+            key = cache_key(key, params.level_normalization)
         label = cache.get(key)
         if label is None:
             with _LOCK:
                 classifier = load_classifier(
                     str(folder), params.wav2vec2_source, str(metric.context.folder("hf-cache"))
                 ).to(metric.context.device)
-            label = classifier.classify(utterance.load(16000), metric.context.device, metric.context.autocast)
+            audio = normalise_level(utterance.load(16000), params.level_normalization)
+            label = classifier.classify(audio, metric.context.device, metric.context.autocast)
             cache.put(key, label)
         out.append(label)
     return np.array(out)
@@ -221,7 +225,12 @@ def speechbrain_uar(metric, inputs) -> list:
         sets.append(("anonymized", versions))
     common = {
         "evaluator": f"SpeechBrain wav2vec2 emotion classifier{'s per fold' if spk2fold else ''} from {models}, "
-        "one utterance at a time as VPC 2024's evaluate_ser.py; UAR = mean over speakers of the macro recall",
+        "one utterance at a time as VPC 2024's evaluate_ser.py; UAR = mean over speakers of the macro recall"
+        + (
+            f"; input {params.level_normalization}-normalised per utterance"
+            if params.level_normalization != "none"
+            else ""
+        ),
         "classes": first.labels,
         "fold_models": {s: str(f) for s, f in sorted(folders.items())},
         "skipped_no_fold": no_fold,

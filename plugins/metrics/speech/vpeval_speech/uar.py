@@ -28,6 +28,22 @@ from vpeval_speech.emotion_evaluator import (
 # Seed 003's Table 3 column order; other labels follow alphabetically.
 TABLE3_ORDER = ("sad", "neutral", "angry", "happy")
 FEATURE_RATE = 16000
+# Levels the evaluator's input is brought to by `level_normalization` (per utterance, before features).
+RMS_TARGET = 0.1  # -20 dBFS
+PEAK_TARGET = 0.99
+
+
+def normalise_level(audio: np.ndarray, mode: str) -> np.ndarray:
+    """The utterance scaled to RMS_TARGET ('rms') or its largest sample to PEAK_TARGET ('peak'); 'none' and
+    silent audio unchanged. Only the gain changes, so what the evaluator then reads is not the level."""
+    if mode == "none":
+        return audio
+    level = (
+        float(np.sqrt(np.mean(np.square(audio, dtype=np.float64)))) if mode == "rms" else float(np.max(np.abs(audio)))
+    )
+    if not np.isfinite(level) or level <= 1e-9:
+        return audio
+    return (audio * ((RMS_TARGET if mode == "rms" else PEAK_TARGET) / level)).astype(audio.dtype, copy=False)
 
 
 def table_order(labels: list[str]) -> list[str]:
@@ -89,6 +105,12 @@ class UAR(Metric):
             "predictions are reweighted, the models not retrained); 0 disables it.",
         )
         confidence: float = Field(0.95, gt=0.0, lt=1.0, description="Coverage of the percentile confidence interval.")
+        level_normalization: Literal["none", "rms", "peak"] = Field(
+            "none",
+            description="Gain applied to every utterance (original and anonymized) before the evaluator reads it: "
+            "none; rms: to -20 dBFS RMS; peak: largest sample to 0.99. Running with and without it tells how "
+            "much of an anonymizer's UAR loss is only a change of level.",
+        )
 
     @classmethod
     def missing_paths(cls, params: Params) -> list[str]:
@@ -233,6 +255,8 @@ class UAR(Metric):
 
     def evaluator_description(self, corpus: Corpus, dimensions: int, folds: int) -> str:
         scaling = "per-speaker z-scored" if self.params.speaker_normalization else "standardised"
+        if self.params.level_normalization != "none":
+            scaling += f" (input {self.params.level_normalization}-normalised per utterance)"
         kind = {
             "prosody": "two-pass Praat prosodic features",
             "functionals": "Praat functionals (F0, intensity, HNR, MFCC)",
@@ -260,15 +284,17 @@ class UAR(Metric):
         """Features [U, D] of the chosen kind, cached by audio content."""
         cache = JsonCache(self.context.folder("features"))
         kinds = ["prosody", "functionals"] if self.params.features == "both" else [self.params.features]
+        # Keys without a normalisation stay those of the earlier caches.
+        levels = [] if self.params.level_normalization == "none" else [self.params.level_normalization]
 
         def row_of(utterance: Utterance) -> list[float]:
             row: list[float] = []
             for kind in kinds:
                 version = prosody.FEATURE_VERSION if kind == "prosody" else acoustic_features.FEATURE_VERSION
-                key = cache_key(file_hash(utterance.path), utterance.channel, version, FEATURE_RATE)
+                key = cache_key(file_hash(utterance.path), utterance.channel, version, FEATURE_RATE, *levels)
                 values = cache.get(key)
                 if values is None:
-                    audio = utterance.load(FEATURE_RATE)
+                    audio = normalise_level(utterance.load(FEATURE_RATE), self.params.level_normalization)
                     values = (
                         prosody.prosodic_features(audio, FEATURE_RATE).tolist()
                         if kind == "prosody"
