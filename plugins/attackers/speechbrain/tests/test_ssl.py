@@ -167,8 +167,8 @@ def test_asv_ssl_embeddings_equal_the_toolkits(asv_ssl, tmp_path, audio):
 def test_asv_ssl_faults_are_sentences(asv_ssl, tmp_path):
     folder, wavlm_folder, _, _ = asv_ssl
     cls = get_plugin_manager().get("attacker", "speechbrain-train")
-    params = validate_params(cls, {"source": str(folder), "ssl_model": str(wavlm_folder)})
-    with pytest.raises(ConfigError, match="asv_ssl network .* is not implemented yet"):
+    params = validate_params(cls, {"source": str(folder), "ssl_model": str(wavlm_folder), "recipe": "vpc2024"})
+    with pytest.raises(ConfigError, match="asv_ssl network is fine-tuned from its folder, not trained from scratch"):
         cls(params, plugin_context(work_dir=tmp_path / "t")).train(None)
     state = torch.load(folder / "embedding_model.ckpt", weights_only=True)
     torch.save({k: v for k, v in state.items() if "weighted_sum" not in k}, folder / "embedding_model.ckpt")
@@ -176,3 +176,29 @@ def test_asv_ssl_faults_are_sentences(asv_ssl, tmp_path):
     encoder = enc(validate_params(enc, {"source": str(folder), "ssl_model": str(wavlm_folder)}), plugin_context())
     with pytest.raises(MissingModelError, match="is not the two-stream ECAPA of VPC 2026's asv_ssl"):
         encoder.prepare()
+
+
+def test_asv_ssl_fine_tuning_by_the_track1_recipe(asv_ssl, tmp_path):
+    """Fine-tuned from the released weights (close to them, not equal), saved and loaded back as asv_ssl."""
+    from vpeval.testing.dummies import make_corpus
+    from vpeval.types import TrainingData, TrainingStage
+
+    folder, wavlm_folder, _, _ = asv_ssl
+    corpus = make_corpus(tmp_path / "audio", speakers=3, utterances=3, seconds=0.8)
+    cls = get_plugin_manager().get("attacker", "speechbrain-train")
+    raw = {"source": str(folder), "ssl_model": str(wavlm_folder), "recipe": "vpc2026-track1", "epochs": 1}
+    params = validate_params(cls, {**raw, "train_batch_size": 4, "crop_seconds": 0.5, "lr": 1e-3})
+    attacker = cls(params, plugin_context(work_dir=tmp_path / "w"))
+    attacker.train(TrainingData([TrainingStage("original", corpus)], None, "original"))
+    released = torch.load(folder / "embedding_model.ckpt", weights_only=True)
+    source = {k.removeprefix("module."): v for k, v in released.items()}
+    tuned = torch.load(attacker._trained / "embedding_model.ckpt", weights_only=True)
+    change = max(float((tuned[k].float() - source[k].float()).abs().max()) for k in source if k.endswith("weight"))
+    assert 0 < change < 0.05
+    sides = [[u] for u in corpus.utterances[:3]]
+    vectors = attacker.represent_many(sides)
+    attacker.save(tmp_path / "saved")
+    again = cls(params, plugin_context(work_dir=tmp_path / "w2"))
+    again.load(tmp_path / "saved")
+    np.testing.assert_allclose(again.represent_many(sides), vectors, rtol=0, atol=1e-6)
+    assert json.loads((tmp_path / "saved" / "training_history.json").read_text())[0]["epoch"] == 1

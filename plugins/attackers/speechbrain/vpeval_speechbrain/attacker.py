@@ -16,7 +16,7 @@ from typing import ClassVar
 import numpy as np
 
 from vpeval.api import Attacker
-from vpeval.errors import DataError
+from vpeval.errors import ConfigError, DataError
 from vpeval.types import TrainingData, Utterance
 from vpeval_speechbrain.params import SpeechBrainParams, SpeechBrainTrainParams
 
@@ -81,9 +81,24 @@ class SpeechBrainTrainAttacker(SpeechBrainAttacker):
         self._trained: Path | None = None
 
     def train(self, data: TrainingData) -> None:
-        from vpeval_speechbrain.training import train_folder
+        from vpeval_speechbrain.ssl import is_ssl_folder
 
-        self._trained = train_folder(self.params, self.context, data, self.context.folder("trained"), self.name)
+        out = self.context.folder("trained")
+        source = Path(self.params.source).expanduser()
+        if self.params.ssl_model is not None or is_ssl_folder(source):
+            from vpeval_speechbrain.ssl_training import finetune_ssl
+
+            if self.params.recipe_value("start") != "source":
+                raise ConfigError(
+                    f"{self.name}: VPC 2026's asv_ssl network is fine-tuned from its folder, not trained from scratch; "
+                    "set recipe: vpc2026-track1 (or start: source)."
+                )
+            self.context.apply_threads()
+            self._trained = finetune_ssl(self.folder._use_ssl(source), self.params, self.context, data, out, self.name)
+        else:
+            from vpeval_speechbrain.training import train_folder
+
+            self._trained = train_folder(self.params, self.context, data, out, self.name)
         self._use(self._trained)
 
     def save(self, folder: Path) -> None:
@@ -98,9 +113,7 @@ class SpeechBrainTrainAttacker(SpeechBrainAttacker):
         self._use(self._trained)
 
     def _use(self, folder: Path) -> None:
-        from vpeval_speechbrain.build import load_folder
-
-        self.folder.use(load_folder(folder, f"{self.name} trained model"))
+        self.folder.use_folder(folder)
         self._cache.clear()
 
 

@@ -33,6 +33,7 @@ class FolderEmbeddings:
         self.name = name
         self._embedder: Embedder | None = None
         self._ssl = None  # SslEmbedder for VPC 2026's asv_ssl folders
+        self._wavlm: Path | None = None  # its WavLM model
         self._folder: Path | None = None
         # On a GPU: padded batches in this process; on the CPU: one utterance per call in the run's workers.
         self.batches_here = bool(context.on_gpu)
@@ -41,6 +42,7 @@ class FolderEmbeddings:
         """Embed with these modules (a trained or loaded model) from now on."""
         p = self.params
         self._folder = model.folder
+        self._ssl = None
         self._embedder = Embedder(
             model,
             self.context.device,
@@ -60,17 +62,31 @@ class FolderEmbeddings:
                 self.use(load_folder(source, f"{self.name}.source"))
         return self._ssl if self._ssl is not None else self._embedder
 
-    def _use_ssl(self, folder: Path) -> None:
+    def _use_ssl(self, folder: Path):
+        """Embed with the asv_ssl network of `folder` (the released one, or one vpeval fine-tuned); the WavLM
+        model is `ssl_model`, else the folder's WavLM-Large.pt, else the source folder's."""
         from vpeval_speechbrain.ssl import SslEmbedder
 
         if self.params.normalize_embeddings:
             raise MissingModelError(
                 f"{self.name}: normalize_embeddings does not apply to the asv_ssl folder {folder}; set it to false."
             )
-        model = self.params.ssl_model or str(folder / WAVLM_FILE)
-        frontend = self.context.get("frontend", "wavlm", {"model": model, "layers": "all", "batch_size": 1})
-        self._folder = folder
+        own = folder / WAVLM_FILE
+        wavlm = self.params.ssl_model or str(
+            own if own.is_file() else Path(self.params.source).expanduser() / WAVLM_FILE
+        )
+        frontend = self.context.get("frontend", "wavlm", {"model": wavlm, "layers": "all", "batch_size": 1})
+        self._folder, self._wavlm = folder, Path(wavlm)
+        self._embedder = None
         self._ssl = SslEmbedder(folder, frontend, self.context.device, self.context.autocast)
+        return self._ssl
+
+    def use_folder(self, folder: Path) -> None:
+        """Embed with a model folder vpeval trained (either layout)."""
+        if is_ssl_folder(folder):
+            self._use_ssl(folder)
+        else:
+            self.use(load_folder(folder, f"{self.name} trained model"))
 
     @property
     def dim(self) -> int:
@@ -135,9 +151,9 @@ class FolderEmbeddings:
 
         self.prepare()
         assert self._folder is not None
-        files = sorted(f for f in self._folder.iterdir() if f.is_file() and f.suffix in (".yaml", ".ckpt", ".pt"))
-        if self.params.ssl_model is not None:
-            ssl = Path(self.params.ssl_model).expanduser()
+        files = sorted(f for f in self._folder.iterdir() if f.is_file() and f.suffix in (".yaml", ".ckpt"))
+        if self._ssl is not None:  # the WavLM model, wherever it is
+            ssl = self._wavlm.expanduser()
             files += sorted(f for f in ssl.iterdir() if f.is_file()) if ssl.is_dir() else [ssl]
         settings = self.params.model_dump(mode="json", include={"peak_normalize", "trim_zeros", "normalize_embeddings"})
         settings["asv_ssl"] = self._ssl is not None

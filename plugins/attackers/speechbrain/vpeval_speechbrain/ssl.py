@@ -34,8 +34,11 @@ KERNELS = (5, 3, 3, 3, 1)  # ECAPA_TDNN_test's defaults (VPC builds it without a
 DILATIONS = (1, 2, 3, 4, 1)
 
 
+LAYOUT_MARKER = "asv_ssl.txt"  # in a folder vpeval trained: the WavLM model stays where the parameters say
+
+
 def is_ssl_folder(folder: Path) -> bool:
-    return (folder / WAVLM_FILE).is_file()
+    return (folder / WAVLM_FILE).is_file() or (folder / LAYOUT_MARKER).is_file()
 
 
 def resample_frames(x: torch.Tensor, target: int) -> torch.Tensor:
@@ -78,6 +81,7 @@ class EcapaSsl(torch.nn.Module):
         res2net_scale: int = 8,
         se_channels: int = 128,
         global_context: bool = True,
+        dropout: float = 0.3,  # ECAPA_TDNN_test's default: active only while fine-tuning
     ):
         super().__init__()
         from speechbrain.lobes.models.ECAPA_TDNN import (
@@ -96,12 +100,18 @@ class EcapaSsl(torch.nn.Module):
                 se_channels=se_channels,
                 kernel_size=KERNELS[i],
                 dilation=DILATIONS[i],
+                dropout=dropout,
             )
 
-        self.blocks = torch.nn.ModuleList([TDNNBlock(input_size, channels[0], KERNELS[0], DILATIONS[0])])
+        relu = torch.nn.ReLU
+        self.blocks = torch.nn.ModuleList(
+            [TDNNBlock(input_size, channels[0], KERNELS[0], DILATIONS[0], relu, 1, dropout)]
+        )
         self.blocks.extend(se_block(channels[i - 1], channels[i], i) for i in range(1, len(channels) - 1))
         self.blocks_features = torch.nn.ModuleList(se_block(channels[i], channels[i], i) for i in range(4))
-        self.mfa = TDNNBlock(channels[-2] * (len(channels) - 2), channels[-1], KERNELS[-1], DILATIONS[-1])
+        self.mfa = TDNNBlock(
+            channels[-2] * (len(channels) - 2), channels[-1], KERNELS[-1], DILATIONS[-1], relu, 1, dropout
+        )
         self.weighted_sum = WeightedLayerSum(num_layers)
         self.asp = AttentiveStatisticsPooling(
             channels[-1], attention_channels=attention_channels, global_context=global_context
@@ -152,6 +162,15 @@ def _sizes(state: dict, path: Path) -> dict:
         ) from None
 
 
+def save_ssl_network(network: EcapaSsl, folder: Path) -> None:
+    """embedding_model.ckpt as VPC's folder holds it (CPU tensors), and the marker of the asv_ssl layout."""
+    from vpeval.device import cpu_state_dict
+
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.save(cpu_state_dict(network), folder / WEIGHTS)
+    (folder / LAYOUT_MARKER).write_text("VPC 2026 asv_ssl: embedding_model.ckpt; the WavLM model is the attacker's.\n")
+
+
 def load_ssl_network(folder: Path) -> EcapaSsl:
     path = folder / WEIGHTS
     if not path.is_file():
@@ -200,8 +219,8 @@ class SslEmbedder:
 
     def embed(self, prepared: np.ndarray, raw: np.ndarray) -> np.ndarray:
         """`prepared`: the peak-normalised, zero-trimmed waveform (log-mel stream); `raw`: the file's audio."""
-        stacked = self.frontend.encode(raw).features  # [T', K*D], every transformer layer
-        layers = torch.from_numpy(self.frontend.split_layers(stacked)).to(self.device).unsqueeze(0)  # [1, K, T', D]
+        layers = wavlm_layers(self.frontend, [raw], self.device)  # [1, K, T', D]
+        self.network.eval()
         with torch.inference_mode():
             wave = torch.from_numpy(np.asarray(prepared, dtype=np.float32)).to(self.device).unsqueeze(0)
             feats = self.norm(self.features(wave), torch.ones(1, device=self.device))
@@ -209,6 +228,16 @@ class SslEmbedder:
                 vector = self.network(feats, layers.float())
             vector = F.normalize(vector.float().reshape(1, -1), dim=1)
         return vector[0].cpu().numpy().astype(np.float32)
+
+
+def wavlm_layers(frontend, raws, device: str) -> torch.Tensor:
+    """Every transformer layer of each waveform, zero-padded to the longest: [B, K, T', D] on `device`."""
+    slabs = [frontend.split_layers(out.features) for out in frontend.encode_batch(list(raws))]  # [K, T_i, D]
+    longest = max(s.shape[1] for s in slabs)
+    padded = np.zeros((len(slabs), slabs[0].shape[0], longest, slabs[0].shape[2]), dtype=np.float32)
+    for i, s in enumerate(slabs):
+        padded[i, :, : s.shape[1]] = s
+    return torch.from_numpy(padded).to(device)
 
 
 def _nothing():

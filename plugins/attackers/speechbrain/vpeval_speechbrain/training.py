@@ -52,13 +52,6 @@ FEATURE_DEFAULTS = {"left_frames": 0, "right_frames": 0, "deltas": False, "conte
 
 def train_folder(params: SpeechBrainTrainParams, context, data: TrainingData, out: Path, name: str) -> Path:
     """Train by the recipe, write the result as a SpeechBrain folder `out`, return it."""
-    from vpeval_speechbrain.ssl import is_ssl_folder
-
-    if params.ssl_model is not None or is_ssl_folder(Path(params.source).expanduser()):
-        raise ConfigError(
-            f"{name}: training VPC 2026's asv_ssl network (WavLM + two-stream ECAPA) is not implemented yet; "
-            "use the `speechbrain` attacker with that folder, or a SpeechBrain ECAPA / x-vector folder here."
-        )
     source = load_folder(params.source, f"{name}.source")
     trainer, trainer_params = _trainer_params(source, params, name)
     if params.recipe_value("start") == "source":
@@ -80,7 +73,9 @@ def train_folder(params: SpeechBrainTrainParams, context, data: TrainingData, ou
 
 def copy_model_folder(source: Path, target: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
-    for name in (HPARAMS, WEIGHTS, HISTORY):
+    from vpeval_speechbrain.ssl import LAYOUT_MARKER
+
+    for name in (HPARAMS, WEIGHTS, HISTORY, LAYOUT_MARKER):
         if (source / name).is_file():
             shutil.copyfile(source / name, target / name)
 

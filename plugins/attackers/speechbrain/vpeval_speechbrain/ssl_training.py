@@ -1,0 +1,99 @@
+"""Fine-tuning VPC 2026's asv_ssl network on the run's training speech (Track 1's semi-informed attacker).
+
+As the toolkit's train_speaker_embeddings_ssl_ft.py with train_ecapa_ssl_tdnn_small.yaml: the released
+embedding_model.ckpt is the start (the classifier starts fresh), WavLM stays frozen, each batch is
+random `crop_seconds` crops for the log-mel stream and the WHOLE files for the WavLM stream (the toolkit
+reads the batch's files again by path; the network brings the WavLM frames to the crop's frame count),
+loss AAM softmax (margin 0.2, scale 30), AdamW (weight decay 0.01) whose learning rate speechbrain's
+CyclicLRScheduler sets after every batch (base 1e-8, max lr, step 65000), drop_last. Epochs, batch size
+and lr come from the recipe (vpc2026-track1: 2, 32, 0.01) or the parameters.
+
+Differences: utterances shorter than a crop are repeated to fill it (the toolkit's data preparation
+drops or pads them); a batch's WavLM layers come from the frontend per file (masked), zero-padded to the
+longest, where the toolkit runs WavLM on the zero-padded batch without a mask; fp32 throughout.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from vpeval.errors import DataError
+from vpeval.types import TrainingData
+from vpeval_speechbrain.ssl import SslEmbedder, save_ssl_network, wavlm_layers
+
+WEIGHT_DECAY = 0.01  # train_ecapa_ssl_tdnn_small.yaml: AdamW weight_decay
+BASE_LR = 1e-8
+HISTORY = "training_history.json"
+
+
+def finetune_ssl(embedder: SslEmbedder, params, context, data: TrainingData, out: Path, name: str) -> Path:
+    """Train `embedder.network` in place by the recipe; save it to `out` (asv_ssl layout); return `out`."""
+    from speechbrain.lobes.features import Fbank
+    from speechbrain.lobes.models.ECAPA_TDNN import Classifier
+    from speechbrain.nnet.losses import AdditiveAngularMargin, LogSoftmaxWrapper
+    from speechbrain.nnet.schedulers import CyclicLRScheduler
+    from speechbrain.processing.features import InputNormalization
+
+    utterances = list(data.corpus.utterances)
+    speakers = sorted({u.speaker for u in utterances})
+    batch_size = int(params.recipe_value("batch_size"))
+    if len(speakers) < 2 or len(utterances) < batch_size:
+        raise DataError(
+            f"{name} needs training speech of at least two speakers and one batch ({batch_size} utterances), got "
+            f"{len(speakers)} speakers and {len(utterances)} utterances; give more attacker-training speakers."
+        )
+    device = context.device
+    labels = {s: i for i, s in enumerate(speakers)}
+    crop = int(params.crop_seconds * 16000)
+    network = embedder.network.to(device)
+    features = Fbank(n_mels=network.blocks[0].conv.conv.in_channels).to(device)
+    norm = InputNormalization(norm_type="sentence", std_norm=False).to(device)
+    with torch.random.fork_rng(devices=[torch.device(device)] if device.startswith("cuda") else []):
+        torch.manual_seed(context.torch_seed(name, "classifier"))
+        classifier = Classifier(input_size=embedder.dim, out_neurons=len(speakers)).to(device)
+        cost = LogSoftmaxWrapper(AdditiveAngularMargin(margin=params.margin, scale=params.scale))
+        trainable = list(network.parameters()) + list(classifier.parameters())
+        optimizer = torch.optim.AdamW(trainable, lr=params.recipe_value("lr"), weight_decay=WEIGHT_DECAY)
+        schedule = CyclicLRScheduler(
+            base_lr=BASE_LR, max_lr=params.recipe_value("lr"), step_size=params.cyclic_step_size
+        )
+        history = []
+        for epoch in range(int(params.recipe_value("epochs"))):
+            rng = context.rng(name, "ssl-epoch", epoch)
+            order = rng.permutation(len(utterances))
+            batches = [order[i : i + batch_size] for i in range(0, len(order) - batch_size + 1, batch_size)]
+            network.train()
+            classifier.train()
+            losses = []
+            for batch in context.progress(batches, total=len(batches), description=f"{name}: epoch {epoch + 1}"):
+                raws = [utterances[i].load(16000) for i in batch]
+                crops = torch.from_numpy(np.stack([_crop(r, crop, rng) for r in raws])).to(device)
+                with torch.no_grad():
+                    feats = norm(features(crops), torch.ones(len(batch), device=device))
+                    layers = wavlm_layers(embedder.frontend, raws, device)
+                target = torch.tensor([labels[utterances[i].speaker] for i in batch], device=device)
+                loss = cost(classifier(network(feats, layers)), target.unsqueeze(1))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                schedule.on_batch_end(optimizer)  # as the recipe: lr set after each batch
+                losses.append(float(loss.detach()))
+            history.append({"epoch": epoch + 1, "loss": float(np.mean(losses)), "lr": optimizer.param_groups[0]["lr"]})
+            context.log.info("%s: epoch %d, loss %.4f", name, epoch + 1, history[-1]["loss"])
+    network.eval()
+    save_ssl_network(network, out)
+    (out / HISTORY).write_text(json.dumps(history, indent=2))
+    return out
+
+
+def _crop(audio: np.ndarray, length: int, rng: np.random.Generator) -> np.ndarray:
+    """A random `length`-sample stretch; shorter audio repeated to fill it."""
+    audio = np.asarray(audio, dtype=np.float32)
+    if audio.size < length:
+        audio = np.tile(audio, -(-length // max(audio.size, 1)))
+    start = int(rng.integers(0, audio.size - length + 1))
+    return audio[start : start + length]
