@@ -150,3 +150,20 @@ def test_encoder_decoder_transcripts_equal_encoder_decoder_asr(
     (legacy / "hyperparams.yaml").write_text(text.replace("S2STransformerBeamSearcher", "S2STransformerBeamSearch"))
     with pytest.raises(MissingModelError, match="speechbrain 0.5's beam search"):
         plugin(legacy, tmp_path).transcribe(audios()[0])
+
+
+def test_alias_bomb_is_refused_quickly(tmp_path):
+    """Nested YAML aliases (a few lines, 10**9 leaves when expanded) end in one sentence, not a hang."""
+    import time
+
+    from vpeval_speech.speechbrain_folder import Graph, read_hparams
+
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    lines.append("encoder: !new:torch.nn.ModuleList [*a8]")
+    (tmp_path / "hyperparams.yaml").write_text("\n".join(lines) + "\n")
+    start = time.perf_counter()
+    values = read_hparams(tmp_path / "hyperparams.yaml")
+    with pytest.raises(MissingModelError, match="expands to over"):
+        Graph(values, tmp_path / "hyperparams.yaml").get("encoder")
+    assert time.perf_counter() - start < 5

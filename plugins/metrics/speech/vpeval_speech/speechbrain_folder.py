@@ -81,6 +81,8 @@ LEGACY = {
     "ScorerBuilder of CTCScorer and TransformerLMScorer, which vpeval reads",
 }
 MAX_INT = 1 << 20  # a typo must not allocate terabytes before the weights fail to load
+MAX_YAML_BYTES = 2_000_000  # real hyperparams files are a few kB
+MAX_STEPS = 200_000
 _REF = re.compile(r"<([^<>]+)>")
 _TUPLE = re.compile(r"\(.*\)")  # HyperPyYAML's implicit tuple resolver
 _ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
@@ -133,28 +135,36 @@ def read_hparams(path: Path) -> dict[str, Any]:
     """The top-level mapping of a hyperparams.yaml with its tags inert; refuses untrusted tags."""
     if not path.is_file():
         raise MissingModelError(f"{path} is missing: a SpeechBrain model folder holds its hyperparams.yaml there.")
+    if path.stat().st_size > MAX_YAML_BYTES:
+        raise MissingModelError(f"{path} is over {MAX_YAML_BYTES // 1_000_000} MB: not a SpeechBrain hyperparams file.")
     try:
         values = yaml.load(path.read_text(encoding="utf-8", errors="replace"), Loader=_InertLoader)  # noqa: S506
     except yaml.YAMLError as error:
         raise MissingModelError(f"{path} is not readable YAML ({str(error).splitlines()[0]}).") from None
     if not isinstance(values, dict):
         raise MissingModelError(f"{path} is not a mapping of hyper-parameters (SpeechBrain's hyperparams.yaml).")
+    seen: set[int] = set()
     for key, value in values.items():
-        for tag in _tags(value):
+        for tag in _tags(value, seen):
             refuse_untrusted(tag, path, str(key))
     return {str(k): v for k, v in values.items()}
 
 
-def _tags(value: Any):
+def _tags(value: Any, seen: set[int] | None = None):
+    """Every Tag in a value; each container once, so YAML aliases (`*a` repeated) cannot blow the walk up."""
+    seen = set() if seen is None else seen
+    if id(value) in seen:
+        return
+    seen.add(id(value))
     if isinstance(value, Tag):
         yield value
-        value = value.value
-    if isinstance(value, dict):
+        yield from _tags(value.value, seen)
+    elif isinstance(value, dict):
         for v in value.values():
-            yield from _tags(v)
+            yield from _tags(v, seen)
     elif isinstance(value, list):
         for v in value:
-            yield from _tags(v)
+            yield from _tags(v, seen)
 
 
 def refuse_untrusted(tag: Tag, path: Path, key: str) -> None:
@@ -182,6 +192,7 @@ class Graph:
         self.special = special or {}  # dotted name -> factory(kwargs) for classes built another way
         self.built: dict[str, Any] = {}
         self.stack: list[str] = []
+        self.steps = 0
 
     def where(self, key: str, line: int | None = None) -> str:
         return f"{self.path}" + (f", line {line}" if line else "") + f" (under {key})"
@@ -201,6 +212,11 @@ class Graph:
         return self.built[key]
 
     def resolve(self, value: Any, key: str) -> Any:
+        self.steps += 1
+        if self.steps > MAX_STEPS:  # YAML aliases can make a small file a huge tree: no real model needs this
+            raise MissingModelError(
+                f"{self.path} expands to over {MAX_STEPS} values: not a SpeechBrain hyperparams file."
+            )
         if isinstance(value, list):
             return [self.resolve(v, key) for v in value]
         if isinstance(value, dict):
