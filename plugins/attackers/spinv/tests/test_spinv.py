@@ -234,3 +234,15 @@ def test_slices_hold_the_frames_the_frontend_emits_for_that_long_a_waveform(tmp_
     assert attacker.frames_for(0.8, 13.0) == 10 and attacker.frames_for(3.0, 13.0) == 39
     attacker.frontend = type("Plain", (), {"sample_rate": 16000})()
     assert attacker.frames_for(0.8, 13.0) == 11  # no frames(): ceil(seconds x rate)
+
+
+def test_on_a_gpu_target_embeddings_are_batched_here_not_in_forked_workers(split, encoder, tmp_path):
+    cpu = make(tmp_path / "cpu", encoder)
+    gpu = make(tmp_path / "gpu", encoder)
+    gpu.context.device = "cuda"
+    calls = []
+    gpu.context.map = lambda *a, **k: calls.append(a) or []
+    utterances = split[1].utterances[:5]
+    expected, got = cpu.target_embeddings(utterances), gpu.target_embeddings(utterances)
+    assert not calls
+    np.testing.assert_allclose(np.stack(got), np.stack(expected), atol=1e-6)

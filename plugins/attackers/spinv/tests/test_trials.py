@@ -79,3 +79,12 @@ def test_spinv_hands_its_pairs_and_the_metric_scores_exactly_them(tmp_path):
     attacker = SpInv(SpInv.Params(trial_list=str(listed)), PluginContext(seed=0, work_dir=tmp_path))
     pairs, note = attacker.inversion_pairs(corpus)
     assert pairs.tolist() == [[1, 0]] and str(listed) in note
+
+
+def test_a_missing_trial_list_is_refused_at_validate_time(tmp_path):
+    assert SpInv.check_experiment({"trial_list": str(tmp_path / "nope.txt")}, {}) == [
+        f"trial_list {tmp_path / 'nope.txt'} is not a file; give a VoxCeleb1-O or Kaldi trial list file."
+    ]
+    (tmp_path / "t.txt").write_text("1 a b\n")
+    assert SpInv.check_experiment({"trial_list": str(tmp_path / "t.txt")}, {}) == []
+    assert SpInv.check_experiment({}, {}) == []

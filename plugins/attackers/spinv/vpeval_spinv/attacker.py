@@ -162,6 +162,14 @@ class SpInv(Attacker):
         self._targets: dict[tuple[str, str], np.ndarray] = {}
         self._recovered: dict[tuple[str, str], np.ndarray] = {}
 
+    @classmethod
+    def check_experiment(cls, params, anonymizers) -> list[str]:
+        """A trial_list that is not a file is refused at validate time, before anything trains."""
+        trial_list = dict(params).get("trial_list")
+        if trial_list and not Path(trial_list).expanduser().is_file():
+            return [f"trial_list {trial_list} is not a file; give a VoxCeleb1-O or Kaldi trial list file."]
+        return []
+
     # -- parts ----------------------------------------------------------------------------------
 
     def attacked_frontend(self):

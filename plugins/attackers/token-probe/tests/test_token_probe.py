@@ -117,3 +117,21 @@ def test_batched_statistics_equal_one_utterance_at_a_time(tmp_path):
     batched = probe._compute_statistics_batch(corpus.utterances)
     for u, vector in zip(corpus.utterances, batched):
         np.testing.assert_array_equal(vector, probe._compute_statistics(u))
+
+
+def test_on_a_gpu_statistics_are_computed_here_in_batches_not_in_forked_workers(tmp_path):
+    """context.on_gpu: the frontend's encode_batch in this process (cached_batches), never context.map;
+    the vectors equal the CPU path's. fbank-rvq stays on the CPU, so a 'cuda' context runs here."""
+    fbank_rvq = pytest.importorskip("vpeval_cpu_frontends.fbank_rvq")
+    corpus = make_corpus(tmp_path / "c", speakers=2, utterances=3, seconds=1.0, seed=2)
+    frontend = fbank_rvq.FbankRvqFrontend(fbank_rvq.FbankRvqFrontend.Params(codebook_size=8), PluginContext(seed=0))
+    frontend.fit(corpus)
+    cpu = TokenProbe(TokenProbe.Params(), PluginContext(seed=0, work_dir=tmp_path / "cpu"))
+    gpu = TokenProbe(TokenProbe.Params(), PluginContext(seed=0, work_dir=tmp_path / "gpu", device="cuda"))
+    cpu.frontend = gpu.frontend = frontend
+    calls = []
+    gpu.context.map = lambda *a, **k: calls.append(a) or []
+    expected, got = cpu._statistics_many(corpus.utterances), gpu._statistics_many(corpus.utterances)
+    assert not calls and gpu.context.on_gpu
+    for a, b in zip(expected, got):
+        np.testing.assert_array_equal(a, b)
