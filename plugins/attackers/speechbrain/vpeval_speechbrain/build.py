@@ -85,8 +85,14 @@ class SpeechBrainModel:
         return self
 
 
-def load_folder(folder: str | Path, field: str = "source") -> SpeechBrainModel:
-    """Build and load the speaker-embedding modules of a SpeechBrain folder (see the module docstring)."""
+READ_FILES = (HPARAMS, "embedding_model.ckpt", "mean_var_norm.ckpt", "mean_var_norm_emb.ckpt")  # what embeddings use
+
+
+def load_folder(folder: str | Path, field: str = "source", with_classifier: bool = False) -> SpeechBrainModel:
+    """Build and load the speaker-embedding modules of a SpeechBrain folder (see the module docstring).
+
+    The classifier (classifier.ckpt) only on request: embeddings never need it, and a released folder's
+    training leftovers must not stop them."""
     folder = Path(folder).expanduser()
     if not folder.is_dir():
         raise MissingModelError(
@@ -103,8 +109,8 @@ def load_folder(folder: str | Path, field: str = "source") -> SpeechBrainModel:
     built: dict[str, torch.nn.Module] = {}
     arguments: dict[str, dict[str, Any]] = {}
     for key in ALLOWED:
-        if key not in hparams.values or (key == "classifier" and not (folder / "classifier.ckpt").is_file()):
-            continue  # the classifier only serves training; without its weights it is not needed
+        if key not in hparams.values or (key == "classifier" and not with_classifier):
+            continue
         built[key], arguments[key] = _build(hparams, key)
     tag = hparams.values["embedding_model"]
     architecture = EMBEDDING_MODELS[tag.target]

@@ -16,7 +16,7 @@ import numpy as np
 from vpeval.content_cache import ContentCache, cached_map, identity_digest, source_digest
 from vpeval.errors import BadAudioError, DataError, MissingModelError
 from vpeval.types import Utterance
-from vpeval_speechbrain.build import SAMPLE_RATE, SpeechBrainModel, load_folder
+from vpeval_speechbrain.build import READ_FILES, SAMPLE_RATE, SpeechBrainModel, load_folder
 from vpeval_speechbrain.embedding import Embedder, vpc_waveform
 from vpeval_speechbrain.params import SpeechBrainParams
 from vpeval_speechbrain.ssl import WAVLM_FILE, is_ssl_folder
@@ -151,7 +151,7 @@ class FolderEmbeddings:
 
         self.prepare()
         assert self._folder is not None
-        files = sorted(f for f in self._folder.iterdir() if f.is_file() and f.suffix in (".yaml", ".ckpt"))
+        files = [self._folder / name for name in READ_FILES if (self._folder / name).is_file()]
         if self._ssl is not None:  # the WavLM model, wherever it is
             ssl = self._wavlm.expanduser()
             files += sorted(f for f in ssl.iterdir() if f.is_file()) if ssl.is_dir() else [ssl]
