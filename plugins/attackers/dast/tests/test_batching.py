@@ -91,3 +91,23 @@ def test_every_part_follows_the_run_device(tmp_path, tiny, tiny_wavlm, monkeypat
     assert moved.count("cpu") >= 3  # SSL model, network, Fbank
     assert DastAttacker.device_sensitive
     ssl_module._LOADED.clear()
+
+
+@pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")  # torch's note on the frontend's masks
+def test_batched_embeddings_through_the_wavlm_frontend(uneven, tiny_wavlm, tmp_path, tiny):
+    """With the paper's stream through the wavlm frontend the SSL states are batched too (the frontend's padded,
+    masked encode_batch, equal to its per-waveform encode within 1e-5): still the per-utterance embeddings."""
+    pytest.importorskip("vpeval_ssl_frontends")
+    params = DastAttacker.Params(
+        **tiny,
+        fusion="mid",
+        ssl={"kind": "frontend", "frontend": "wavlm", "frontend_params": {"model": str(tiny_wavlm)}},
+        embed_batch_size=8,
+    )
+    attacker = DastAttacker(params, plugin_context(seed=4, work_dir=tmp_path))
+    attacker._embedder = attacker._new_embedder()
+    embedder = attacker.embedder
+    assert (embedder.ssl.layers, embedder.ssl.dim, embedder.ssl.hop) == (3, 64, 320)
+    batched = embedder.embed_utterances(uneven)
+    alone = np.stack([embedder.embed_audio(u.load(16000), u) for u in uneven])
+    assert _cosine_distance(batched, alone).max() <= 1e-4

@@ -2,8 +2,9 @@
 
 Embedding runs in padded batches of utterances of similar length (vpeval_torch.batching): the Fbank
 mean and the network see each row's real frames only (model.py), and the SSL states are computed for
-each utterance alone (or read from the disk store), so a row's embedding is its utterance's alone up to
-float summation order (tests: max cosine distance 1e-5).
+each utterance alone (or read from the disk store; a frontend stream batches them with its own masks), so
+a row's embedding is its utterance's alone up to float summation order (tests: max cosine distance 1e-5;
+through the wavlm frontend 1e-4).
 """
 
 from __future__ import annotations
@@ -99,6 +100,14 @@ class Embedder:
             states = self.ssl.hidden_states(torch.from_numpy(audio)[None].to(self.device))
         return states[:, 0].float()
 
+    def _states_many(self, audios: list[np.ndarray], utterances: Sequence[Utterance | None]) -> list[torch.Tensor]:
+        """The SSL states of a batch's utterances: from the store, or from the SSL model (which batches them
+        where it can mask padding: a frontend)."""
+        if self.ssl_store is not None and self.max_samples is None and all(u is not None for u in utterances):
+            return [self._states(a, u) for a, u in zip(audios, utterances)]
+        with torch.no_grad(), self.autocast():
+            return [s.float() for s in self.ssl.states_many(audios, self.device)]
+
     def embed_audio(self, audio: np.ndarray, utterance: Utterance | None = None) -> np.ndarray:
         """The embedding of one whole utterance, unpadded (the reference the batches equal)."""
         audio = self.prepared(audio)
@@ -119,7 +128,7 @@ class Embedder:
             if self.fbank is not None:
                 fbank, fbank_lengths = self.padded_fbank(audios)
             if self.ssl is not None:
-                states = [self._states(a, u) for a, u in zip(audios, utterances)]
+                states = self._states_many(audios, utterances)
                 ssl_lengths = torch.tensor([s.shape[1] for s in states], device=self.device)
                 layers, _, dim = states[0].shape
                 hidden = torch.zeros(layers, len(states), int(ssl_lengths.max()) + PAD_MARGIN, dim, device=self.device)

@@ -38,6 +38,11 @@ class FrozenSsl:
     def hidden_states(self, waves: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
+    def states_many(self, audios: list[np.ndarray], device: str | torch.device) -> list[torch.Tensor]:
+        """The states [L, T_i, D] of waveforms of any lengths, each as if alone: one at a time here (Whisper's
+        encoder has no padding mask); a frontend batches them with its masks."""
+        return [self.hidden_states(torch.from_numpy(a)[None].to(device))[:, 0] for a in audios]
+
     def to(self, device: str | torch.device) -> FrozenSsl:
         """Move the model to `device` (in place); return self."""
         return self
@@ -144,10 +149,18 @@ class FrontendStream(FrozenSsl):
                 return value
         return None
 
+    def _layered(self, outputs) -> list[np.ndarray]:
+        return [np.asarray(o.features, np.float32).reshape(len(o.features), self.layers, self.dim) for o in outputs]
+
+    def states_many(self, audios: list[np.ndarray], device: str | torch.device) -> list[torch.Tensor]:
+        """Padded, masked batches in the frontend (its encode_batch, equal to per-waveform encode within its
+        own stated tolerance: 1e-5 for the wavlm / hubert / wav2vec2 frontends)."""
+        frames = self._layered(self.frontend.encode_batch([np.asarray(a, np.float32) for a in audios]))
+        return [torch.from_numpy(np.ascontiguousarray(f.transpose(1, 0, 2))).to(device) for f in frames]
+
     def hidden_states(self, waves: torch.Tensor) -> torch.Tensor:
         audios = list(waves.detach().float().cpu().numpy())
-        outputs = self.frontend.encode_batch(audios)
-        frames = [np.asarray(o.features, np.float32).reshape(len(o.features), self.layers, self.dim) for o in outputs]
+        frames = self._layered(self.frontend.encode_batch(audios))
         count = min(f.shape[0] for f in frames)  # equal-length waves: equal frame counts
         stacked = np.stack([f[:count] for f in frames], axis=1)  # [T, B, L, D]
         return torch.from_numpy(np.ascontiguousarray(stacked.transpose(2, 1, 0, 3))).to(waves.device)
