@@ -51,6 +51,8 @@ def test_audio_system_learns_speakers(system, train_corpus, heldout, tmp_path, e
     untrained = MultiUttAttacker(attacker.params, PluginContext(seed=1, work_dir=tmp_path / "u"))
     untrained.audio = untrained._build_audio(untrained._audio_config())  # the weights training started from
     untrained.audio.eval()
+    if untrained.params.trains_fusion:  # two-stage query attention: its query too
+        untrained.fusion = untrained._build_fusion().eval()
     before, after = eer_of(untrained, heldout), eer_of(attacker, heldout)
     assert after < CHANCE_MARGIN, f"{system}: held-out EER {after:.2%} is not clearly below chance"
     assert after < before, f"{system}: training did not help ({before:.2%} -> {after:.2%})"

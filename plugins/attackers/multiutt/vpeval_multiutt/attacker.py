@@ -301,6 +301,9 @@ class MultiUttAttacker(Attacker):
             n = p.utterances_per_speaker
             return ValidationTrials.draw(us, n, p.validation_target_trials, p.validation_nontarget_trials, rng)
 
+        if base is fusion:  # one list for both stages
+            trials = draw(base, "base")
+            return trials, trials
         return draw(base, "base"), draw(fusion, "fusion")
 
     def _validator(self, trials, side_vector):
