@@ -146,3 +146,19 @@ def test_validate_names_missing_folders_and_files(ecapa_folder, tmp_path):
     encoder = get_plugin_manager().get("encoder", "speechbrain")
     ssl = encoder.Params(source=str(ecapa_folder), ssl_model=str(tmp_path / "WavLM-Large.pt"))
     assert any("ssl_model" in s and "does not exist" in s for s in encoder.missing_paths(ssl))
+
+
+def test_an_alias_bomb_and_a_huge_file_are_refused_quickly(tmp_path):
+    import time
+
+    lines = ["a0: &a0 [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"]
+    lines += [f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}]" for i in range(1, 12)]
+    path = tmp_path / "hyperparams.yaml"
+    path.write_text("\n".join(lines) + "\nn_mels: !ref <a11>\n")
+    start = time.perf_counter()
+    with pytest.raises(MissingModelError, match="expands to more than 200000 values"):
+        HyperParams.read(path)
+    assert time.perf_counter() - start < 2.0
+    path.write_text("x: " + "1" * 2_100_000)
+    with pytest.raises(MissingModelError, match="is over 2 MB"):
+        HyperParams.read(path)

@@ -19,6 +19,8 @@ import yaml
 from vpeval.errors import MissingModelError
 
 _REF = re.compile(r"<([^<>]+)>")
+MAX_BYTES = 2_000_000  # VPC's files are a few kB
+MAX_VALUES = 200_000  # values after YAML aliases are expanded: an alias "bomb" must not hang the resolver
 _KEY = re.compile(r"^([^\[\]]+)((?:\[[^\[\]]+\])*)$")
 PLAIN = (int, float, bool, str, type(None))
 
@@ -72,10 +74,18 @@ class HyperParams:
     def read(cls, path: Path) -> HyperParams:
         if not path.is_file():
             raise MissingModelError(f"{path} is missing; a SpeechBrain model folder holds hyperparams.yaml.")
+        if path.stat().st_size > MAX_BYTES:
+            raise MissingModelError(
+                f"{path} is over {MAX_BYTES // 1_000_000} MB; a SpeechBrain hyperparams.yaml is a few kB."
+            )
         text = path.read_text(encoding="utf-8", errors="replace")
         loader = _InertLoader(text)
         try:
             root = loader.get_single_node()  # one parse: the nodes give the lines, then the values
+            if root is not None and _expanded_size(root, {}) > MAX_VALUES:
+                raise MissingModelError(
+                    f"{path} expands to more than {MAX_VALUES} values through its YAML aliases; give the plain file."
+                )
             values = loader.construct_document(root) if root is not None else None
         except yaml.YAMLError as exc:
             raise MissingModelError(f"{path} is not readable YAML ({_first_line(exc)}).") from None
@@ -136,6 +146,23 @@ class HyperParams:
                 "plain values (numbers, text, lists) are resolved; write the value itself."
             )
         return value
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
+    """How many values the node stands for once aliases are expanded (each shared node counted once per use,
+    computed once: linear in the file, however deep the aliases nest)."""
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    sizes[id(node)] = 1  # a node that contains itself (a recursive alias) counts once
+    if isinstance(node, yaml.MappingNode):
+        size = 1 + sum(_expanded_size(k, sizes) + _expanded_size(v, sizes) for k, v in node.value)
+    elif isinstance(node, yaml.SequenceNode):
+        size = 1 + sum(_expanded_size(v, sizes) for v in node.value)
+    else:
+        size = 1
+    sizes[id(node)] = min(size, MAX_VALUES + 1)
+    return sizes[id(node)]
 
 
 def _plain(value: Any) -> bool:
