@@ -70,6 +70,10 @@ def test_too_few_nontargets_is_nan_with_its_reason():
     assert one.details["fpr"] == 0.01 and np.isfinite(one.value) and one.ci_low is not None
     assert tenth.details["fpr"] == 0.001 and np.isnan(tenth.value)
     assert "at least 1000 non-target trials (here 400)" in tenth.details["reason"]
+    genders = np.where(np.arange(600) % 20 < 10, "f", "m")
+    gendered = plugin.compute(MetricInputs(scores=Scores(scores, targets, genders, np.arange(600) % 20)))
+    averages = [r for r in gendered if r.gender == "avg"]
+    assert [r.details["fpr"] for r in averages] == [0.01, 0.001] and "reason" in averages[1].details
     strict = cls(cls.Params(bootstrap=0, fpr=[0.01], min_false_alarms=5), PluginContext(seed=0))
     assert np.isnan(strict.compute(MetricInputs(scores=Scores(scores, targets)))[0].value)
 

@@ -114,10 +114,7 @@ class PerSpeakerEER(ScoreMetric):
 
     def summarise(self, table: SpeakerEers) -> list[Measurement]:
         ok = table.valid
-        per_speaker = {
-            str(s): {"eer": float(e) if np.isfinite(e) else None, "targets": int(t), "nontargets": int(n)}
-            for s, e, t, n in zip(table.speakers, table.eers, table.targets, table.nontargets, strict=True)
-        }
+        per_speaker = {str(s): float(e) if np.isfinite(e) else None for s, e in zip(table.speakers, table.eers)}
         skipped = [str(s) for s in table.speakers[~ok]]
         details = {
             "clip": self.params.clip,
@@ -126,6 +123,10 @@ class PerSpeakerEER(ScoreMetric):
         }
         if skipped:
             details["skipped"] = {"speakers": skipped, "reason": "no target or no non-target trial"}
+        details["trials_per_speaker"] = {
+            "targets": [int(table.targets.min()), int(table.targets.max())],
+            "nontargets": [int(table.nontargets.min()), int(table.nontargets.max())],
+        }
         values = table.eers[ok]
         return [
             Measurement(float(values.mean()), {**details, "per_speaker": per_speaker}, MEAN),

@@ -92,6 +92,17 @@ class TPRAtFPR(ScoreMetric):
             "the result is NaN with the reason (1: at least 1/FPR non-targets).",
         )
 
+    def compute(self, inputs):
+        """The shared per-gender results; the f/m average rows also say which FPR they are for (and why one
+        is undefined), as the per-gender rows do."""
+        results = super().compute(inputs)
+        averages = [r for r in results if r.gender == "avg"]  # none without both genders
+        for fpr, row in zip(self.params.fpr if averages else [], averages, strict=True):
+            row.details["fpr"] = fpr
+            if math.isnan(row.value):
+                row.details["reason"] = "tpr-at-fpr is undefined here: the f or the m trials cannot resolve this FPR"
+        return results
+
     def measure(self, trials, weights):
         tally = trials.tally(weights)
         out = []
@@ -100,7 +111,7 @@ class TPRAtFPR(ScoreMetric):
             details = {
                 "fpr": fpr,
                 "threshold": r.threshold,
-                "fpr_reached": None if math.isnan(r.fpr) else 100 * r.fpr,
+                "fpr_reached": None if math.isnan(r.fpr) else r.fpr,  # a fraction, as fpr
                 "false_alarms": r.false_alarms,
                 "non_targets": r.non_targets,
                 "threshold_rule": THRESHOLD_RULE,
