@@ -67,6 +67,11 @@ def test_hub_source_needs_a_local_folder(encoder_asr_folder, tmp_path):
         plugin(folder, tmp_path).transcribe(audios()[0])
     local = plugin(folder, tmp_path, wav2vec2_source=hub)
     assert local.transcribe(audios()[0]).text == plugin(encoder_asr_folder, tmp_path).transcribe(audios()[0]).text
+    partial = tmp_path / "hf-no-preprocessor"
+    shutil.copytree(hub, partial)
+    (partial / "preprocessor_config.json").unlink()
+    with pytest.raises(MissingModelError, match="has no preprocessor_config.json"):
+        plugin(folder, tmp_path, wav2vec2_source=str(partial)).transcribe(audios()[0])
 
 
 def test_apply_os_system_is_refused_and_nothing_runs(encoder_asr_folder, tmp_path):

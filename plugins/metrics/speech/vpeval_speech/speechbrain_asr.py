@@ -44,6 +44,11 @@ def wav2vec2_factory(folder: Path, override: str | None, save_path: Path, parame
         if unknown:
             raise MissingModelError(f"{where}: the wav2vec2 lobe's arguments {unknown} are not ones vpeval passes on.")
         local = local_hf_folder(str(kwargs.get("source", "")), folder, override, parameter)
+        if not (local / "preprocessor_config.json").is_file():
+            raise MissingModelError(
+                f"The transformers folder {local} has no preprocessor_config.json, which speechbrain's wav2vec2 lobe "
+                "reads (whether to normalise the waveform): copy it from the original model's files."
+            )
         if not any(local.glob("*.safetensors")) and not any(local.glob("*.bin")):
             raise MissingModelError(
                 f"The transformers folder {local} has no weights (model.safetensors or pytorch_model.bin), which "
