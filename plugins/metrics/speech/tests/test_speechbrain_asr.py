@@ -172,3 +172,19 @@ def test_alias_bomb_is_refused_quickly(tmp_path):
     with pytest.raises(MissingModelError, match="expands to over"):
         Graph(values, tmp_path / "hyperparams.yaml").get("encoder")
     assert time.perf_counter() - start < 5
+
+
+def test_wer_reaches_it_by_name(encoder_asr_folder, tmp_path):
+    """The wer metric names speechbrain-asr and its folder in its params, as an experiment file does."""
+    from vpeval.api import MetricInputs
+    from vpeval.plugins import plugin_context
+    from vpeval.testing.dummies import make_corpus
+    from vpeval_speech.wer import WER
+
+    original = make_corpus(tmp_path / "orig", speakers=2, utterances=2, seconds=0.4, seed=1, name="orig")
+    params = WER.Params(asr="speechbrain-asr", asr_params={"source": str(encoder_asr_folder)}, bootstrap=0)
+    results = WER(params, plugin_context(seed=0, work_dir=tmp_path / "work")).compute(MetricInputs(original=original))
+    assert results[0].details["asr"].startswith("SpeechBrain EncoderASR folder") and results[0].value > 0
+    expected = plugin(encoder_asr_folder, tmp_path).transcribe(original.utterances[0].load(16000)).text
+    lines = (tmp_path / "work" / "hyp_original.txt").read_text().splitlines()
+    assert lines[0] == f"{original.utterances[0].id} {expected}"
