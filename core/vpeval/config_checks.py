@@ -236,7 +236,7 @@ def paths_exist(p: Pieces) -> list[str]:
     """The files and folders each plugin's params name exist (Plugin.missing_paths): data roots, model
     folders, checkpoints; one sentence each, at the plugin's params, before anything loads."""
     from vpeval.build import validate_params
-    from vpeval.config import named_plugins
+    from vpeval.references import named_plugins
 
     errors = []
     for loc, plugin in _plugins_with_locations(p):
