@@ -80,3 +80,11 @@ def test_data_path_memory_is_flat_in_corpus_size(sizes, tmp_path, tiny):
     audio_growth = (len(large.utterances) - len(small.utterances)) * 4.0 * 16000 * 4  # float32 samples
     assert large_peak - small_peak < 0.1 * audio_growth
     assert large_peak < 1.5 * small_peak
+
+
+def test_worker_processes_give_the_same_batches(sizes, tmp_path, tiny):
+    in_process, _ = _crops(sizes[0], tmp_path / "a", tiny)
+    workers, _ = _crops(sizes[0], tmp_path / "b", tiny, loader_workers=2)
+    assert workers.workers == 2
+    for (a, _, la), (b, _, lb) in zip(in_process.batches(1, 4, 7), workers.batches(1, 4, 7), strict=True):
+        assert np.array_equal(a.numpy(), b.numpy()) and np.array_equal(la.numpy(), lb.numpy())
