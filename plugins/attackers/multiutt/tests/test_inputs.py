@@ -129,3 +129,57 @@ def test_frames_can_come_from_a_frontend_plugin(train_corpus, tmp_path):
     restored.load(tmp_path / "saved")
     sides = [corpus.utterances[:2], corpus.utterances[2:3]]
     np.testing.assert_allclose(restored.represent_many(sides), attacker.represent_many(sides), rtol=1e-5, atol=1e-6)
+
+
+def _tiny_wavlm_folder(folder):
+    """A random-weight WavLM transformers folder (WavLM-Large's layout, narrow and shallow): the real
+    loading code of the wavlm frontend reads it, as it would read a local WavLM-Large."""
+    import json
+
+    import torch
+    import transformers
+
+    config = transformers.WavLMConfig(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        conv_dim=[16] * 7,
+        num_conv_pos_embeddings=8,
+        num_conv_pos_embedding_groups=4,
+        num_buckets=32,
+        max_bucket_distance=64,
+        feat_extract_norm="layer",
+        do_stable_layer_norm=True,
+    )
+    torch.manual_seed(0)
+    transformers.WavLMModel(config).eval().save_pretrained(folder)
+    (folder / "preprocessor_config.json").write_text(
+        json.dumps({"do_normalize": True, "feature_size": 1, "sampling_rate": 16000, "padding_value": 0.0})
+    )
+    return folder
+
+
+def test_frames_can_be_wavlm_layers_through_the_wavlm_frontend(train_corpus, tmp_path):
+    """The paper's frame frontend (frozen WavLM-Large) a parameter away: frame_source wavlm with a local folder
+    and the layer to read; here a tiny random-weight folder (50 frames/s, 32-d)."""
+    from vpeval.plugins import get_plugin_manager
+
+    try:
+        get_plugin_manager().get("frontend", "wavlm")
+    except Exception:
+        pytest.skip("the wavlm frontend (vpeval-ssl-frontends) is not installed")
+    folder = _tiny_wavlm_folder(tmp_path / "wavlm")
+    params = {
+        **CPU_TEST_SIZE,
+        "system": "frame-concat",
+        "epochs": 1,
+        "frame_source": "wavlm",
+        "frame_source_params": {"model": str(folder), "layers": [2]},
+    }
+    corpus = train_corpus.with_speakers(train_corpus.speakers[:3])
+    attacker = MultiUttAttacker(MultiUttAttacker.Params(**params), plugin_context(seed=0, work_dir=tmp_path / "a"))
+    attacker.train(TrainingData([TrainingStage("original", corpus)]))
+    assert attacker.frames.frame_rate == 50.0 and attacker.audio.config.frame_dim == 32
+    vectors = attacker.represent_many([corpus.utterances[:2], corpus.utterances[2:3]])
+    assert vectors.shape == (2, CPU_TEST_SIZE["embedding_dim"]) and np.isfinite(vectors).all()
