@@ -169,6 +169,10 @@ def _train(
         half_cycle,
     )
     generator = torch.Generator().manual_seed(context.torch_seed(name, stage, "specaugment"))
+    # fp16 gradients underflow without loss scaling; a no-op (plain backward and step) otherwise
+    scaler = torch.amp.GradScaler(
+        embedder.device.type, enabled=embedder.device.type == "cuda" and context.precision == "fp16"
+    )
     for epoch in range(1, epochs + 1):
         started = time.perf_counter()
         network.train()
@@ -181,13 +185,16 @@ def _train(
             )
         ):
             with embedder.autocast():
-                inputs = embedder.inputs(waves, generator, hidden)
-                loss = head(network(*inputs).float(), labels.to(embedder.device))
-            (loss / settings.grad_accumulation).backward()
+                embeddings = network(*embedder.inputs(waves, generator, hidden))
+            # the angular margin in fp32: cosines near 1 lose their margin in bf16 / fp16
+            loss = head(embeddings.float(), labels.to(embedder.device))
+            scaler.scale(loss / settings.grad_accumulation).backward()
             losses.append(loss.item())
             if (index + 1) % settings.grad_accumulation == 0 or index + 1 == batches_per_epoch:
+                for optimizer in optimizers:
+                    scaler.step(optimizer)
+                scaler.update()
                 for optimizer, scheduler in zip(optimizers, schedulers):
-                    optimizer.step()
                     optimizer.zero_grad()
                     scheduler.step()
         record.losses.append(float(np.mean(losses)))
