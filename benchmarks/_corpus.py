@@ -145,10 +145,12 @@ def generate(folder: str | os.PathLike, speakers: int, utterances: int, seed: in
 def write_manifest(path: str | os.PathLike, rows: list[dict]) -> Path:
     """A CSV manifest (paths relative to the manifest's folder)."""
     path = Path(path)
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=MANIFEST_FIELDS)
         writer.writeheader()
         writer.writerows(rows)
+    os.replace(tmp, path)  # another benchmark reading the manifest never sees it half written
     return path
 
 

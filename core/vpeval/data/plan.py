@@ -464,6 +464,8 @@ def predefined_plan(
     notes: list[str] = []
     for s in sets:
         enroll_by_speaker = s.enrolls.by_speaker()
+        # One tuple per enrollment speaker, shared by all of its trials (not one per trial line).
+        enroll_sides = {spk: tuple(u.id for u in utts) for spk, utts in enroll_by_speaker.items()}
         prefix = f"{s.enrolls.name}-" if len(sets) > 1 else ""
         enroll_ids += [u.id for u in s.enrolls.utterances]
         utterances.update((u.id, u) for u in s.enrolls.utterances)
@@ -497,7 +499,7 @@ def predefined_plan(
                         f"{folder.trials_file} line {line} tests utterance {utt}, "
                         f"which {folder.name}/wav.scp does not list."
                     )
-                side = tuple(u.id for u in enroll_by_speaker[spk])
+                side = enroll_sides[spk]
                 gender = folder_gender or s.enrolls.gender_of(spk)
                 test_speaker = folder.corpus[uid].speaker
                 if target != (test_speaker == spk):

@@ -1,0 +1,324 @@
+"""Throughput of vpeval's torch models and anonymizers on one device: one table.
+
+Rows:
+- embedding throughput (x real time: seconds of speech per second) of ge2e (the packaged pretrained
+  d-vector), ecapa 512/1536 (VoicePrivacy 2024's ASV), ecapa 1024/3072 (VPC 2026's size) and dast (both
+  streams: Fbank + every layer of the packaged Whisper-base encoder, mid fusion) at batch sizes 1, 16, 64
+  and 256. ecapa and dast have random weights (speed does not depend on them). Each is built through the
+  plugin API (vpeval.plugins.plugin_context with the device and precision) and called through its batched
+  hook (SpeakerEncoder.embed_batch, dast's Embedder.embed_batch); a plugin that does not override the hook
+  runs the core's per-item default, marked "per-item" in the table;
+- the ECAPA 512/1536 training step (Fbank, network, AAM-softmax head over 921 speakers, backward, AdamW)
+  at batch 256 x 3 s crops, under the context's autocast;
+- mcadams (VPC 2024 B2) and poolvc (WORLD + kNN) per CPU core, x real time.
+
+Speech is generated (benchmarks/_corpus.py: 2-6 s speech-like utterances), in memory. Each cell is the
+median of --runs timed passes after one warm-up pass. On a GPU the times include moving the audio to it
+and the embeddings back (the plugins return numpy arrays).
+
+    .venv/bin/python benchmarks/gpu.py --device cpu --quick     # under a minute on 2 CPU cores
+    .venv/bin/python benchmarks/gpu.py --device cuda [--precision bf16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# Spinning OpenMP threads slow torch down many times on a machine other jobs keep busy (README).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+sys.path.insert(0, str(HERE))
+
+SAMPLE_RATE = 16000
+VPC_TRAIN_SPEAKERS = 921
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def _timed(fn, runs: int, device: str) -> float:
+    """Median seconds of fn() over `runs` passes, after one warm-up pass."""
+    fn()
+    _sync(device)
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        fn()
+        _sync(device)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def speech(count: int, seed: int = 0, seconds: float | None = None) -> list:
+    """`count` speech-like utterances (float32, 16 kHz), or crops of `seconds` each."""
+    import _corpus
+    import numpy as np
+
+    out = []
+    for i in range(count):
+        audio = _corpus.synthesize(_corpus.speaker_voice(seed, i % 16), np.random.default_rng([seed, i]))
+        if seconds is not None:
+            audio = np.resize(audio, int(seconds * SAMPLE_RATE))  # repeats a short one
+        out.append(audio)
+    return out
+
+
+def _context(args, work: Path, threads: int | None = None):
+    from vpeval.plugins import plugin_context
+
+    return plugin_context(
+        seed=0,
+        work_dir=work,
+        threads=threads or args.threads,
+        device=args.device,
+        precision=args.precision,
+    )
+
+
+def _ecapa_checkpoint(folder: Path, channels: tuple[int, ...]) -> Path:
+    import torch
+
+    from vpeval_asv.checkpoint import save_model
+    from vpeval_asv.models import ModelConfig, build_embedding_model
+
+    folder.mkdir(parents=True, exist_ok=True)
+    config = ModelConfig("ecapa", 80, channels, 192)
+    torch.manual_seed(0)
+    save_model(folder, config, build_embedding_model(config))
+    return folder
+
+
+def embedders(args, work: Path) -> dict:
+    """name -> (embed(list of audio) -> [B, D], batched?) for every model of the table."""
+    from vpeval.api import SpeakerEncoder
+
+    context = _context(args, work / "models")
+    out = {}
+
+    def encoder(name: str, params: dict):
+        enc = context.get("encoder", name, params)
+        enc.prepare()
+        batched = type(enc).embed_batch is not SpeakerEncoder.embed_batch
+        return enc.embed_batch, batched
+
+    out["ge2e"] = lambda: encoder("ge2e", {})
+    for label, channels in (("ecapa 512/1536", (512, 512, 512, 512, 1536)), ("ecapa 1024/3072", (1024,) * 4 + (3072,))):
+        out[label] = lambda channels=channels, label=label: encoder(
+            "ecapa", {"checkpoint": str(_ecapa_checkpoint(work / label.replace(" ", "-").replace("/", "-"), channels))}
+        )
+
+    def dast():
+        attacker = context.get("attacker", "dast", {"fusion": "mid", "stages": ["I"]})
+        # Random weights without training: the attacker's own network builder (what train() starts from).
+        attacker._embedder = attacker._new_embedder()
+        embedder = attacker.embedder
+        if hasattr(embedder, "embed_batch"):
+            return (lambda audios: embedder.embed_batch(audios, [None] * len(audios))), True
+        return (lambda audios: [embedder.embed_audio(a) for a in audios]), False
+
+    out["dast (mid, whisper-base)"] = dast
+    return out
+
+
+def embedding_rows(args, work: Path) -> list[list[str]]:
+    rows = []
+    pool = speech(args.utterances, seed=1)
+    # Similar lengths per batch, as the plugins' length buckets give them: sorted by length.
+    pool.sort(key=len)
+    for name, build in embedders(args, work).items():
+        try:
+            embed, batched = build()
+        except Exception as exc:  # a model this machine cannot build (missing package): say so, go on
+            rows.append([name, "-", "not built: " + _reason(exc), "", ""])
+            continue
+        for batch in args.batch_sizes:
+            used = _gpu_used(args.device)
+            try:
+                batches = [pool[i : i + batch] for i in range(0, len(pool), batch)]
+                seconds = sum(a.size for a in pool) / SAMPLE_RATE
+                elapsed = _timed(
+                    lambda batches=batches, embed=embed: [embed(b) for b in batches], args.runs, args.device
+                )
+                rows.append(
+                    [
+                        f"{name} embedding",
+                        str(batch),
+                        f"{seconds / elapsed:,.0f} x real time",
+                        "batched" if batched else "per-item",
+                        used(),
+                    ]
+                )
+            except Exception as exc:
+                rows.append([f"{name} embedding", str(batch), "failed: " + _reason(exc), "", ""])
+    return rows
+
+
+def _gpu_used(device: str):
+    """A function telling, after the work, whether anything was allocated on the GPU (the plugin used it)."""
+    if not device.startswith("cuda"):
+        return lambda: "cpu"
+    import torch
+
+    torch.cuda.reset_peak_memory_stats()
+    return lambda: (
+        f"GPU, {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB peak"
+        if torch.cuda.max_memory_allocated()
+        else "not on GPU"
+    )
+
+
+def training_row(args, work: Path) -> list[str]:
+    import numpy as np
+    import torch
+
+    from vpeval_asv.models import ModelConfig, SpeakerClassifier, build_embedding_model
+    from vpeval_torch.fbank import FbankFeatures
+
+    context = _context(args, work / "train")
+    context.apply_threads()
+    batch = args.train_batch
+    device = context.device
+    try:
+        config = ModelConfig("ecapa", 80, (512, 512, 512, 512, 1536), 192)
+        torch.manual_seed(0)
+        model = build_embedding_model(config).to(device)
+        features = FbankFeatures(80).to(device)
+        head = SpeakerClassifier("aam", 192, VPC_TRAIN_SPEAKERS, 0.2, 30.0).to(device)
+        optimizer = torch.optim.AdamW(list(model.parameters()) + list(head.parameters()), lr=1e-3)
+        crops = torch.from_numpy(np.stack(speech(batch, seed=2, seconds=3.0)))
+        labels = torch.randint(0, VPC_TRAIN_SPEAKERS, (batch,))
+        model.train()
+        head.train()
+
+        def step():
+            waves, targets = crops.to(device, non_blocking=True), labels.to(device)
+            with context.autocast():
+                loss = head(model(features(waves)), targets)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+        used = _gpu_used(args.device)
+        elapsed = _timed(step, args.runs, args.device)
+        epoch = elapsed * 104_000 * 3.5 / batch  # about 3.5 crops of 3 s per train-clean-360 utterance (363 h)
+        return [
+            f"ecapa 512/1536 training step, {batch} x 3 s",
+            str(batch),
+            f"{elapsed:.3f} s per step ({epoch / 60:,.0f} min per train-clean-360 epoch)",
+            "",
+            used(),
+        ]
+    except Exception as exc:
+        return ["ecapa 512/1536 training step", str(batch), "failed: " + _reason(exc), "", ""]
+
+
+def anonymizer_rows(args, work: Path) -> list[list[str]]:
+    from vpeval.api import Voice
+    from vpeval.run.anonymize_task import voice_rng
+
+    rows = []
+    audios = speech(args.anonymize_utterances, seed=3)
+    seconds = sum(a.size for a in audios) / SAMPLE_RATE
+    context = _context(args, work / "anonymizers", threads=1)
+    context.apply_threads()
+
+    def poolvc():
+        from vpeval_poolvc.bench import make_benchmark_anonymizer  # a 4-speaker generated pool
+
+        return make_benchmark_anonymizer(context)
+
+    for name, build in (("mcadams", lambda: context.get("anonymizer", "mcadams", {})), ("poolvc", poolvc)):
+        try:
+            anonymizer = build()
+            anonymizer.prepare()
+
+            def run(anonymizer=anonymizer):
+                for i, a in enumerate(audios):
+                    voice = Voice(key=f"u{i}", level="utterance", rng=voice_rng(0, 0, f"u{i}"))
+                    anonymizer.anonymize(a, SAMPLE_RATE, voice)
+
+            elapsed = _timed(run, max(1, args.runs), "cpu")
+            rows.append([f"{name} anonymization", "1 core", f"{seconds / elapsed:,.0f} x real time", "", "cpu"])
+        except Exception as exc:
+            rows.append([f"{name} anonymization", "1 core", "failed: " + _reason(exc), "", ""])
+    return rows
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:160]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda", help="cpu, cuda or cuda:N")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
+    parser.add_argument(
+        "--quick", action="store_true", help="4 utterances per cell, batch sizes 1 and 4, training batch 4"
+    )
+    parser.add_argument("--runs", type=int, default=None, help="timed passes per cell (median); default 3, quick 1")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads (default: 1 on the CPU, per core; else all cores)"
+    )
+    parser.add_argument("--verbose", action="store_true", help="print tracebacks of failed rows")
+    args = parser.parse_args()
+    if args.device == "cpu" and args.precision != "fp32":
+        print(f"precision {args.precision} asked on the CPU: vpeval runs fp32 there (the table is fp32)")
+        args.precision = "fp32"
+    args.threads = args.threads or (1 if args.device == "cpu" else os.cpu_count() or 1)
+    args.runs = args.runs or (1 if args.quick else 3)
+    args.batch_sizes = [1, 4] if args.quick else [1, 16, 64, 256]
+    args.utterances = 4 if args.quick else 512
+    args.train_batch = 4 if args.quick else 256
+    args.anonymize_utterances = 1 if args.quick else 8
+
+    import logging
+
+    import torch
+
+    logging.basicConfig(level=logging.WARNING)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit(f"--device {args.device}: torch sees no CUDA device on this machine; use --device cpu.")
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="vpeval-gpu-bench-") as tmp:
+        work = Path(tmp)
+        try:
+            rows = embedding_rows(args, work) + [training_row(args, work)] + anonymizer_rows(args, work)
+        except Exception:
+            traceback.print_exc()
+            raise
+    where = (
+        torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else f"CPU, {args.threads} threads"
+    )
+    print()
+    print(
+        f"device {args.device} ({where}), precision {args.precision}, torch {torch.__version__}"
+        + (
+            f"; quick: {args.utterances} utterances per embedding cell, batch sizes {args.batch_sizes}, training "
+            f"batch {args.train_batch} (not 256)"
+            if args.quick
+            else f"; {args.utterances} utterances (2-6 s) per embedding cell"
+        )
+    )
+    print()
+    print("| what | batch | throughput | path | where it ran |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print()
+    print(f"({time.perf_counter() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
