@@ -90,6 +90,15 @@ def test_no_ssl_states_in_ram(train_corpus, tiny_wavlm, tmp_path, tiny):
     assert isinstance(states, np.memmap) and states.dtype == np.float16
     assert not any(isinstance(v, dict | list) and v for v in vars(attacker.embedder.ssl_store).values())
     assert not hasattr(embedding, "SslCache") and not hasattr(embedding, "AudioCache")
+    # once stored, finding an utterance's states reads no audio (a stage's planning stays metadata only)
+    import soundfile
+
+    real = soundfile.read
+    soundfile.read = lambda *a, **k: (_ for _ in ()).throw(AssertionError("audio read"))
+    try:
+        assert attacker.embedder.ssl_store.ensure(utterance).is_file()
+    finally:
+        soundfile.read = real
 
 
 def test_cached_states_embed_like_computed_ones(train_corpus, tiny_wavlm, tmp_path, tiny):

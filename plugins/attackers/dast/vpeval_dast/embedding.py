@@ -92,28 +92,37 @@ class Embedder:
             audio = np.tile(seed, -(-self.min_samples // seed.size))
         return audio
 
-    def _states(self, audio: np.ndarray, utterance: Utterance | None) -> torch.Tensor:
+    def _stored(self, raw: np.ndarray, audio: np.ndarray, utterance: Utterance | None) -> bool:
+        """Whether an utterance's states come from the store: only for its whole audio, as stored (not cut
+        by embed_max_seconds, not repeated to the minimum length)."""
+        return self.ssl_store is not None and utterance is not None and audio.size == np.asarray(raw).size
+
+    def _states(self, audio: np.ndarray, utterance: Utterance | None, stored: bool) -> torch.Tensor:
         """One utterance's SSL states [L, T, D] (float32, on the device): from the store, or computed."""
-        if self.ssl_store is not None and utterance is not None and self.max_samples is None:
+        if stored:
             return torch.from_numpy(np.array(self.ssl_store.load(utterance, audio))).to(self.device, torch.float32)
         with torch.no_grad(), self.autocast():
             states = self.ssl.hidden_states(torch.from_numpy(audio)[None].to(self.device))
         return states[:, 0].float()
 
-    def _states_many(self, audios: list[np.ndarray], utterances: Sequence[Utterance | None]) -> list[torch.Tensor]:
+    def _states_many(
+        self, audios: list[np.ndarray], utterances: Sequence[Utterance | None], stored: list[bool]
+    ) -> list[torch.Tensor]:
         """The SSL states of a batch's utterances: from the store, or from the SSL model (which batches them
         where it can mask padding: a frontend)."""
-        if self.ssl_store is not None and self.max_samples is None and all(u is not None for u in utterances):
-            return [self._states(a, u) for a, u in zip(audios, utterances)]
+        if any(stored):
+            return [self._states(a, u, keep) for a, u, keep in zip(audios, utterances, stored)]
         with torch.no_grad(), self.autocast():
             return [s.float() for s in self.ssl.states_many(audios, self.device)]
 
     def embed_audio(self, audio: np.ndarray, utterance: Utterance | None = None) -> np.ndarray:
         """The embedding of one whole utterance, unpadded (the reference the batches equal)."""
-        audio = self.prepared(audio)
+        raw, audio = audio, self.prepared(audio)
         self.network.eval()
         with torch.no_grad():
-            hidden = self._states(audio, utterance)[:, None] if self.ssl is not None else None
+            hidden = None
+            if self.ssl is not None:
+                hidden = self._states(audio, utterance, self._stored(raw, audio, utterance))[:, None]
             fbank, hidden = self.inputs(torch.from_numpy(audio)[None], hidden=hidden)
             with self.autocast():
                 out = self.network(fbank, hidden)
@@ -121,14 +130,15 @@ class Embedder:
 
     def embed_batch(self, audios: Sequence[np.ndarray], utterances: Sequence[Utterance | None]) -> np.ndarray:
         """Embeddings [B, E] of whole utterances in one padded batch, each row equal to embed_audio's."""
-        audios = [self.prepared(a) for a in audios]
+        raws, audios = audios, [self.prepared(a) for a in audios]
         self.network.eval()
         with torch.no_grad():
             fbank = fbank_lengths = hidden = ssl_lengths = None
             if self.fbank is not None:
                 fbank, fbank_lengths = self.padded_fbank(audios)
             if self.ssl is not None:
-                states = self._states_many(audios, utterances)
+                stored = [self._stored(r, a, u) for r, a, u in zip(raws, audios, utterances)]
+                states = self._states_many(audios, utterances, stored)
                 ssl_lengths = torch.tensor([s.shape[1] for s in states], device=self.device)
                 layers, _, dim = states[0].shape
                 hidden = torch.zeros(layers, len(states), int(ssl_lengths.max()) + PAD_MARGIN, dim, device=self.device)
@@ -177,8 +187,8 @@ class SslStore:
     """The frozen SSL model's hidden states of whole utterances [L, T, D] (float16), one .npy file per
     utterance in a folder of the run cache, read memory-mapped (ssl_context: utterance): computed once per
     run and shared by the run's dast attackers with the same SSL model, for training and embedding, with
-    no copy in RAM. A file is known by path, channel, size, modification time and sample count, so a
-    rewritten file is computed again."""
+    no copy in RAM. A file is known by path, channel, size and modification time, so a rewritten file is
+    computed again; finding an utterance's states reads no audio."""
 
     def __init__(self, folder: Path, ssl: FrozenSsl, device: str = "cpu", autocast=contextlib.nullcontext):
         self.folder = Path(folder)
@@ -187,22 +197,25 @@ class SslStore:
         self.device = device
         self.autocast = autocast
 
-    def path(self, utterance: Utterance, samples: int) -> Path:
+    def path(self, utterance: Utterance) -> Path:
         try:
             stat = Path(utterance.path).stat()
             version = (stat.st_size, stat.st_mtime_ns)
         except OSError:
             version = None
-        key = repr((str(utterance.path), utterance.channel, version, int(samples)))
+        key = repr((str(utterance.path), utterance.channel, version, SAMPLE_RATE))
         return self.folder / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.npy"
 
-    def load(self, utterance: Utterance, audio: np.ndarray) -> np.ndarray:
-        """The states of this utterance's audio, memory-mapped; computed and stored the first time."""
+    def load(self, utterance: Utterance, audio: np.ndarray | None = None) -> np.ndarray:
+        """The states of the utterance's whole audio (16 kHz), memory-mapped; computed and stored the first
+        time (from `audio` when given, else read)."""
         return np.load(self.ensure(utterance, audio), mmap_mode="r")
 
-    def ensure(self, utterance: Utterance, audio: np.ndarray) -> Path:
-        target = self.path(utterance, audio.size)
+    def ensure(self, utterance: Utterance, audio: np.ndarray | None = None) -> Path:
+        target = self.path(utterance)
         if not target.is_file():
+            if audio is None:
+                audio = utterance.load(SAMPLE_RATE)
             with torch.no_grad(), self.autocast():
                 states = self.ssl.hidden_states(torch.from_numpy(np.asarray(audio, np.float32))[None].to(self.device))
             partial = target.with_suffix(f".{os.getpid()}.tmp.npy")

@@ -53,7 +53,7 @@ class StageCrops:
             store = embedder.ssl_store
             paths = []
             for u in context.progress(utterances, total=len(utterances), description=f"{description}: SSL states"):
-                paths.append(str(store.ensure(u, np.asarray(u.load(SAMPLE_RATE), np.float32))))
+                paths.append(str(store.ensure(u)))  # reads the audio only where the states are missing
             self.states = [path for path, count in zip(paths, per_item) for _ in range(count)]
             self.hop = embedder.ssl.hop
 
