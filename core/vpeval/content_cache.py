@@ -20,10 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from vpeval.data.fingerprint import file_hash, file_stamp
+from vpeval.data.fingerprint import FileIndex, file_hash, file_stamp
 from vpeval.types import Utterance
 
 _log = logging.getLogger("vpeval.content_cache")
+# The run cache's folder of the file-hash index (the runner's data stage and corpus sources fill it).
+FINGERPRINT_FOLDER = "fingerprints"
 
 
 def _damaged(path: Path, exc: Exception) -> None:
@@ -61,8 +63,9 @@ class ContentCache:
     def __init__(self, root: str | os.PathLike, extractor: str):
         self.folder = Path(root) / extractor
 
-    def path(self, utterance: Utterance) -> Path:
-        content = file_hash(utterance.path)
+    def path(self, utterance: Utterance, content: str | None = None) -> Path:
+        """Where the result for this utterance's audio goes; `content`: its file hash, when known."""
+        content = file_hash(utterance.path) if content is None else content
         name = content if utterance.channel is None else f"{content}-ch{utterance.channel}"
         return self.folder / name[:2] / f"{name}.npy"
 
@@ -104,7 +107,7 @@ def cached_map(
     cache = ContentCache(Path(root) / "content", extractor) if root else None
     # Each file's stamp before it is hashed: a result is stored only if the file still has it afterwards.
     stamps = [file_stamp(u.path) if cache else None for u in utterances]
-    paths = [cache.path(u) if cache else None for u in utterances]
+    paths = _paths(cache, root, utterances)
     out: list[np.ndarray | None] = [ContentCache.load(p) if p is not None else None for p in paths]
     missing = [i for i, value in enumerate(out) if value is None]
 
@@ -132,7 +135,7 @@ def cached_batches(
     root = context.options.get("cache_root")
     cache = ContentCache(Path(root) / "content", extractor) if root else None
     stamps = [file_stamp(u.path) if cache else None for u in utterances]
-    paths = [cache.path(u) if cache else None for u in utterances]
+    paths = _paths(cache, root, utterances)
     out: list[np.ndarray | None] = [ContentCache.load(p) if p is not None else None for p in paths]
     missing = [i for i, value in enumerate(out) if value is None]
     starts = context.progress(range(0, len(missing), max(1, batch_size)), description=description)
@@ -144,6 +147,20 @@ def cached_batches(
             if cache is not None and stamps[index] is not None and file_stamp(utterances[index].path) == stamps[index]:
                 cache.put(utterances[index], value, paths[index])
     return out  # type: ignore[return-value]
+
+
+def _paths(cache: ContentCache | None, root, utterances: Sequence[Utterance]) -> list[Path | None]:
+    """Each utterance's cache file. The audio's hash comes from the run's fingerprint index (the folder the
+    runner's data stage fills: `cache_root/fingerprints`), so a file fingerprinted before is only stat'ed
+    (its size, times and inode unchanged) instead of read whole again at every extractor's look-up; files
+    new to the index are hashed once and remembered there. The hashes are the same either way."""
+    if cache is None:
+        return [None] * len(utterances)
+    index = FileIndex(Path(root) / FINGERPRINT_FOLDER)
+    try:
+        return [cache.path(u, index.file_hash(u.path)) for u in utterances]
+    finally:
+        index.close()
 
 
 def cache_key(*parts: object) -> str:
