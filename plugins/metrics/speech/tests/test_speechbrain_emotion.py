@@ -153,3 +153,21 @@ def test_macro_recall_is_sklearns():
         predicted = rng.choice(list(EMOTIONS), size=12)
         expected = metrics.recall_score(truth, predicted, average="macro", zero_division=0)
         assert macro_recall(truth, predicted) == pytest.approx(expected)
+
+
+def test_speechbrain_05_wav2vec2_name_and_arguments(emotion_models, data, tmp_path):
+    """Older folders (speechbrain 0.5) name speechbrain.lobes.models.huggingface_wav2vec.HuggingFaceWav2Vec2
+    with `pretrain`: the same lobe, the same predictions."""
+    original, _, _ = data
+    old = tmp_path / "old"
+    shutil.copytree(emotion_models / "fold_1", old)
+    text = (old / "hyperparams.yaml").read_text()
+    text = text.replace(
+        "speechbrain.lobes.models.huggingface_transformers.wav2vec2.Wav2Vec2",
+        "speechbrain.lobes.models.huggingface_wav2vec.HuggingFaceWav2Vec2",
+    ).replace("    freeze: True\n", "    freeze: True\n    pretrain: True\n", 1)
+    assert "huggingface_wav2vec.HuggingFaceWav2Vec2" in text and "pretrain: True" in text
+    (old / "hyperparams.yaml").write_text(text)
+    a = uar(tmp_path / "a", models=str(emotion_models / "fold_1")).compute(MetricInputs(original=original))
+    b = uar(tmp_path / "b", models=str(old)).compute(MetricInputs(original=original))
+    assert a[0].value == b[0].value and a[0].details["per_speaker"] == b[0].details["per_speaker"]

@@ -40,7 +40,9 @@ def wav2vec2_factory(folder: Path, override: str | None, save_path: Path, parame
     def build(kwargs: dict[str, Any], where: str):
         from speechbrain.integrations.huggingface.wav2vec2 import Wav2Vec2
 
-        unknown = sorted(set(kwargs) - {"source", "save_path", *WAV2VEC2_ARGUMENTS})
+        # speechbrain 0.5's HuggingFaceWav2Vec2 also took `pretrain` (load the hub weights first), which the
+        # folder's wav2vec2.ckpt makes moot; the cache path is vpeval's own.
+        unknown = sorted(set(kwargs) - {"source", "save_path", "pretrain", *WAV2VEC2_ARGUMENTS})
         if unknown:
             raise MissingModelError(f"{where}: the wav2vec2 lobe's arguments {unknown} are not ones vpeval passes on.")
         local = local_hf_folder(str(kwargs.get("source", "")), folder, override, parameter)
