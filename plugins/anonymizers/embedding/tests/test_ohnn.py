@@ -10,8 +10,11 @@ from vpeval_embedding_anonymizers.evaluation import pairwise_eer
 from vpeval_embedding_anonymizers.ohnn import OHNNAnonymizer, derangement
 
 FAST = {"epochs": 150}
-# The learned rotation alone (one fixed map): the tests of what training gives use it.
-FIXED = {**FAST, "voice_target": "none"}
+# The learned rotation alone (one fixed map, the paper's construction and the default): the tests of what
+# training gives use it.
+FIXED = dict(FAST)
+# vpeval's option: a pool-speaker reassignment drawn per voice after the rotation.
+PER_VOICE = {**FAST, "voice_target": "random-pool-speaker"}
 
 
 def cos(a, b):
@@ -29,12 +32,36 @@ def trained(pool_file, work_dir):
 
 @pytest.fixture(scope="module")
 def per_voice(pool_file, work_dir, trained):
-    """The default: the same trained OHNN (same checkpoint) plus a pool-speaker target drawn per voice."""
+    """The option: the same trained OHNN (same checkpoint) plus a pool-speaker target drawn per voice."""
     from vpeval.api import PluginContext
 
-    anon = OHNNAnonymizer(OHNNAnonymizer.Params(pool_vectors=pool_file, **FAST), PluginContext(7, work_dir / "ohnn"))
+    anon = OHNNAnonymizer(
+        OHNNAnonymizer.Params(pool_vectors=pool_file, **PER_VOICE), PluginContext(7, work_dir / "ohnn")
+    )
     anon.prepare()
     return anon
+
+
+def test_params_defaults_are_the_papers():
+    """Seed 003, section 4.1: one OHNN initialised with seed 50, AAM softmax plus cosine similarity, one
+    learned rotation for every utterance (no per-voice reassignment)."""
+    p = OHNNAnonymizer.Params()
+    assert p.voice_target == "none"
+    assert p.rotations == 1
+    assert p.init_seed == 50
+    assert p.aam_weight > 0 and p.cos_weight > 0  # both terms of the additive loss
+    assert p.reflections is None  # K = D: every rotation reachable
+
+
+def test_init_seed_fixes_the_initialisation_whatever_the_experiment_seed(pool_file, tmp_path):
+    from vpeval.api import PluginContext
+
+    def matrix(seed, **extra):
+        params = OHNNAnonymizer.Params(pool_vectors=pool_file, epochs=1, lr=1e-9, **extra)
+        return OHNNAnonymizer(params, PluginContext(seed, tmp_path / f"s{seed}-{extra}")).rotation_matrix()
+
+    np.testing.assert_allclose(matrix(1), matrix(2), atol=1e-6)  # seed 50 both times
+    assert not np.allclose(matrix(1, init_seed=None), matrix(2, init_seed=None), atol=1e-3)
 
 
 def test_orthogonal(trained):

@@ -61,13 +61,20 @@ class EmotionCompensation(EmbeddingAnonymizer):
             default_factory=lambda: dict(PAPER_ALPHA),
             description="Step along each emotion's unit SVM normal; its keys are the emotions modelled.",
         )
-        indicator: Literal["auto", "classifier", "prosody", "label"] = Field(
+        indicator: Literal["auto", "emotion2vec", "classifier", "prosody", "label"] = Field(
             "auto",
-            description="How the source emotion is found: 'auto', prosody with emotion_corpus audio and "
-            "classifier with emotion_vectors; 'prosody', a classifier on the utterance's prosodic audio "
-            "features (an audio indicator like the paper's emotion2vec+; needs emotion_corpus audio); "
+            description="How the source emotion is found: 'auto', emotion2vec when emotion2vec_folder is given, "
+            "else prosody with emotion_corpus audio and classifier with emotion_vectors; 'emotion2vec', the "
+            "paper's emotion2vec+ from emotion2vec_folder (9 classes mapped to 4 as the paper maps them; needs "
+            "the funasr package); 'prosody', a classifier on the utterance's prosodic audio "
+            "features (vpeval's packaged stand-in for emotion2vec+; needs emotion_corpus audio); "
             "'classifier', one on the original embedding (for embedding-only data); "
             "'label', the utterance's emotion label (the paper's oracle setting used to tune alpha).",
+        )
+        emotion2vec_folder: str | None = Field(
+            None,
+            description="A local emotion2vec+ folder (FunASR / ModelScope layout: model.pt, config.yaml, tokens.txt; "
+            "emotion2vec_plus_large in the paper), read without any hub; makes 'auto' the paper's indicator.",
         )
         svm_c: float = Field(1.0, gt=0.0, le=1e6, description="LinearSVC regularisation C.")
         alpha_units: Literal["relative", "absolute"] = Field(
@@ -90,7 +97,17 @@ class EmotionCompensation(EmbeddingAnonymizer):
         """The indicator in use: 'auto' reads audio when the emotion data has audio."""
         if self.params.indicator != "auto":
             return self.params.indicator
+        if self.params.emotion2vec_folder:
+            return "emotion2vec"
         return "classifier" if self.params.emotion_vectors else "prosody"
+
+    @classmethod
+    def missing_paths(cls, params) -> list[str]:
+        from vpeval_embedding_anonymizers.emotion2vec import folder_problems
+
+        if params.indicator == "emotion2vec" or params.emotion2vec_folder:
+            return folder_problems(params.emotion2vec_folder)
+        return []
 
     def base_anonymizer(self):
         from vpeval_embedding_anonymizers.ohnn import OHNNAnonymizer
@@ -119,6 +136,10 @@ class EmotionCompensation(EmbeddingAnonymizer):
         self.fit(emotion_data)
         if self.indicator == "prosody":
             self.prosody_model = self.fit_prosody_indicator()
+        if self.indicator == "emotion2vec":
+            from vpeval_embedding_anonymizers.emotion2vec import Emotion2vecIndicator
+
+            self.emotion2vec = Emotion2vecIndicator(self.params.emotion2vec_folder, self.context.device, self.emotions)
         self._prepared = True
 
     def fit_prosody_indicator(self):
@@ -205,13 +226,15 @@ class EmotionCompensation(EmbeddingAnonymizer):
     def source_emotions(self, embeddings: np.ndarray, voices: Sequence[Voice]) -> list[str]:
         if self.indicator == "classifier":
             return self.indicator_model.predict(embeddings).tolist()
-        if self.indicator == "prosody":
+        if self.indicator in ("prosody", "emotion2vec"):
             missing = [v.key for v in voices if v.utterance is None or not hasattr(v.utterance, "load")]
             if missing:
                 raise DataError(
-                    f"emotion-compensation indicator 'prosody' needs each voice's utterance audio; "
+                    f"emotion-compensation indicator '{self.indicator}' needs each voice's utterance audio; "
                     f"{missing[0]} has none; use indicator: classifier."
                 )
+            if self.indicator == "emotion2vec":
+                return [self.emotion2vec_label(v.utterance) for v in voices]
             return self.prosody_model.predict(np.stack([self.utterance_features(v.utterance) for v in voices])).tolist()
         labels = [v.utterance.emotion if v.utterance is not None else None for v in voices]
         unknown = [v.key for v, e in zip(voices, labels, strict=True) if e not in self.params.alpha]
@@ -221,6 +244,17 @@ class EmotionCompensation(EmbeddingAnonymizer):
                 f"utterance; {unknown[0]} has none; use indicator: classifier."
             )
         return labels
+
+    def emotion2vec_label(self, utterance) -> str:
+        """emotion2vec+'s (mapped) emotion of one utterance, remembered by path."""
+        path = getattr(utterance, "path", None)
+        memo = self.__dict__.setdefault("_emotion2vec", {})
+        if path is None or path not in memo:
+            label = self.emotion2vec.predict(utterance.load(16000))
+            if path is None:
+                return label
+            memo[path] = label
+        return memo[path]
 
     def utterance_features(self, utterance) -> np.ndarray:
         """Prosodic features of one utterance, remembered by path (evaluations ask again for the same)."""

@@ -11,18 +11,24 @@ vector y = M x. It is trained on pool speaker vectors with
   speaker space') and distinct speakers stay distinct (pi is one-to-one).
 - cosine term: pushes every rotated vector away from its original.
 
-Seed 003 refers to Miao et al. (2023) for the details and reports one OHNN initialised with a fixed
-seed; the derangement targets are this implementation's reading of the classification loss (see the
-README). `rotations` > 1 trains several independently seeded OHNNs; each voice draws one.
+Seed 003's construction (section 4.1, the defaults): one OHNN, its parameters initialised with random
+seed 50 (`init_seed`), trained on the speakers of the speaker encoder's own training data (VoxCeleb-2
+there; the pool here) with "an additive loss function that combines weighted angular margin softmax and
+cosine similarity" (the weights are aam_weight and cos_weight), then applied as one learned rotation
+y = M x to every utterance (`voice_target: none`). The paper defers the loss details to Miao et al.
+(2023); the derangement targets against frozen pool means are this implementation's reading of its
+classification loss (see the README).
 
-Per-voice pseudo-speakers: one learned rotation is a fixed map, so two utterances of a speaker stay as
-alike after it as before (A-A EER = O-O EER), whereas seed 003 (section 2.1.1) generates the pseudo-
-speaker independently for each utterance. With `voice_target: random-pool-speaker` (the default) each
-voice then draws its own target assignment, a derangement of the pool speakers (as the OHNN's training
-targets, but per voice), and the rotated vector is mapped by the orthogonal map that best sends every
-pool speaker onto its assigned one (orthogonal Procrustes inside the span of the pool speakers' centres,
-identity outside it). The whole map stays orthogonal and lands on real speakers' regions. Level
-`speaker` gives every utterance of a speaker one assignment; level `utterance` a new one each time.
+One learned rotation is a fixed map, so in embedding space two utterances of a speaker stay as alike
+after it as before (A-A EER = O-O EER); the paper's OH gets its A-A EER at speech level (HiFi-GAN
+resynthesis, an attacker trained on anonymized speech), and VPC 2024's requirement that the pseudo-
+speaker be "generated independently for each utterance" (section 2.1.1) is not part of the OHNN it
+describes. `voice_target: random-pool-speaker` (vpeval's option, not the paper's) adds a per-voice
+reassignment: each voice draws a derangement of the pool speakers and the rotated vector is mapped by
+the orthogonal map that best sends every pool speaker onto its assigned one (orthogonal Procrustes
+inside the span of the pool speakers' centres, identity outside it). Level `speaker` gives every
+utterance of a speaker one assignment; level `utterance` a new one each time. `rotations` > 1 (also
+not the paper's) trains several OHNNs, seeded init_seed, init_seed + 1, ...; each voice draws one.
 """
 
 from __future__ import annotations
@@ -77,12 +83,19 @@ class OHNNAnonymizer(EmbeddingAnonymizer):
         rotations: int = Field(
             1, ge=1, le=100, description="Independently seeded OHNNs; each voice draws one from its rng."
         )
-        voice_target: Literal["random-pool-speaker", "none"] = Field(
-            "random-pool-speaker",
-            description="'random-pool-speaker': each voice (utterance, or speaker at level speaker) draws a "
-            "derangement of the pool speakers from its rng and the rotated vector is mapped by the orthogonal "
-            "map that best realises it, so pseudo-speakers differ per voice (seed 003, 2.1.1); 'none': the "
-            "learned rotation alone, one fixed map for every voice.",
+        voice_target: Literal["none", "random-pool-speaker"] = Field(
+            "none",
+            description="'none' (seed 003, section 4.1): the learned rotation alone, one fixed map for every "
+            "voice; 'random-pool-speaker' (vpeval's option): each voice (utterance, or speaker at level "
+            "speaker) also draws a derangement of the pool speakers from its rng and the rotated vector is "
+            "mapped by the orthogonal map that best realises it, so pseudo-speakers differ per voice.",
+        )
+        init_seed: int | None = Field(
+            50,
+            ge=0,
+            le=2**32 - 1,
+            description="Seed of the OHNN's parameter initialisation (seed 003: 50; OHNN k > 0 of a bank takes "
+            "init_seed + k); None draws it from the experiment seed.",
         )
 
     def fit(self, pool: PoolEmbeddings) -> None:
@@ -113,7 +126,9 @@ class OHNNAnonymizer(EmbeddingAnonymizer):
         from vpeval_embedding_anonymizers.householder import HouseholderStack
 
         self.context.apply_threads()
-        generator = torch.Generator().manual_seed(self.context.torch_seed("ohnn", index))
+        init = self.params.init_seed
+        seed = self.context.torch_seed("ohnn", index) if init is None else init + index
+        generator = torch.Generator().manual_seed(seed)
         model = HouseholderStack(self.dim, self.params.reflections or self.dim, generator)
         path = self.checkpoint_path(pool, index)
         state = self.cached_state(path)

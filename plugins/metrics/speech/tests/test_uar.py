@@ -135,4 +135,5 @@ def test_level_normalization_removes_a_gain_change(tmp_path, make_emotional_corp
         original, anonymized = UAR(params, context=make_context(tmp_path / mode)).compute(inputs)
         # Each quiet copy is brought back to its original's level: the evaluator reads the same features.
         assert anonymized.value == pytest.approx(original.value, abs=1e-9), mode
+        assert original.metric == anonymized.metric == f"uar-{mode}"
         assert f"input {mode}-normalised" in original.details["evaluator"]

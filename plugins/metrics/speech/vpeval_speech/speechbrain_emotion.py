@@ -263,5 +263,7 @@ def speechbrain_uar(metric, inputs) -> list:
                     "confidence": params.confidence,
                     "unit": "speaker",
                 }
-        results.append(MetricResult("uar", float(uars.mean()), ci_low=low, ci_high=high, unit="%", details=details))
+        results.append(
+            MetricResult(metric.result_name, float(uars.mean()), ci_low=low, ci_high=high, unit="%", details=details)
+        )
     return results

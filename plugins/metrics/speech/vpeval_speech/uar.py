@@ -56,6 +56,9 @@ class UAR(Metric):
 
     name = "uar"
     needs = "speech"
+    # With level_normalization its results are named uar-rms / uar-peak, so a run can report both side by
+    # side (tables, findings) and the UAR lost to level alone reads as uar-rms minus uar.
+    result_metrics = ("uar", "uar-rms", "uar-peak")
     device_sensitive = True  # the speechbrain evaluator's torch numbers (the acoustic one is numpy only)
 
     class Params(Params):
@@ -111,6 +114,11 @@ class UAR(Metric):
             "none; rms: to -20 dBFS RMS; peak: largest sample to 0.99. Running with and without it tells how "
             "much of an anonymizer's UAR loss is only a change of level.",
         )
+
+    @property
+    def result_name(self) -> str:
+        mode = self.params.level_normalization
+        return self.name if mode == "none" else f"{self.name}-{mode}"
 
     @classmethod
     def missing_paths(cls, params: Params) -> list[str]:
@@ -235,7 +243,7 @@ class UAR(Metric):
         }
         value = float(np.mean(fold_uar))
         return MetricResult(
-            metric=self.name,
+            metric=self.result_name,
             value=value,
             unit="%",
             details={
