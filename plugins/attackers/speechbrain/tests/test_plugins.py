@@ -118,6 +118,11 @@ def test_fine_tuning_starts_from_the_folder_and_scratch_does_not(tmp_path):
     tuned.save(saved)  # a SpeechBrain folder again: what EncoderClassifier reads
     assert {p.name for p in saved.iterdir()} >= {"hyperparams.yaml", "embedding_model.ckpt"}
     assert load_folder(saved).dim == 16
+    curve = tuned.training_curve()  # the report's training curve, also after loading the saved folder
+    assert curve and all({"epoch", "loss"} <= set(e) for e in curve)
+    reloaded, _ = _attacker("speechbrain-train", tmp_path / "r", recipe="vpc2026-track1")
+    reloaded.load(saved)
+    assert reloaded.training_curve() == curve
 
 
 def test_training_refuses_a_network_unlike_the_recipe(tmp_path):

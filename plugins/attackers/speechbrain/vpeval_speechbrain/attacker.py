@@ -9,6 +9,7 @@ a speaker's enrollment embeddings (SpeakerEmbeddings.convert_to_spk_level), with
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
@@ -111,6 +112,17 @@ class SpeechBrainTrainAttacker(SpeechBrainAttacker):
     def load(self, folder: Path) -> None:
         self._trained = Path(folder)
         self._use(self._trained)
+
+    def training_curve(self) -> list[dict]:
+        """The trainer's epochs (loss, validation EER; the kept one marked), stored beside the trained folder."""
+        from vpeval_speechbrain.training import HISTORY
+
+        path = self._trained / HISTORY if self._trained is not None else None
+        if path is None or not path.is_file():
+            return []
+        history = json.loads(path.read_text())
+        best = history.get("best_epoch")
+        return [{**epoch, "selected": epoch.get("epoch") == best} for epoch in history.get("epochs", [])]
 
     def _use(self, folder: Path) -> None:
         self.folder.use_folder(folder)
