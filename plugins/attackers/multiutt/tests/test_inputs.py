@@ -183,3 +183,48 @@ def test_frames_can_be_wavlm_layers_through_the_wavlm_frontend(train_corpus, tmp
     assert attacker.frames.frame_rate == 50.0 and attacker.audio.config.frame_dim == 32
     vectors = attacker.represent_many([corpus.utterances[:2], corpus.utterances[2:3]])
     assert vectors.shape == (2, CPU_TEST_SIZE["embedding_dim"]) and np.isfinite(vectors).all()
+
+
+def test_text_branch_reads_a_luar_checkpoint_as_published(tmp_path):
+    """A folder laid out as LUAR-MUD is published (config model_type LUAR, transformer.* and linear.* tensors
+    in model.safetensors) loads without its custom code: the sentence encoder holds LUAR's transformer, the
+    head is LUAR's episode attention + max + linear with its weights. The backbone here is the packaged
+    MiniLM folder standing in for paraphrase-distilroberta (same loading code, smaller)."""
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+
+    from vpeval.errors import ConfigError
+    from vpeval_multiutt.text_model import TextModel, packaged_text_model
+
+    backbone = packaged_text_model()
+    base = TextModel(backbone, 12, 4, 16, False)
+    torch.manual_seed(3)
+    transformer = {
+        f"transformer.{k}": v + 0.01 * torch.randn_like(v) for k, v in base.sentence.model.state_dict().items()
+    }
+    linear = {"linear.weight": torch.randn(16, base.sentence.dim), "linear.bias": torch.randn(16)}
+    luar = tmp_path / "LUAR-MUD"
+    luar.mkdir()
+    (luar / "config.json").write_text(json.dumps({"model_type": "LUAR", "embedding_size": 16, "auto_map": {}}))
+    save_file({k: v.contiguous() for k, v in {**transformer, **linear}.items()}, str(luar / "model.safetensors"))
+
+    model = TextModel(luar, 12, 4, 16, False, backbone).eval()
+    for key, value in model.sentence.model.state_dict().items():
+        if not key.endswith("position_ids"):
+            assert torch.equal(value, transformer[f"transformer.{key}"]), key
+    texts = [["apple river stone", "cloud paper garden", "seven table"]]
+    with torch.no_grad():
+        x = model.sentences(texts[0])[None]
+        expected = (
+            linear["linear.bias"]
+            + (torch.softmax(x @ x.transpose(1, 2) / x.shape[-1] ** 0.5, -1) @ x).max(1).values
+            @ linear["linear.weight"].T
+        )
+        torch.testing.assert_close(model(texts), expected)
+        torch.testing.assert_close(model(texts), model([texts[0][::-1]]))  # order-free
+    with pytest.raises(ConfigError, match="luar_backbone_path"):
+        TextModel(luar, 12, 4, 16, False)
+    with pytest.raises(ConfigError, match="text_dim: 16"):
+        TextModel(luar, 12, 4, 32, False, backbone)

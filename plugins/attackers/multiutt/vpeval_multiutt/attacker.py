@@ -53,6 +53,7 @@ AUDIO_RECIPE = (
 )
 TEXT_RECIPE = (
     "text_model_path",
+    "luar_backbone_path",
     "text_dim",
     "text_max_tokens",
     "text_temperature",
@@ -194,8 +195,14 @@ class MultiUttAttacker(Attacker):
         p = self.params
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.context.torch_seed(self.name, "text", self._text_episode))
+            backbone = resolve_text_model(p.luar_backbone_path) if p.luar_backbone_path else None
             model = TextModel(
-                resolve_text_model(p.text_model_path), p.text_max_tokens, p.attention_heads, p.text_dim, p.text_finetune
+                resolve_text_model(p.text_model_path),
+                p.text_max_tokens,
+                p.attention_heads,
+                p.text_dim,
+                p.text_finetune,
+                backbone,
             )
         return model.to(self.device)
 

