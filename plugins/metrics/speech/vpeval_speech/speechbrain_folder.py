@@ -1,8 +1,9 @@
 """A SpeechBrain inference folder (hyperparams.yaml + checkpoints) built as data, never executed.
 
 HyperPyYAML runs a model folder's YAML while loading it (`!new:`, `!name:` and `!apply:` import and call
-any Python name), so loading a downloaded folder with it runs whatever its author wrote. Here YAML's
-safe loader reads the file, every tag stays an inert `Tag` record, and `Graph` builds only what the
+any Python name), so loading a downloaded folder with it runs whatever its author wrote. Here
+vpeval-sbfolder's reader (YAML's safe loader, size and alias caps) reads the file, every tag stays an
+inert `Tag` record, and `Graph` builds only what the
 interface needs, from an allow-list of speechbrain / torch classes, resolving `!ref` to the same object
 each time (a module shared by `asr_model` and `encoder` is one module, as HyperPyYAML makes it). The
 Pretrainer's `loadables` name what each checkpoint fills; checkpoints load with weights_only=True.
@@ -17,14 +18,13 @@ import ast
 import functools
 import operator
 import re
-from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from vpeval.errors import MissingModelError
+from vpeval_sbfolder.checkpoints import checkpoint_file, load_checkpoint  # noqa: F401 (checkpoint_file: re-exported)
+from vpeval_sbfolder.hparams import REF, HyperParams, Tagged, tags
 
 TRUSTED_PACKAGES = ("speechbrain.", "torch.", "sentencepiece.")
 # `!apply:` is a call at load time: none is ever run; a seed call is the one tolerated in the file.
@@ -81,40 +81,13 @@ LEGACY = {
     "ScorerBuilder of CTCScorer and TransformerLMScorer, which vpeval reads",
 }
 MAX_INT = 1 << 20  # a typo must not allocate terabytes before the weights fail to load
-MAX_YAML_BYTES = 2_000_000  # real hyperparams files are a few kB
 MAX_STEPS = 200_000
-_REF = re.compile(r"<([^<>]+)>")
 _TUPLE = re.compile(r"\(.*\)")  # HyperPyYAML's implicit tuple resolver
 _ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 _ARITHMETIC |= {ast.FloorDiv: operator.floordiv, ast.USub: operator.neg}
 
 
-@dataclass(frozen=True)
-class Tag:
-    """A YAML tag kept as data: kind (`new`, `name`, `apply`, `ref`, ...), dotted target, value, line."""
-
-    kind: str
-    target: str
-    value: Any
-    line: int
-
-
-class _InertLoader(yaml.SafeLoader):
-    """SafeLoader that keeps every `!tag` as a Tag record instead of refusing or running it."""
-
-
-def _construct(loader: _InertLoader, suffix: str, node: yaml.Node) -> Tag:
-    kind, _, target = suffix.partition(":")
-    if isinstance(node, yaml.MappingNode):
-        value: Any = loader.construct_mapping(node, deep=True)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_scalar(node)
-    return Tag(kind, target, value, node.start_mark.line + 1)
-
-
-_InertLoader.add_multi_constructor("!", _construct)
+Tag = Tagged  # the shared reader's record: kind, target, value, line
 
 
 def require_speechbrain(plugin: str) -> None:
@@ -132,39 +105,14 @@ def require_speechbrain(plugin: str) -> None:
 
 
 def read_hparams(path: Path) -> dict[str, Any]:
-    """The top-level mapping of a hyperparams.yaml with its tags inert; refuses untrusted tags."""
-    if not path.is_file():
-        raise MissingModelError(f"{path} is missing: a SpeechBrain model folder holds its hyperparams.yaml there.")
-    if path.stat().st_size > MAX_YAML_BYTES:
-        raise MissingModelError(f"{path} is over {MAX_YAML_BYTES // 1_000_000} MB: not a SpeechBrain hyperparams file.")
-    try:
-        values = yaml.load(path.read_text(encoding="utf-8", errors="replace"), Loader=_InertLoader)  # noqa: S506
-    except yaml.YAMLError as error:
-        raise MissingModelError(f"{path} is not readable YAML ({str(error).splitlines()[0]}).") from None
-    if not isinstance(values, dict):
-        raise MissingModelError(f"{path} is not a mapping of hyper-parameters (SpeechBrain's hyperparams.yaml).")
+    """The top-level mapping of a hyperparams.yaml with its tags inert (vpeval-sbfolder's reader: size and
+    alias caps); refuses untrusted tags anywhere in the file."""
+    values = HyperParams.read(path).values
     seen: set[int] = set()
     for key, value in values.items():
-        for tag in _tags(value, seen):
+        for tag in tags(value, seen):
             refuse_untrusted(tag, path, str(key))
-    return {str(k): v for k, v in values.items()}
-
-
-def _tags(value: Any, seen: set[int] | None = None):
-    """Every Tag in a value; each container once, so YAML aliases (`*a` repeated) cannot blow the walk up."""
-    seen = set() if seen is None else seen
-    if id(value) in seen:
-        return
-    seen.add(id(value))
-    if isinstance(value, Tag):
-        yield value
-        yield from _tags(value.value, seen)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _tags(v, seen)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _tags(v, seen)
+    return values
 
 
 def refuse_untrusted(tag: Tag, path: Path, key: str) -> None:
@@ -235,16 +183,16 @@ class Graph:
 
     def reference(self, tag: Tag, key: str) -> Any:
         text = str(tag.value).strip()
-        names = _REF.findall(text)
+        names = REF.findall(text)
         if not names:
             raise MissingModelError(f"{self.where(key, tag.line)}: `!ref {text}` names no <key>.")
-        if _REF.fullmatch(text):
+        if REF.fullmatch(text):
             return self.lookup(names[0], key, tag.line)
         parts = {name: self.lookup(name, key, tag.line) for name in names}
-        substituted = _REF.sub(lambda m: repr(parts[m.group(1)]), text)
+        substituted = REF.sub(lambda m: repr(parts[m.group(1)]), text)
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in parts.values()):
             return _arithmetic(substituted, self.where(key, tag.line))  # `!ref <a> * 2`, numbers only
-        return _REF.sub(lambda m: str(parts[m.group(1)]), text)  # text: `<save_folder>/wav2vec2`
+        return REF.sub(lambda m: str(parts[m.group(1)]), text)  # text: `<save_folder>/wav2vec2`
 
     def lookup(self, name: str, key: str, line: int) -> Any:
         top, *rest = re.split(r"[\[\]]+", name.strip().rstrip("]"))
@@ -323,23 +271,6 @@ def _arithmetic(text: str, where: str) -> float | int:
         raise MissingModelError(f"{where}: `{text}` is not arithmetic on numbers.") from None
 
 
-def checkpoint_file(folder: Path, name: str, paths: dict[str, str]) -> Path:
-    """Where the Pretrainer would find loadable `name`: its `paths` entry (a file in the folder by its base
-    name, or an existing local path), else `<name>.ckpt` in the folder."""
-    candidates = []
-    if name in paths:
-        given = Path(paths[name]).expanduser()
-        candidates += [given if given.is_absolute() else folder / given, folder / given.name]
-    candidates.append(folder / f"{name}.ckpt")
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    raise MissingModelError(
-        f"{folder} has no checkpoint for `{name}` (looked for {', '.join(str(c) for c in candidates)}): copy the "
-        "model's files into the folder."
-    )
-
-
 def load_loadable(obj: Any, path: Path, log=None) -> None:
     """Fill one Pretrainer loadable as speechbrain's default transfer hooks do, without unpickling code."""
     import torch
@@ -348,9 +279,7 @@ def load_loadable(obj: Any, path: Path, log=None) -> None:
     if isinstance(obj, torch.nn.Module) and not normaliser:
         from speechbrain.utils.checkpoints import hook_on_loading_state_dict_checkpoint
 
-        from vpeval.torchload import load_weights_only
-
-        state = hook_on_loading_state_dict_checkpoint(load_weights_only(path, map_location="cpu"))
+        state = hook_on_loading_state_dict_checkpoint(load_checkpoint(path))
         result = obj.load_state_dict(state, strict=False)
         if len(result.missing_keys) == len(obj.state_dict()) and result.missing_keys:
             raise MissingModelError(f"{path} holds none of the weights of the module it should fill ({type(obj)}).")
@@ -364,9 +293,7 @@ def load_loadable(obj: Any, path: Path, log=None) -> None:
         return
     type_name = f"{type(obj).__module__}.{type(obj).__name__}"
     if type_name == "speechbrain.processing.features.InputNormalization":
-        from vpeval.torchload import load_weights_only
-
-        obj._load_statistics_dict(load_weights_only(path, map_location="cpu"))  # its own loader, weights only
+        obj._load_statistics_dict(load_checkpoint(path))  # its own loader, weights only
         return
     if type_name.startswith("sentencepiece"):
         obj.load(str(path))  # a sentencepiece model proto: data

@@ -1,0 +1,1 @@
+"""SpeechBrain model folders read as data (see README.md)."""
