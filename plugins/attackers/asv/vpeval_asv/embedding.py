@@ -49,7 +49,8 @@ class Embedder:
         self.model = (model if model is not None else build_embedding_model(config)).to(device)
         self.max_samples = None if max_seconds is None else int(max_seconds * config.sample_rate)
         self.batch_size = batch_size
-        self.batch_frames = batch_frames or DEFAULT_BATCH_FRAMES[device.split(":", 1)[0]]
+        kind = "cpu" if device == "cpu" else "cuda"  # any accelerator wants large batches
+        self.batch_frames = batch_frames or DEFAULT_BATCH_FRAMES[kind]
         self.autocast = autocast or nullcontext
         self.cache: dict[tuple[str, int | None], np.ndarray] = {}
 

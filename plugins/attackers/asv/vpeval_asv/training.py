@@ -98,17 +98,10 @@ def _train(
     context: PluginContext,
     name: str,
 ) -> TrainingResult:
-    from vpeval_torch.crops import RandomCrops, crop_items, crop_loader
-
     config = embedder.config
     device = embedder.device
     speakers = sorted({u.speaker for u in utterances})
-    label_of = {s: i for i, s in enumerate(speakers)}
-    # Files described by path, label and length (declared, else the header): no sample is read here.
-    files = crop_items(utterances, [label_of[u.speaker] for u in utterances])
-    # One entry per crop-length stretch of each utterance (the recipe's segment list).
-    per_file = [crops_per_utterance(f.frames / f.sample_rate, params.crop_seconds) for f in files]
-    segments = [f for f, n in zip(files, per_file) for _ in range(n)]
+    segments = crop_segments(utterances, {s: i for i, s in enumerate(speakers)}, params.crop_seconds)
     crop_seed = context.torch_seed(name, "crops")
     workers = _loader_workers(params, context)
     validation_audio = AudioCache(config.sample_rate, params.audio_cache_mb)
@@ -144,9 +137,14 @@ def _train(
     iteration = 0
     for epoch in range(1, params.epochs + 1):
         started = time.perf_counter()
-        crops = RandomCrops(segments, params.crop_seconds, config.sample_rate, seed=crop_seed, epoch=epoch)
-        loader = crop_loader(
-            crops, params.batch_size, workers, device, context.torch_seed(name, "epoch", epoch), drop_last=False
+        loader = epoch_loader(
+            segments,
+            params,
+            config.sample_rate,
+            (crop_seed, epoch),
+            workers,
+            device,
+            context.torch_seed(name, "epoch", epoch),
         )
         batches = len(loader)
         if params.lr_schedule == "linear":
@@ -200,6 +198,34 @@ def _train(
     model.eval()
     context.log.info("%s: kept epoch %d", name, result.best_epoch)
     return result
+
+
+def crop_segments(utterances: Sequence[Utterance], label_of: dict[str, int], crop_seconds: float) -> list:
+    """One CropItem per crop-length stretch of each utterance (the recipe's segment list).
+
+    Files are described by path, label and length (declared, else the header): no sample is read here.
+    """
+    from vpeval_torch.crops import crop_items
+
+    files = crop_items(utterances, [label_of[u.speaker] for u in utterances])
+    return [f for f in files for _ in range(crops_per_utterance(f.frames / f.sample_rate, crop_seconds))]
+
+
+def epoch_loader(
+    segments: list,
+    params: AsvParams,
+    sample_rate: int,
+    seed_epoch: tuple[int, int],
+    workers: int,
+    device: str,
+    shuffle_seed: int,
+) -> torch.utils.data.DataLoader:
+    """An epoch's batches (waves [B, crop], labels [B]): a random crop of each segment, read from disk."""
+    from vpeval_torch.crops import RandomCrops, crop_loader
+
+    seed, epoch = seed_epoch
+    crops = RandomCrops(segments, params.crop_seconds, sample_rate, seed=seed, epoch=epoch)
+    return crop_loader(crops, params.batch_size, workers, device, shuffle_seed, drop_last=False)
 
 
 def _warn_if_cyclic_lr_stays_low(params: AsvParams, crops: int, context: PluginContext, name: str) -> None:
