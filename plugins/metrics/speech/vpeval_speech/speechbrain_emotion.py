@@ -117,16 +117,31 @@ def fold_folder(models: Path, fold: str) -> Path:
     return max(checkpoints, key=order)
 
 
-def models_by_speaker(models: Path, spk2fold: Path | None, speakers: list[str]) -> tuple[dict[str, Path], list[str]]:
+def read_spk2folds(paths: list[Path]) -> dict[str, str]:
+    """Several data folders' spk2fold files as one map (VPC 2024 scores IEMOCAP_dev and IEMOCAP_test, each
+    with its own); a speaker given two folds is one sentence."""
+    folds: dict[str, str] = {}
+    for path in paths:
+        for speaker, fold in read_spk2fold(path).items():
+            if folds.setdefault(speaker, fold) != fold:
+                raise MissingModelError(
+                    f"{path} gives speaker {speaker} fold {fold}, and an earlier spk2fold fold {folds[speaker]}."
+                )
+    return folds
+
+
+def models_by_speaker(
+    models: Path, spk2fold: Path | list[Path] | None, speakers: list[str]
+) -> tuple[dict[str, Path], list[str]]:
     """Each speaker's classifier folder and the speakers without a fold (left out, as VPC 2024 does)."""
     if (models / HPARAMS).is_file():
         return {s: models for s in speakers}, []
-    if spk2fold is None:
+    if not spk2fold:
         raise MissingModelError(
             f"{models} holds no {HPARAMS}, so it is read as one classifier per fold (fold_<k>): set the uar "
             "parameter spk2fold to the data folder's spk2fold, which picks each speaker's fold."
         )
-    folds = read_spk2fold(spk2fold)
+    folds = read_spk2folds(spk2fold if isinstance(spk2fold, list) else [spk2fold])
     chosen = {s: fold_folder(models, folds[s]) for s in speakers if s in folds}
     return chosen, sorted(s for s in speakers if s not in folds)
 
@@ -207,11 +222,13 @@ def speechbrain_uar(metric, inputs) -> list:
     if not labelled:
         raise MetricInputError(f"No utterance of corpus {original.name} has an emotion label (utt2emo) for uar.")
     models = Path(params.models).expanduser()
-    spk2fold = Path(params.spk2fold).expanduser() if params.spk2fold else None
+    given = [params.spk2fold] if isinstance(params.spk2fold, str) else list(params.spk2fold or [])
+    spk2fold = [Path(p).expanduser() for p in given] or None
     folders, no_fold = models_by_speaker(models, spk2fold, sorted({u.speaker for u in labelled}))
     labelled = [u for u in labelled if u.speaker in folders]
     if not labelled:
-        raise MetricInputError(f"No emotion-labelled speaker of corpus {original.name} is in {spk2fold}.")
+        named = ", ".join(str(p) for p in spk2fold or [])
+        raise MetricInputError(f"No emotion-labelled speaker of corpus {original.name} is in {named}.")
     truth = np.array([params.label_map.get(u.emotion, u.emotion) for u in labelled])
     first = load_classifier(
         str(next(iter(folders.values()))), params.wav2vec2_source, str(metric.context.folder("hf-cache"))

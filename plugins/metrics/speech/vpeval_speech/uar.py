@@ -62,6 +62,11 @@ class UAR(Metric):
     device_sensitive = True  # the speechbrain evaluator's torch numbers (the acoustic one is numpy only)
 
     class Params(Params):
+        enabled: bool = Field(
+            True,
+            description="false: the metric computes nothing and checks no path (a warning says so); for an "
+            "experiment variable that says whether the corpus has emotion data (the VPC recipes' UTILITY).",
+        )
         evaluator: Literal["acoustic", "speechbrain"] = Field(
             "acoustic",
             description="acoustic: vpeval's classifier trained on the original speech in speaker folds (below); "
@@ -73,8 +78,10 @@ class UAR(Metric):
             description="speechbrain: a local emotion classifier folder (speechbrain/emotion-recognition-wav2vec2-"
             "IEMOCAP's layout), or VPC 2024's exp/ser with fold_<k> folders chosen per speaker by spk2fold.",
         )
-        spk2fold: str | None = Field(
-            None, description="speechbrain: the data folder's spk2fold file (speaker-id fold) picking each model."
+        spk2fold: str | list[str] | None = Field(
+            None,
+            description="speechbrain: the data folder's spk2fold file (speaker-id fold) picking each model, or a "
+            "list of them (VPC: IEMOCAP_dev's and IEMOCAP_test's).",
         )
         wav2vec2_source: str | None = Field(
             None, description="speechbrain: a local transformers folder for the wav2vec2 the YAML names by hub id."
@@ -122,20 +129,24 @@ class UAR(Metric):
 
     @classmethod
     def missing_paths(cls, params: Params) -> list[str]:
-        if params.evaluator != "speechbrain":
+        if params.evaluator != "speechbrain" or not params.enabled:
             return []
         out = []
         if params.models is None:
             out.append("the speechbrain evaluator needs models: an emotion classifier folder or VPC 2024's exp/ser.")
         elif not Path(params.models).expanduser().is_dir():
             out.append(f"models {params.models} is not a folder (VPC 2024: exp/ser with fold_1 ... fold_5).")
-        if params.spk2fold and not Path(params.spk2fold).expanduser().is_file():
-            out.append(f"spk2fold {params.spk2fold} is not a file (the data folder's spk2fold).")
+        for spk2fold in [params.spk2fold] if isinstance(params.spk2fold, str) else params.spk2fold or []:
+            if not Path(spk2fold).expanduser().is_file():
+                out.append(f"spk2fold {spk2fold} is not a file (the data folder's spk2fold).")
         if params.wav2vec2_source and not (Path(params.wav2vec2_source).expanduser() / "config.json").is_file():
             out.append(f"wav2vec2_source {params.wav2vec2_source} is not a transformers folder (no config.json).")
         return out
 
     def compute(self, inputs: MetricInputs) -> list[MetricResult]:
+        if not self.params.enabled:
+            self.context.log.warning("uar: enabled is false, so no UAR is computed (no emotion data in this run).")
+            return []
         original = inputs.original
         if original is None:
             raise MetricInputError(
