@@ -239,3 +239,18 @@ attackers:
     with pytest.raises(ConfigError, match=r"exp\.yaml, line 7 \(attackers\[0\]\.params\).*mcadams"):
         load_experiment_text(text, "exp.yaml")
     load_experiment_text(text.replace(", {use: mcadams, params: {alpha: 0.8}}", ""), "exp.yaml")  # disjoint: valid
+
+
+def test_stage2_conversion_pickles_for_spawned_workers(tmp_path):
+    """Once CUDA has started the local executor spawns workers, which needs a picklable function (a closure
+    would run in this process): the conversion of a Stage II system is one."""
+    import pickle
+
+    from vpeval.executor import start_method
+    from vpeval_dast.curriculum import _Conversion
+
+    context = plugin_context(seed=0, work_dir=tmp_path)
+    convert = _Conversion(context.get("anonymizer", "mcadams", {}), tmp_path, "mcadams", "utterance", context)
+    restored = pickle.loads(pickle.dumps(convert))
+    assert type(restored.anonymizer).__name__ == type(convert.anonymizer).__name__ and restored.context.seed == 0
+    assert start_method(convert) in ("fork", "spawn")  # never "run here" for want of pickling

@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -120,13 +122,41 @@ def convert_for_stage2(corpus: Corpus | None, params: DastParams, context: Plugi
     return out
 
 
+@dataclass(frozen=True)
+class _Conversion:
+    """Converts one utterance for a Stage II system into its folder (or finds it there): a module-level
+    callable, so that workers can be spawned for it once CUDA has started (a closure would not pickle and
+    would run in this process)."""
+
+    anonymizer: Any
+    folder: Path
+    system: str
+    level: str
+    context: PluginContext
+
+    def __call__(self, u: Utterance) -> tuple[str, int, int]:
+        import soundfile
+
+        from vpeval.audio import read_audio, write_audio
+        from vpeval.content_cache import identity_digest
+        from vpeval.data.fingerprint import file_hash
+
+        target = self.folder / f"{_folder_name(u.id)}-{identity_digest(file_hash(u.path), u.channel)[:16]}.wav"
+        if target.is_file():
+            try:
+                info = soundfile.info(str(target))
+                return str(target), info.samplerate, info.frames
+            except RuntimeError:  # damaged by a killed writer: convert again
+                pass
+        audio, rate = read_audio(u.path, sample_rate=self.anonymizer.sample_rate, channel=u.channel)
+        key = u.id if self.level == "utterance" else u.speaker
+        voice = Voice(key, self.level, self.context.rng("stage2-voice", self.system, key), u)
+        converted = np.asarray(self.anonymizer.anonymize(audio, rate, voice), dtype=np.float32)
+        write_audio(target, converted, rate)  # atomic: another attacker never reads half a file
+        return str(target), rate, converted.size
+
+
 def _converted_here(corpus: Corpus, params: DastParams, context: PluginContext) -> list[Utterance]:
-    import soundfile
-
-    from vpeval.audio import read_audio, write_audio
-    from vpeval.content_cache import identity_digest
-    from vpeval.data.fingerprint import file_hash
-
     out: list[Utterance] = []
     for system in params.stage2_anonymizers:
         anonymizer = context.get("anonymizer", system.use, system.params)
@@ -136,22 +166,7 @@ def _converted_here(corpus: Corpus, params: DastParams, context: PluginContext) 
             )
         anonymizer.prepare()
         folder = _conversion_folder(system, anonymizer, params, context)
-
-        def convert(u: Utterance, anonymizer=anonymizer, folder=folder, system=system) -> tuple[str, int, int]:
-            target = folder / f"{_folder_name(u.id)}-{identity_digest(file_hash(u.path), u.channel)[:16]}.wav"
-            if target.is_file():
-                try:
-                    info = soundfile.info(str(target))
-                    return str(target), info.samplerate, info.frames
-                except RuntimeError:  # damaged by a killed writer: convert again
-                    pass
-            audio, rate = read_audio(u.path, sample_rate=anonymizer.sample_rate, channel=u.channel)
-            key = u.id if params.stage2_level == "utterance" else u.speaker
-            voice = Voice(key, params.stage2_level, context.rng("stage2-voice", system.name, key), u)
-            converted = np.asarray(anonymizer.anonymize(audio, rate, voice), dtype=np.float32)
-            write_audio(target, converted, rate)  # atomic: another attacker never reads half a file
-            return str(target), rate, converted.size
-
+        convert = _Conversion(anonymizer, folder, system.name, params.stage2_level, context)
         results = context.map(convert, corpus.utterances, description=f"stage II: convert with {system.name}")
         for u, (path, rate, size) in zip(corpus.utterances, results):
             out.append(
