@@ -101,7 +101,8 @@ def fit_spinv(attacker: SpInv, corpus: Corpus, validation: Corpus | None = None)
         rate = frontend.sample_rate
         lengths = [p.local_seconds] * 2 + [p.global_seconds] * 2  # V_s local views, then V_g global views
         if store is not None:  # cut from the output of the whole utterance, encoded once
-            views = [[slice_output(store[i], seconds, rng) for i in indices] for seconds in lengths]
+            count = attacker.frames_for  # the frames the frontend emits for that many seconds, as the attack's
+            views = [[slice_output(store[i], seconds, rng, count) for i in indices] for seconds in lengths]
         else:  # the paper: cut the waveform, then encode the crop; all 4 x B crops in one batched call
             crops = [crop_waveform(audio(i), seconds, rate, rng) for seconds in lengths for i in indices]
             outputs = encode(crops, "training view")
