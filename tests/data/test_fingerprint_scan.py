@@ -197,3 +197,14 @@ def test_scan_measures_are_kept_with_the_fingerprint_and_follow_the_content(smal
     with pytest.raises(BadAudioError, match="every sample is zero"):
         scan_corpus(small_corpus, "fail", fingerprint_cache=cache)
     assert calls[-1] == changed and len(calls) == len(small_corpus) + 1
+
+
+def test_a_corpus_without_fingerprint_is_fingerprinted_after_its_scan_as_declared(small_corpus, tmp_path):
+    # The runner may scan first: each file is then hashed right before it is decoded (read once from disk).
+    declared = Corpus(small_corpus.name, [u.replace(duration=None, sample_rate=None) for u in small_corpus])
+    scanned, skipped = scan_corpus(declared, "fail", fingerprint_cache=tmp_path / "fp")
+    assert not skipped and all(u.duration for u in scanned)  # filled in from the files
+    assert scanned.fingerprint == corpus_fingerprint(declared)  # of the declared values, not the filled-in ones
+    given = Corpus(declared.name, declared.utterances, fingerprint="given")
+    assert scan_corpus(given, "fail", fingerprint_cache=tmp_path / "fp")[0].fingerprint == "given"
+    assert scan_corpus(declared, "fail")[0].fingerprint == ""  # no index: left to the caller, as before

@@ -31,7 +31,9 @@ def scan_corpus(
     "fail" raises the first BadAudioError; "skip" drops those utterances. Sample rates and durations
     missing from the labels are filled in from the headers. With `fingerprint_cache` the measures are
     remembered there; when anything is skipped the returned corpus's fingerprint is recomputed with
-    it, or cleared ("") without one.
+    it, or cleared ("") without one. A corpus without a fingerprint gets it here (with
+    `fingerprint_cache`), of the corpus as declared: scanning first and fingerprinting after reads each
+    file from disk once, where fingerprinting first read the whole corpus twice (to hash, then to decode).
     """
     if on_bad_audio not in ON_BAD_AUDIO:
         raise ValueError(f"on_bad_audio must be one of {ON_BAD_AUDIO}, not {on_bad_audio!r}")
@@ -67,6 +69,10 @@ def scan_corpus(
         if index is not None:
             index.close()
     out = Corpus(corpus.name, kept, dict(corpus.speaker_gender), corpus.fingerprint, dict(corpus.info))
+    if not skipped and not corpus.fingerprint and fingerprint_cache is not None:
+        # Fingerprinted here, after the scan: each file was hashed (into the index) just before it was
+        # decoded, so it was read from disk once; the fingerprint now only stats the files.
+        out.fingerprint = corpus_fingerprint(corpus, fingerprint_cache)
     if skipped:
         out.info["skipped_audio"] = [list(s) for s in skipped]
         # The content changed: refingerprint when an index makes it cheap, else leave it to the caller.
