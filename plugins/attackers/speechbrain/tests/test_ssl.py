@@ -202,3 +202,4 @@ def test_asv_ssl_fine_tuning_by_the_track1_recipe(asv_ssl, tmp_path):
     again.load(tmp_path / "saved")
     np.testing.assert_allclose(again.represent_many(sides), vectors, rtol=0, atol=1e-6)
     assert json.loads((tmp_path / "saved" / "training_history.json").read_text())[0]["epoch"] == 1
+    assert [e["selected"] for e in again.training_curve()] == [True]  # the runner reads it after training

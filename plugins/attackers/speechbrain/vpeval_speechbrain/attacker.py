@@ -121,6 +121,8 @@ class SpeechBrainTrainAttacker(SpeechBrainAttacker):
         if path is None or not path.is_file():
             return []
         history = json.loads(path.read_text())
+        if isinstance(history, list):  # asv_ssl fine-tuning (ssl_training.py): its epochs, the last one kept
+            return [{**epoch, "selected": i == len(history) - 1} for i, epoch in enumerate(history)]
         best = history.get("best_epoch")
         return [{**epoch, "selected": epoch.get("epoch") == best} for epoch in history.get("epochs", [])]
 
