@@ -86,5 +86,6 @@ def test_worker_processes_give_the_same_batches(sizes, tmp_path, tiny):
     in_process, _ = _crops(sizes[0], tmp_path / "a", tiny)
     workers, _ = _crops(sizes[0], tmp_path / "b", tiny, loader_workers=2)
     assert workers.workers == 2
+    assert _crops(sizes[0], tmp_path / "c", tiny, loader_workers=None)[0].workers == 0  # the CPU's default
     for (a, _, la), (b, _, lb) in zip(in_process.batches(1, 4, 7), workers.batches(1, 4, 7), strict=True):
         assert np.array_equal(a.numpy(), b.numpy()) and np.array_equal(la.numpy(), lb.numpy())

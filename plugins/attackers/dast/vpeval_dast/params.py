@@ -186,8 +186,13 @@ class DastParams(Params):
     embed_batch_size: int = Field(
         16, ge=1, le=4096, description="Utterances per padded embedding batch (grouped by length)."
     )
-    loader_workers: int = Field(
-        2, ge=0, le=64, description="Processes reading training crops from disk (0: in this process)."
+    loader_workers: int | None = Field(
+        None,
+        ge=0,
+        le=64,
+        description="Processes reading training crops from disk (0: in this process); null: 4 on a GPU, 0 on the "
+        "CPU (where a crop's read is cheap beside a training step and workers would take the training's cores). "
+        "The batches are the same for any number.",
     )
     ssl_context: Literal["crop", "utterance"] = Field(
         "crop",

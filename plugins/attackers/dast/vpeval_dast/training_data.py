@@ -23,6 +23,8 @@ from vpeval_dast.embedding import SAMPLE_RATE, Embedder, random_crop_with_frames
 from vpeval_dast.params import DastParams
 from vpeval_torch.crops import CropItem, RandomCrops, crop_items, crop_loader
 
+GPU_LOADER_WORKERS = 4  # loader_workers: null on a GPU
+
 
 class StageCrops:
     """The crops of one stage's utterances (labels: their speakers, in sorted order)."""
@@ -46,7 +48,10 @@ class StageCrops:
         self.seed = context.torch_seed(description, "crops")
         self.device = str(embedder.device)
         # A daemonic process (a forked vpeval worker) cannot start DataLoader workers.
-        self.workers = 0 if multiprocessing.current_process().daemon else params.loader_workers
+        workers = params.loader_workers
+        if workers is None:
+            workers = GPU_LOADER_WORKERS if embedder.device.type == "cuda" else 0
+        self.workers = 0 if multiprocessing.current_process().daemon else workers
         self.states: list[str] | None = None
         self.hop = 0
         if embedder.ssl_store is not None:  # whole-utterance states, stored once; memory-mapped afterwards
