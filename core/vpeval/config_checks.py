@@ -238,15 +238,17 @@ def paths_exist(p: Pieces) -> list[str]:
     from vpeval.build import validate_params
     from vpeval.references import named_plugins
 
-    errors = []
+    errors, seen = [], set()
     for loc, plugin in _plugins_with_locations(p):
         cls = p.manager.get(plugin.kind, plugin.use)
         params = cls.Params.model_validate(plugin.params)
         where = p.doc.where(loc + ("params",))
-        errors += [f"{where}: {sentence}" for sentence in cls.missing_paths(params)]
+        found = [(where, sentence) for sentence in cls.missing_paths(params)]
         for kind, name, nested in named_plugins(p.manager, params):  # helpers: an ASR, an encoder, ...
             helper = p.manager.get(kind, name)
-            errors += [f"{where} ({kind} {name}): {s}" for s in helper.missing_paths(validate_params(helper, nested))]
+            found += [(f"{where} ({kind} {name})", s) for s in helper.missing_paths(validate_params(helper, nested))]
+        # a folder that several plugins name is one sentence, at its first use
+        errors += [f"{at}: {sentence}" for at, sentence in found if not (sentence in seen or seen.add(sentence))]
     return errors
 
 

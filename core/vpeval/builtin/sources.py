@@ -31,6 +31,17 @@ class ManifestCorpus(CorpusSource):
             None, description="Folder that relative audio paths start from (default: the manifest's folder)."
         )
 
+    @classmethod
+    def missing_paths(cls, params: Params) -> list[str]:
+        missing = []
+        if not Path(params.path).is_file():
+            missing.append(f"the manifest {params.path} does not exist; set the manifest corpus's `path` to its file.")
+        if params.root is not None and not Path(params.root).is_dir():
+            missing.append(
+                f"the audio folder {params.root} does not exist; set `root` to the folder audio paths start from."
+            )
+        return missing
+
     def load(self) -> Corpus:
         corpus = read_manifest(self.params.path, root=self.params.root)
         corpus.fingerprint = corpus_fingerprint(corpus, _fingerprint_cache(self.context))
@@ -86,6 +97,19 @@ class KaldiCorpus(CorpusSource):
                     "remove `allow_pipes` and run `vpeval --allow-pipes ...`"
                 )
             return value
+
+    @classmethod
+    def missing_paths(cls, params: Params) -> list[str]:
+        root = Path(params.root)
+        if not root.is_dir():
+            return [f"the Kaldi data root {root} does not exist; set the kaldi corpus's `root` to its data folders."]
+        names = list(params.sets or []) + ([params.attacker_train] if params.attacker_train else []) + params.utility
+        names += [name for entry in params.evaluation or [] for name in (entry.enrolls, *entry.trials)]
+        return [
+            f"{root} has no data folder {name} (with a wav.scp); fix the name in the kaldi corpus params."
+            for name in dict.fromkeys(names)
+            if not (root / name / "wav.scp").is_file()
+        ]
 
     def _folders(self) -> list[str]:
         root = Path(self.params.root)

@@ -235,6 +235,9 @@ class MultiUttAttacker(Attacker):
         if self._start_folder is not None:
             # Semi-informed (IV-C): start from the lazy model and train every part further (semi_epochs, semi_lr).
             self.load(self._start_folder)
+            from vpeval_multiutt.training import History
+
+            self.history = History()  # this model's curve is its own training, not the lazy model's
             for module in (self.audio, self.text, self.fusion):
                 if module is not None:
                     module.requires_grad_(True)
@@ -660,8 +663,26 @@ class MultiUttAttacker(Attacker):
         (folder / CONFIG).write_text(json.dumps(config, indent=2))
         (folder / HISTORY).write_text(json.dumps([asdict(r) for r in self.history.epochs], indent=2))
 
+    @classmethod
+    def missing_paths(cls, params) -> list[str]:
+        """The local text model folders (LUAR's checkpoint, its RoBERTa backbone) exist; the frame and ASR
+        folders are checked by the frontend and asr plugins they name."""
+        folders = {"text_model_path": params.text_model_path, "luar_backbone_path": params.luar_backbone_path}
+        return [
+            f"{field} {folder} is not a folder; give the local model folder or remove {field}."
+            for field, folder in folders.items()
+            if folder is not None and not Path(folder).is_dir()
+        ]
+
+    def training_curve(self) -> list[dict]:
+        """Every stage's epochs (stage, epoch, loss, validation EER, the kept one selected) of the training
+        this instance holds: after `train`, or after `load` from the folder's history.json."""
+        keys = ("stage", "epoch", "loss", "validation_eer", "selected")
+        return [{key: getattr(record, key) for key in keys} for record in self.history.epochs]
+
     def load(self, folder: Path) -> None:
         from vpeval_multiutt.audio_model import AudioConfig
+        from vpeval_multiutt.training import EpochRecord, History
 
         self.context.apply_threads()
         folder = Path(folder)
@@ -670,6 +691,9 @@ class MultiUttAttacker(Attacker):
                 f"{self.name}: {folder} has no {CONFIG}; give the folder a trained multiutt attacker saved."
             )
         config = json.loads((folder / CONFIG).read_text())
+        history = folder / HISTORY  # folders saved before the history was kept have none: no curve
+        records = json.loads(history.read_text()) if history.is_file() else []
+        self.history = History([EpochRecord(**record) for record in records])
         if config.get("system") != self.system:
             raise ConfigError(
                 f"{self.name}: the model in {folder} is system {config.get('system')!r}, but the parameters ask for "

@@ -4,6 +4,7 @@ and the grouping of waveforms into batches."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,6 +24,15 @@ class TorchFrontend(Frontend):
     def __init__(self, params=None, context=None):
         super().__init__(params, context)
         self._model: Any = None
+
+    @classmethod
+    def missing_paths(cls, params) -> list[str]:
+        """The local checkpoint folders the params name exist (`vpeval validate` names each missing one)."""
+        return [
+            f"the {cls.name} frontend's {field} folder {folder} does not exist; give the local model folder."
+            for field in ("weights", "feature_weights")
+            if (folder := getattr(params, field, None)) is not None and not Path(folder).is_dir()
+        ]
 
     def _load(self) -> Any:
         """Build the model from params.config (random weights) or params.weights (a local folder)."""
