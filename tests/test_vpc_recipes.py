@@ -3,7 +3,9 @@ written in the toolkit's layout: data/ from the small real recordings (vpeval.te
 "submission", exp/ with tiny random-weight SpeechBrain folders where the recipes look for the released models
 (vpeval_speechbrain.tiny, vpeval_speech.tiny). The numbers mean nothing; the wiring is what is tested: the
 CLI validates the file with the user's variables, and a run writes the toolkit-style results_vpc.txt with the
-lazy-informed (O-O, O-A) and semi-informed (A-A) rows per dataset and gender, and WER."""
+lazy-informed (O-O, O-A) and semi-informed (A-A) rows per dataset and gender, WER, and UAR where IEMOCAP
+folders are given (UTILITY=true; with UTILITY=false the uar metric is switched off, not failing). The runs
+are slow (about a minute each on 2 busy cores); validation stays in the default run."""
 
 from __future__ import annotations
 
@@ -87,6 +89,35 @@ def test_vpc2026_track1_validates_on_a_tiny_asv_ssl_root(ssl_root):
     assert missing.exit_code == 2 and "WavLM-Large.pt" in missing.output, missing.output
 
 
+EMOTIONS = ("neu", "ang", "hap", "sad")  # utt2emo labels as VPC's IEMOCAP folders and the classifiers use them
+
+
+def with_iemocap(vpc_root: Path, root: Path, suffix: str = "_fast") -> Path:
+    """A copy of the VPC root with IEMOCAP_dev / IEMOCAP_test (and their anonymized copies) in VPC's layout:
+    utt2emo, spk2fold (two folds), text. The speech is libri_{dev,test}_trials_mixed's under new utterance
+    and speaker ids (a stand-in: the tiny classifiers' predictions mean nothing); exp/ is the same."""
+    import shutil
+
+    shutil.copytree(vpc_root / "data", root / "data")
+    (root / "exp").symlink_to(vpc_root / "exp", target_is_directory=True)
+    for source, target in (("libri_dev_trials_mixed", "IEMOCAP_dev"), ("libri_test_trials_mixed", "IEMOCAP_test")):
+        speakers = sorted({line.split()[1] for line in (root / "data" / source / "utt2spk").read_text().splitlines()})
+        for copy in ("", suffix):
+            src, dst = root / "data" / (source + copy), root / "data" / (target + copy)
+            dst.mkdir()
+            for name in ("wav.scp", "utt2spk", "text"):
+                lines = [line.split(maxsplit=1) for line in (src / name).read_text().splitlines()]
+                if name == "utt2spk":
+                    lines = [[u, f"Ses_{s}"] for u, s in lines]
+                (dst / name).write_text("".join(f"iemo_{u} {v}\n" for u, v in lines))
+            genders = [line.split() for line in (src / "spk2gender").read_text().splitlines()]
+            (dst / "spk2gender").write_text("".join(f"Ses_{s} {g}\n" for s, g in genders))
+            utts = [line.split()[0] for line in (src / "utt2spk").read_text().splitlines()]
+            (dst / "utt2emo").write_text("".join(f"iemo_{u} {EMOTIONS[i % 4]}\n" for i, u in enumerate(utts)))
+            (dst / "spk2fold").write_text("".join(f"Ses_{s} {1 + i % 2}\n" for i, s in enumerate(speakers)))
+    return root
+
+
 def _rows(text: str, block: str) -> list[list[str]]:
     """The data lines of one `---- ... ----` block of results_vpc.txt, split into cells (index dropped)."""
     parts = re.split(r"^(---- .* ----)$", text, flags=re.M)
@@ -99,10 +130,15 @@ def _rows(text: str, block: str) -> list[list[str]]:
 @pytest.mark.slow
 def test_vpc2024_runs_end_to_end(vpc_root, tmp_path):
     """The whole 2024 evaluation on CPU: lazy-informed asv_eval (O-O, O-A), the semi-informed asv_anon trained
-    on the anonymized train-clean-360 (A-A), EER per libri dev/test x f/m, and WER."""
+    on the anonymized train-clean-360 (A-A), EER per libri dev/test x f/m, WER, and (UTILITY=true, IEMOCAP
+    folders added) UAR from the per-fold SER models."""
+    root = with_iemocap(vpc_root, tmp_path / "vpc")
     out = tmp_path / "run"
+    utility = [a if a != "UTILITY=false" else "UTILITY=true" for a in FAST]
+    ok = cli("validate", str(VPC2024), "--var", f"VPC_ROOT={root}", *utility)
+    assert ok.exit_code == 0, ok.output
     result = cli(
-        "--experiment", str(VPC2024), "--var", f"VPC_ROOT={vpc_root}", *FAST,
+        "--experiment", str(VPC2024), "--var", f"VPC_ROOT={root}", *utility,
         "--cache", str(tmp_path / "cache"), "--output", str(out), "-q",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -119,7 +155,8 @@ def test_vpc2024_runs_end_to_end(vpc_root, tmp_path):
     assert all(0.0 <= float(r[-1]) <= 100.0 for r in lazy + semi)
     wer = _rows(text, "WER")
     assert {r[2] for r in wer} == {"original", "anon"} and all(float(r[-1]) >= 0 for r in wer), text
-    assert "UAR" not in text  # UTILITY=false: uar switched off, not failed
+    uar = _rows(text, "UAR")
+    assert {r[2] for r in uar} == {"original", "anon"} and all(0 <= float(r[-1]) <= 100 for r in uar), text
 
 
 @pytest.mark.slow
@@ -132,6 +169,7 @@ def test_vpc2026_track1_runs_end_to_end(ssl_root, tmp_path):
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     text = (out / "results_vpc.txt").read_text()
+    assert "UAR" not in text  # UTILITY=false: uar switched off, not failed
     lazy, semi = {("original", "original"), ("original", "anon")}, {("anon", "anon")}
     for block, sides in (("asv_ssl", lazy), ("asv_anon", semi)):
         rows = _rows(text, block)
