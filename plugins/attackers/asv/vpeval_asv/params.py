@@ -122,7 +122,7 @@ class AsvParams(Params):
         ge=0,
         le=64,
         description="Processes reading training crops from disk (torch DataLoader workers); 0 reads them in "
-        "the training process; null: the run's workers, at most 8.",
+        "the training process; null: 4 on a GPU, 0 on the CPU (where workers only compete with training).",
     )
 
     @model_validator(mode="after")
