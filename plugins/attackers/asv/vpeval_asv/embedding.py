@@ -24,10 +24,11 @@ from vpeval_torch.fbank import FbankFeatures
 
 MIN_SAMPLES = 400  # one 25 ms window at 16 kHz: shorter input is zero-padded to it
 HOP = 160  # speechbrain Fbank's 10 ms hop: frames = 1 + samples // HOP
-# Frames (10 ms each) of one packed batch when the parameters leave it open. On a CPU a batch of about
-# 40 s of speech keeps a layer's activations in the caches (faster than bigger batches, measured with
-# benchmarks/batching.py); a GPU wants large batches (200000 frames: 2 GB of ECAPA activations).
-DEFAULT_BATCH_FRAMES = {"cpu": 4000, "cuda": 200_000}
+# Frames (10 ms each) of one packed batch when the parameters leave it open. On a CPU about 80 s of
+# speech per batch measured fastest for ECAPA 128/384 (benchmarks/batching.py: 2000, 4000 and 100000
+# frames were slower; bigger batches leave the caches); a GPU wants large batches (200000 frames:
+# about 2 GB of ECAPA activations).
+DEFAULT_BATCH_FRAMES = {"cpu": 8000, "cuda": 200_000}
 
 
 class Embedder:

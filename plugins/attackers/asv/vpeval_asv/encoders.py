@@ -41,7 +41,7 @@ class CheckpointParams(Params):
         None,
         ge=100,
         le=100_000_000,
-        description="Most feature frames (10 ms each) in one batch; null: 4000 on a CPU, 200000 on a GPU.",
+        description="Most feature frames (10 ms each) in one batch; null: 8000 on a CPU, 200000 on a GPU.",
     )
 
 

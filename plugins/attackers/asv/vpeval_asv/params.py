@@ -109,7 +109,7 @@ class AsvParams(Params):
         ge=100,
         le=100_000_000,
         description="Most feature frames (10 ms each) in one embedding batch, bounding its memory; "
-        "null: 4000 on a CPU (fastest there), 200000 on a GPU.",
+        "null: 8000 on a CPU (fastest there), 200000 on a GPU.",
     )
     audio_cache_mb: int = Field(
         2048,
