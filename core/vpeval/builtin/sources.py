@@ -31,17 +31,6 @@ class ManifestCorpus(CorpusSource):
             None, description="Folder that relative audio paths start from (default: the manifest's folder)."
         )
 
-    @classmethod
-    def missing_paths(cls, params: Params) -> list[str]:
-        missing = []
-        if not Path(params.path).is_file():
-            missing.append(f"the manifest {params.path} does not exist; set the manifest corpus's `path` to its file.")
-        if params.root is not None and not Path(params.root).is_dir():
-            missing.append(
-                f"the audio folder {params.root} does not exist; set `root` to the folder audio paths start from."
-            )
-        return missing
-
     def load(self) -> Corpus:
         corpus = read_manifest(self.params.path, root=self.params.root)
         corpus.fingerprint = corpus_fingerprint(corpus, _fingerprint_cache(self.context))
