@@ -11,7 +11,8 @@ largest of the process and its workers, ru_maxrss). Stages, each through the pub
     anonymize  mcadams (VPC 2024 B2) on every utterance, written as wav, with the run's workers
     embed      ecapa 512/1536 (random weights: speed does not depend on them) on every utterance through
                represent_many, with a content cache as in a run
-    score      every trial side represented (embeddings read back from a content cache) and scored
+    score      every distinct trial side represented and scored (Runner._score_trials), by the ecapa
+               attacker that embedded the utterances just before (outside the measured section)
     metrics    eer, min-dcf, cllr, min-cllr, linkability (with their speaker-level bootstrap intervals)
     report     results.json, results.csv, report.md, score files and the evaluation data folder
 
@@ -183,10 +184,10 @@ def stage_embed(root: Path, size: int, workers: int, **_) -> dict:
 
 
 def stage_score(root: Path, size: int, workers: int, **_) -> dict:
-    """As the runner's _score_trials: distinct sides represented once, embeddings read back from the content
-    cache, then scored. The cache is filled first, outside the measured section, by a small ECAPA of the same
-    embedding size (192): scoring's cost depends on the vectors' size only, and the full ECAPA would need
-    an hour of CPU at 16x."""
+    """As the runner's _score_trials: distinct sides represented once, then scored. The utterances are
+    embedded first, outside the measured section, by a small ECAPA of the same embedding size (192) and
+    the same attacker object (so the section finds them in its memory, as in a run after embedding):
+    scoring's cost depends on the vectors' size only, and the full ECAPA would need an hour of CPU at 16x."""
     import numpy as np
 
     from vpeval.types import Scores
@@ -196,9 +197,9 @@ def stage_score(root: Path, size: int, workers: int, **_) -> dict:
         plan = pickle.load(f)
     context = _context(root, size, workers, work / "cache-small")
     attacker = _ecapa(context, root / "ecapa-small-random", SMALL_ECAPA)
-    if not (work / "cache-small" / "filled").is_file():
-        attacker.represent_many([[u] for u in plan.evaluation.utterances])
-        (work / "cache-small" / "filled").write_text("")
+    # Outside the measured section: computes what the cache lacks (all of it the first time, or after a code
+    # change retired the extractor's identity), else only reads it back.
+    attacker.represent_many([[u] for u in plan.evaluation.utterances])
     corpus = plan.evaluation
     score_sets = []
     with Section() as s:
