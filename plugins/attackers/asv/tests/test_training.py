@@ -99,6 +99,10 @@ def test_save_load_gives_identical_vectors_and_uses_weights_only(trained, heldou
     assert set(torch.load(folder / "embedding_model.pt", weights_only=True)) == set(
         attacker.embedder.model.state_dict()
     )
+    # the report's training curve: every epoch with loss and validation EER, the same after loading
+    curve = attacker.training_curve()
+    assert curve and all({"epoch", "loss", "validation_eer", "selected"} <= set(e) for e in curve)
+    assert sum(e["selected"] for e in curve) <= 1 and restored.training_curve() == curve
 
 
 def test_side_is_the_mean_of_normalised_utterance_embeddings(trained, heldout):

@@ -35,6 +35,7 @@ class AsvAttacker(Attacker):
         self._embedder = None
         self._backend = None
         self.training_result = None
+        self._stored_curve: list[dict] = []  # the epochs of a model read back from the cache (history.json)
         self._start_folder: Path | None = None
 
     # -- model ----------------------------------------------------------------------------
@@ -171,13 +172,22 @@ class AsvAttacker(Attacker):
 
     def load(self, folder: Path) -> None:
         from vpeval_asv.backends import Backend
-        from vpeval_asv.checkpoint import load_backend, load_weights
+        from vpeval_asv.checkpoint import HISTORY, load_backend, load_weights
 
         self.context.apply_threads()
         config, model = load_weights(folder, f"{self.name} cache folder", expected=self.model_config)
         self._embedder = self._embedder_of(config, model)
         arrays = load_backend(Path(folder))
         self._backend = Backend.from_arrays(arrays) if arrays is not None else Backend("cosine")
+        history = Path(folder) / HISTORY
+        self._stored_curve = _curve(json.loads(history.read_text())) if history.is_file() else []
+
+    def training_curve(self) -> list[dict]:
+        """Epochs with loss and validation EER, the kept one marked: after `train`, or as the cache stored them."""
+        if self.training_result is None:
+            return list(self._stored_curve)
+        r = self.training_result
+        return _curve({"best_epoch": r.best_epoch, "epochs": [asdict(e) for e in r.history]})
 
     # -- trials ---------------------------------------------------------------------------
 
@@ -229,3 +239,8 @@ class XvectorAttacker(AsvAttacker):
     name: ClassVar[str] = "xvector"
     architecture: ClassVar[str] = "xvector"
     Params: ClassVar[type[XvectorParams]] = XvectorParams
+
+
+def _curve(history: dict) -> list[dict]:
+    best = history.get("best_epoch")
+    return [{**epoch, "selected": epoch.get("epoch") == best} for epoch in history.get("epochs", [])]

@@ -64,6 +64,8 @@ def test_save_load_round_trip_uses_weights_only(trained, heldout, tmp_path, monk
     sides = [heldout.utterances[:3], heldout.utterances[3:4]]
     np.testing.assert_allclose(restored.represent_many(sides), attacker.represent_many(sides), rtol=1e-5, atol=1e-6)
     assert restored.stages_done == ["I"] and (folder / "history.json").is_file()
+    curve = attacker.training_curve()  # the report's training curve: stage I's epochs and losses
+    assert curve and {e["stage"] for e in curve} == {"I"} and restored.training_curve() == curve
 
 
 @pytest.mark.filterwarnings("ignore:Detected pickle protocol")  # torch's note on the hostile file itself

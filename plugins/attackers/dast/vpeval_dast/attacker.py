@@ -38,6 +38,7 @@ class DastAttacker(Attacker):
         self._start_folder: Path | None = None
         self.stages_done: list[str] = []
         self.stage_records: list = []
+        self._stored_records: list[dict] = []  # the stages of a model read back from the cache (history.json)
         self._snapshots: dict[str, tuple[dict, list[str]]] = {}
 
     # -- experiment validation --------------------------------------------------------------
@@ -232,12 +233,23 @@ class DastAttacker(Attacker):
             (folder / HISTORY).write_text(json.dumps([asdict(r) for r in self.stage_records], indent=2))
 
     def load(self, folder: Path) -> None:
-        from vpeval_dast.checkpoint import load_into
+        from vpeval_dast.checkpoint import HISTORY, load_into
 
         self.context.apply_threads()
         self._embedder = self._new_embedder()
         self.stages_done = load_into(self._embedder.network, folder, f"{self.name} cache folder")
         self._embedder.network.eval()
+        history = Path(folder) / HISTORY
+        self._stored_records = json.loads(history.read_text()) if history.is_file() else []
+
+    def training_curve(self) -> list[dict]:
+        """Each stage's epochs with their loss (DAST keeps no validation EER): after `train`, or as stored."""
+        records = [asdict(r) for r in self.stage_records] or self._stored_records
+        return [
+            {"stage": r["stage"], "epoch": i + 1, "loss": loss}
+            for r in records
+            for i, loss in enumerate(r.get("losses", []))
+        ]
 
     # -- trials -----------------------------------------------------------------------------
 
