@@ -99,6 +99,8 @@ def test_checkpoint_round_trip_with_weights_only(split, trained, encoder, fronte
     restored.load(tmp_path / "state")
     side = split[1].utterances[:3]
     np.testing.assert_allclose(restored.represent(side), trained.represent(side), rtol=1e-5, atol=1e-6)
+    curve = trained.training_curve()  # the report's training curve: stages A and B, epochs with their loss
+    assert curve and {e["stage"] for e in curve} == {"A", "B"} and restored.training_curve() == curve
 
 
 @pytest.mark.parametrize("rate, frames", [(13.0, 39), (12.5, 38), (25.0, 75)])

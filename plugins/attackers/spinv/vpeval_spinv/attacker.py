@@ -385,6 +385,15 @@ class SpInv(Attacker):
 
     # -- state ----------------------------------------------------------------------------------
 
+    def training_curve(self) -> list[dict]:
+        """Each stage's epochs with the total loss. Its validation is a cosine similarity to the target
+        (higher is better), not an EER, so the under-training alarm does not read it; the details keep it."""
+        return [
+            {"stage": e.get("stage"), "epoch": int(e.get("epoch", 0)) + 1, "loss": e.get("total"),
+             "validation_cosine": e.get("validation")}
+            for e in self.history
+        ]  # fmt: skip
+
     def save(self, folder: Path) -> None:
         import torch
 
