@@ -375,8 +375,8 @@ class Runner:
         lock = self.cache.lock("data", self.cache.key("data", {"corpus": self.exp.corpus.identity()}))
         with lock, observing_files() as stamps:
             corpus = source.load()
-            if not corpus.fingerprint:  # before the scan fills in rates and durations: declared values only
-                corpus.fingerprint = corpus_fingerprint(corpus, self.cache.root / "fingerprints")
+            # A corpus without a fingerprint gets it from the scan, of its declared values: each file is then
+            # read from disk once (hashed just before it is decoded), not twice (BENCHMARKS.md "Scale").
             corpus, skipped = scan_corpus(corpus, data.on_bad_audio, self.cache.root / "fingerprints")
             for u in corpus.utterances:
                 if (path := os.path.abspath(u.path)) not in stamps and (stamp := file_stamp(path)) is not None:
