@@ -196,7 +196,7 @@ class AsvAttacker(Attacker):
 
     def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:
         """Each side's mean length-normalised embedding [S, D]; every distinct utterance is embedded once."""
-        from vpeval_asv.embedding import length_normalise
+        from vpeval_asv.embedding import _key, length_normalise
 
         self.context.apply_threads()
         for side in sides:
@@ -205,9 +205,14 @@ class AsvAttacker(Attacker):
                     f"A trial side given to the {self.name} attacker has no utterances; check the trial list."
                 )
         flat = [u for side in sides for u in side]
-        embeddings = length_normalise(
-            self.embedder.embed_utterances(flat, description=f"{self.name}: embed", context=self.context)
+        # Each distinct utterance normalised once, then gathered per side: at VoicePrivacy size the sides hold
+        # several times more utterances than there are distinct ones (BENCHMARKS.md "Scale", the score stage).
+        distinct = list({_key(u): u for u in flat}.values())
+        vectors = length_normalise(
+            self.embedder.embed_utterances(distinct, description=f"{self.name}: embed", context=self.context)
         )
+        row = {_key(u): i for i, u in enumerate(distinct)}
+        embeddings = vectors[np.fromiter((row[_key(u)] for u in flat), dtype=np.int64, count=len(flat))]
         out = np.empty((len(sides), embeddings.shape[1]), dtype=np.float64)
         start = 0
         for i, side in enumerate(sides):
