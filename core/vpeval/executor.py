@@ -120,6 +120,7 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
     nothing half-written (as with kill -9, which the workers must survive anyway).
     """
     processes = list((getattr(pool, "_processes", None) or {}).values())  # private, but the only handle on them
+    manager = getattr(pool, "_executor_manager_thread", None)  # shutdown forgets it; the exit hook does not
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         if process.is_alive():
@@ -127,6 +128,13 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
     for process in processes:
         process.join()
     pool.shutdown(wait=True)
+    # Python 3.11's exit hook wakes every pool's manager thread it still lists, and the wake-up pipe of a pool
+    # ended this way may already be closed: "Exception ignored ... Bad file descriptor" after the run's own
+    # message. The thread has ended (shutdown waited), so it needs no wake-up.
+    from concurrent.futures import process as pool_module
+
+    if manager is not None and not manager.is_alive():
+        getattr(pool_module, "_threads_wakeups", {}).pop(manager, None)
 
 
 class LocalExecutor:
