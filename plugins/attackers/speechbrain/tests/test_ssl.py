@@ -26,6 +26,7 @@ from vpeval.build import validate_params
 from vpeval.errors import ConfigError, MissingModelError
 from vpeval.plugins import get_plugin_manager, plugin_context
 from vpeval_speechbrain.ssl import resample_frames
+from vpeval_speechbrain.tiny import write_tiny_wavlm
 
 WIDTH, LAYERS, CHANNELS = 16, 3, [16, 16, 16, 16, 48]
 
@@ -92,26 +93,10 @@ class VpcEcapaSsl(torch.nn.Module):  # ECAPA_TDNN_test with the toolkit's struct
 
 
 def _tiny_wavlm(folder):
-    from transformers import WavLMConfig, WavLMModel
+    """The package's tiny WavLM writer (the same random model), read back for the reference forward."""
+    from transformers import WavLMModel
 
-    config = WavLMConfig(
-        hidden_size=WIDTH,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        intermediate_size=64,
-        conv_dim=[16] * 7,
-        num_conv_pos_embeddings=8,
-        num_conv_pos_embedding_groups=4,
-        num_buckets=32,
-        max_bucket_distance=64,
-        feat_extract_norm="group",
-        do_stable_layer_norm=False,
-    )
-    torch.manual_seed(0)
-    model = WavLMModel(config).eval()
-    model.save_pretrained(folder)
-    (folder / "preprocessor_config.json").write_text(json.dumps({"do_normalize": False, "sampling_rate": 16000}))
-    return model
+    return WavLMModel.from_pretrained(write_tiny_wavlm(folder, WIDTH, LAYERS)).eval()
 
 
 @pytest.fixture
