@@ -42,8 +42,22 @@ def tasks_by_value(request):
 
 
 @pytest.fixture
-def executor(cluster):
-    """Makes dask executors on the session's cluster and closes their clients after the test."""
+def own_cluster():
+    """A LocalCluster of 2 worker processes for one test that kills every worker (the session's cluster
+    stays whole for the others)."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local:
+        with Client(local.scheduler_address) as client:
+            client.wait_for_workers(2, timeout=60)
+        yield local
+
+
+def executors_on(cluster):
+    """Makes dask executors on `cluster`; after the test, closes their clients and waits until the
+    cluster has its 2 workers again (a test that killed one leaves the next test a whole cluster)."""
+    from distributed import Client
+
     from vpeval.api import PluginContext
     from vpeval_dask.executor import DaskExecutor
 
@@ -62,3 +76,17 @@ def executor(cluster):
     yield make
     for dask in made:
         dask.close()
+    with Client(cluster.scheduler_address) as client:
+        client.wait_for_workers(2, timeout=60)
+
+
+@pytest.fixture
+def executor(cluster):
+    """Dask executors on the session's cluster."""
+    yield from executors_on(cluster)
+
+
+@pytest.fixture
+def own_executor(own_cluster):
+    """Dask executors on a cluster of this test's own."""
+    yield from executors_on(own_cluster)

@@ -14,10 +14,12 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 from vpeval.api import PluginContext
 from vpeval.config import load_experiment_text
+from vpeval.errors import PluginError
 from vpeval.run.runner import Runner
 
 EXPERIMENT = """\
@@ -135,7 +137,7 @@ def test_a_worker_killed_mid_map_is_replaced_and_every_result_is_right(tmp_path,
     assert marker.exists(), "the first attempt at item 5 did not run (nothing was killed)"
 
 
-def test_a_map_whose_every_worker_died_sends_its_function_again(tmp_path, executor):
+def test_a_map_whose_every_worker_died_sends_its_function_again(tmp_path, own_executor):
     """Both workers die at once on their first item: the scattered function dies with them (Dask cannot
     recompute scattered data), so the executor scatters it again for the batches not yet done."""
     here = os.getpid()
@@ -147,9 +149,27 @@ def test_a_map_whose_every_worker_died_sends_its_function_again(tmp_path, execut
             os._exit(1)
         return -x
 
-    context = PluginContext(executor=executor(tmp_path, batch=1))
+    context = PluginContext(executor=own_executor(tmp_path, batch=1))
     assert context.map(die_once_per_item, list(range(6)), "all died") == [-x for x in range(6)]
     assert len({p.name.split("-")[1] for p in tmp_path.glob("died-*")}) == 2, "two worker processes died"
+
+
+def test_a_function_that_kills_every_worker_is_one_sentence_after_its_retries(tmp_path, own_executor):
+    """Rounds that lose the function before finishing a batch count against retries; the last one ends
+    the map with one sentence (not an endless loop of restarted workers)."""
+    here = os.getpid()
+
+    def always_die(x):
+        if os.getpid() != here:
+            (tmp_path / f"died-{os.getpid()}").touch()
+            os._exit(1)
+        return x
+
+    context = PluginContext(executor=own_executor(tmp_path, batch=1, retries=1))
+    with pytest.raises(
+        PluginError, match=r"every worker holding its function died 2 times in a row before finishing a batch; check"
+    ):
+        context.map(always_die, list(range(4)), "doomed")
 
 
 def test_a_context_sent_to_a_worker_leaves_the_runs_parts_here(tmp_path):

@@ -197,19 +197,25 @@ class DaskExecutor(Executor):
         size = self.params.batch
         pending = dict(enumerate(items[i : i + size] for i in range(0, len(items), size)))
         stage = "".join(c if c.isalnum() or c in "-_." else "-" for c in (description or "map"))[:60]
-        for _ in range(self.params.retries + 1):
+        losses = 0  # rounds in a row that lost the function before finishing a batch
+        while True:
+            unfinished = len(pending)
             lost = yield from self._run_batches(function, pending, stage)
             if not lost:
                 return
+            # a round that finished batches before its workers died made progress: only rounds in a row that
+            # finish nothing count against retries (workers restarting slowly can lose a round or two)
+            losses = losses + 1 if len(pending) == unfinished else 1
+            if losses > self.params.retries:
+                raise PluginError(
+                    f"executor dask: {description or 'a map stage'}: every worker holding its function died "
+                    f"{losses} times in a row before finishing a batch; check the workers' memory and logs."
+                )
             self.context.log.warning(
                 "dask: %s: every worker holding its function died; sending it again for the %d unfinished batch(es)",
                 description or "a map stage",
                 len(pending),
             )
-        raise PluginError(
-            f"executor dask: {description or 'a map stage'}: every worker holding its function died "
-            f"{self.params.retries + 1} times; check the workers' memory and logs."
-        )
 
     def _run_batches(self, function: PickledFunction, pending: dict[int, list[Any]], stage: str):
         """Yields the results of the pending batches (removing each once yielded); returns True when the
