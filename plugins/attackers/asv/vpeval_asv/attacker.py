@@ -17,6 +17,7 @@ import numpy as np
 
 from vpeval.api import Attacker
 from vpeval.errors import DataError
+from vpeval.sides import distinct_utterances, require_utterances, side_means
 from vpeval.types import TrainingData, Utterance
 from vpeval_asv.params import AsvParams, EcapaParams, XvectorParams
 
@@ -196,29 +197,15 @@ class AsvAttacker(Attacker):
 
     def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:
         """Each side's mean length-normalised embedding [S, D]; every distinct utterance is embedded once."""
-        from vpeval_asv.embedding import _key, length_normalise
+        from vpeval_asv.embedding import length_normalise
 
         self.context.apply_threads()
-        for side in sides:
-            if len(side) == 0:
-                raise DataError(
-                    f"A trial side given to the {self.name} attacker has no utterances; check the trial list."
-                )
-        flat = [u for side in sides for u in side]
-        # Each distinct utterance normalised once, then gathered per side: at VoicePrivacy size the sides hold
-        # several times more utterances than there are distinct ones (BENCHMARKS.md "Scale", the score stage).
-        distinct = list({_key(u): u for u in flat}.values())
+        require_utterances(sides, self.name)
+        distinct = distinct_utterances(sides)  # each normalised once, then gathered per side
         vectors = length_normalise(
             self.embedder.embed_utterances(distinct, description=f"{self.name}: embed", context=self.context)
         )
-        row = {_key(u): i for i, u in enumerate(distinct)}
-        embeddings = vectors[np.fromiter((row[_key(u)] for u in flat), dtype=np.int64, count=len(flat))]
-        out = np.empty((len(sides), embeddings.shape[1]), dtype=np.float64)
-        start = 0
-        for i, side in enumerate(sides):
-            out[i] = embeddings[start : start + len(side)].mean(axis=0)
-            start += len(side)
-        return out
+        return side_means(sides, distinct, vectors)
 
     def score(self, enroll: np.ndarray, test: np.ndarray) -> np.ndarray:
         from vpeval_asv.backends import Backend

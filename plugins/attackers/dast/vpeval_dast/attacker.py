@@ -16,6 +16,7 @@ import numpy as np
 
 from vpeval.api import Attacker
 from vpeval.errors import DataError
+from vpeval.sides import require_utterances
 from vpeval.types import TrainingData, Utterance
 from vpeval_dast.params import DastParams
 
@@ -261,8 +262,7 @@ class DastAttacker(Attacker):
         from vpeval_dast.embedding import length_normalise
 
         self.context.apply_threads()
-        if any(len(side) == 0 for side in sides):
-            raise DataError(f"A trial side given to the {self.name} attacker has no utterances; check the trial list.")
+        require_utterances(sides, self.name)
         flat = [u for side in sides for u in side]
         embeddings = length_normalise(self.embedder.embed_utterances(flat, self.context, f"{self.name}: embed"))
         bounds = np.cumsum([0, *(len(side) for side in sides)])

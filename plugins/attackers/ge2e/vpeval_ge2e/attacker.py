@@ -11,7 +11,7 @@ import numpy as np
 from vpeval.api import Attacker
 from vpeval.content_cache import ContentCache, cached_map, identity_digest, source_digest
 from vpeval.data.fingerprint import file_stamp
-from vpeval.errors import DataError
+from vpeval.sides import distinct_utterances, require_utterances, side_means, utterance_key
 from vpeval.types import TrainingData, Utterance
 from vpeval_ge2e.encoder import Ge2eEncoder, Ge2eParams
 
@@ -44,12 +44,8 @@ class Ge2eAttacker(Attacker):
 
     def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:
         """Mean d-vector per side [S, 256]; each distinct utterance (by path) is embedded once per run."""
-        for side in sides:
-            if len(side) == 0:
-                raise DataError(
-                    f"A trial side given to the {self.name} attacker has no utterances; check the trial list."
-                )
-        todo = list({_key(u): u for side in sides for u in side if _key(u) not in self._cache}.values())
+        require_utterances(sides, self.name)
+        todo = distinct_utterances(sides, known=self._cache)
         if todo:
             self.encoder.prepare()  # load once, before the workers fork
             if self.context.on_gpu:  # batched in this process: CUDA does not survive a fork
@@ -63,8 +59,9 @@ class Ge2eAttacker(Attacker):
                     f"{self.name}: embed",
                 )
             for u, vector in zip(todo, vectors):
-                self._cache[_key(u)] = vector
-        return np.stack([np.mean([self._cache[_key(u)] for u in side], axis=0) for side in sides]).astype(np.float64)
+                self._cache[utterance_key(u)] = vector
+        distinct = distinct_utterances(sides)
+        return side_means(sides, distinct, np.stack([self._cache[utterance_key(u)] for u in distinct]))
 
     def _embed_batched(self, utterances: list[Utterance]) -> list[np.ndarray]:
         """embed_batch over the utterances the content cache lacks, a few hundred partial windows at a time."""
@@ -97,7 +94,3 @@ class Ge2eAttacker(Attacker):
             self.params.model_dump_json(exclude={"batch_partials"}),  # batching does not change a d-vector
             *([numerics] if numerics else []),
         )
-
-
-def _key(u: Utterance) -> tuple[str, int | None]:
-    return (u.path, u.channel)

@@ -18,6 +18,7 @@ import numpy as np
 
 from vpeval.api import Attacker
 from vpeval.errors import ConfigError, DataError, MissingModelError
+from vpeval.sides import require_utterances
 from vpeval.types import Corpus, TrainingData, Utterance
 from vpeval_multiutt.memory_cache import MemoryCache
 from vpeval_multiutt.params import MultiUttParams
@@ -521,11 +522,7 @@ class MultiUttAttacker(Attacker):
     def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:
         self.context.apply_threads()
         self._check_ready()
-        for side in sides:
-            if len(side) == 0:
-                raise DataError(
-                    f"A trial side given to the {self.name} attacker has no utterances; check the trial list."
-                )
+        require_utterances(sides, self.name)
         return self._represent_sides(sides, lambda a, side: a.strategy.side(a, side), "represent")
 
     def _represent_sides(self, sides: Sequence[Sequence[Utterance]], side_vector, what: str) -> np.ndarray:

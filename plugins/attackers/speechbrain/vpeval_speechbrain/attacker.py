@@ -17,7 +17,8 @@ from typing import ClassVar
 import numpy as np
 
 from vpeval.api import Attacker
-from vpeval.errors import ConfigError, DataError
+from vpeval.errors import ConfigError
+from vpeval.sides import distinct_utterances, require_utterances, side_means, utterance_key
 from vpeval.types import TrainingData, Utterance
 from vpeval_speechbrain.params import SpeechBrainParams, SpeechBrainTrainParams
 
@@ -58,16 +59,14 @@ class SpeechBrainAttacker(Attacker):
 
     def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:
         """Mean embedding per side [S, D]; each distinct utterance is embedded once per attacker."""
-        for side in sides:
-            if len(side) == 0:
-                raise DataError(
-                    f"A trial side given to the {self.name} attacker has no utterances; check the trial list."
-                )
-        todo = list({_key(u): u for side in sides for u in side if _key(u) not in self._cache}.values())
+        require_utterances(sides, self.name)
+        todo = distinct_utterances(sides, known=self._cache)
         if todo:
             for u, vector in zip(todo, self.folder.embed_utterances(todo, f"{self.name}: embed")):
-                self._cache[_key(u)] = vector
-        return np.stack([np.mean([self._cache[_key(u)].astype(np.float64) for u in side], axis=0) for side in sides])
+                self._cache[utterance_key(u)] = vector
+        distinct = distinct_utterances(sides)
+        vectors = np.stack([self._cache[utterance_key(u)] for u in distinct])
+        return side_means(sides, distinct, vectors, accumulate=np.float64)
 
 
 class SpeechBrainTrainAttacker(SpeechBrainAttacker):
@@ -129,7 +128,3 @@ class SpeechBrainTrainAttacker(SpeechBrainAttacker):
     def _use(self, folder: Path) -> None:
         self.folder.use_folder(folder)
         self._cache.clear()
-
-
-def _key(u: Utterance) -> tuple[str, int | None]:
-    return (u.path, u.channel)
