@@ -89,3 +89,25 @@ def test_worker_processes_give_the_same_batches(sizes, tmp_path, tiny):
     assert _crops(sizes[0], tmp_path / "c", tiny, loader_workers=None)[0].workers == 0  # the CPU's default
     for (a, _, la), (b, _, lb) in zip(in_process.batches(1, 4, 7), workers.batches(1, 4, 7), strict=True):
         assert np.array_equal(a.numpy(), b.numpy()) and np.array_equal(la.numpy(), lb.numpy())
+
+
+def test_a_crop_with_ssl_states_is_a_writable_copy_of_its_memory_mapped_frames(tmp_path, sizes):
+    """The SSL frames come from a read-only memory map: the item must copy them (torch warns on, and a
+    collated batch would alias, a non-writable array), with the file's values."""
+    import warnings
+
+    from vpeval_dast.training_data import CropsWithStates
+    from vpeval_torch.crops import crop_items
+
+    utterance = sizes[0].utterances[0]
+    (item,) = crop_items([utterance], [0])
+    hop = 320
+    states = np.random.default_rng(0).standard_normal((3, item.frames // hop + 1, 4)).astype(np.float16)
+    np.save(tmp_path / "states.npy", states)
+    dataset = CropsWithStates([item], [str(tmp_path / "states.npy")], 0.5, hop, seed=0, epoch=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        wave, frames, label = dataset[0]
+    first = int(np.random.default_rng([0, 0, 0]).integers(0, item.frames - 8000 + 1)) // hop
+    assert frames.numpy().flags.writeable and wave.numpy().flags.writeable and label == 0
+    assert np.array_equal(frames.numpy(), states[:, first : first + 8000 // hop])

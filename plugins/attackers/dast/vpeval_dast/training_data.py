@@ -135,4 +135,6 @@ class CropsWithStates(torch.utils.data.Dataset):
             if item.sample_rate != SAMPLE_RATE and audio.size:
                 audio = soxr.resample(audio, item.sample_rate, SAMPLE_RATE, quality="HQ").astype(np.float32)
             wave, frames = random_crop_with_frames(audio, np.asarray(hidden), crop, self.hop, rng)
-        return torch.from_numpy(np.ascontiguousarray(wave)), torch.from_numpy(np.ascontiguousarray(frames)), item.label
+        # copies: the frames are a slice of a read-only memory map, which torch must not wrap (it warns, and
+        # a batch collated from it would alias the file's pages)
+        return torch.from_numpy(np.array(wave, order="C")), torch.from_numpy(np.array(frames, order="C")), item.label
