@@ -50,14 +50,19 @@ def side_means(
     The mean is taken in `accumulate` (default: the vectors' own dtype), so an attacker that averaged
     float32 vectors in float32 keeps its numbers."""
     row = {utterance_key(u): i for i, u in enumerate(distinct)}
-    count = sum(len(side) for side in sides)
-    rows = np.fromiter((row[utterance_key(u)] for side in sides for u in side), dtype=np.int64, count=count)
-    gathered = vectors[rows]
-    if accumulate is not None:
-        gathered = gathered.astype(accumulate, copy=False)
+    lengths = np.fromiter((len(side) for side in sides), dtype=np.int64, count=len(sides))
+    rows = np.fromiter(
+        (row[utterance_key(u)] for side in sides for u in side), dtype=np.int64, count=int(lengths.sum())
+    )
+    starts = np.cumsum(lengths) - lengths
     out = np.empty((len(sides), vectors.shape[1]), dtype=np.float64)
-    start = 0
-    for i, side in enumerate(sides):
-        out[i] = gathered[start : start + len(side)].mean(axis=0)
-        start += len(side)
+    # the sides of one length at once, [k, L, D] averaged over L: the same sums in the same order as one
+    # side at a time (numpy adds the rows of a non-last axis one after another), without a loop over sides
+    for length in np.unique(lengths):
+        which = np.flatnonzero(lengths == length)
+        take = rows[(starts[which, None] + np.arange(length)).reshape(-1)]
+        gathered = vectors[take]
+        if accumulate is not None:
+            gathered = gathered.astype(accumulate, copy=False)
+        out[which] = gathered.reshape(len(which), int(length), -1).mean(axis=1)
     return out
