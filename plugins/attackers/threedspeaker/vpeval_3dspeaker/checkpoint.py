@@ -72,7 +72,12 @@ def load_strict(network: torch.nn.Module, state: dict[str, torch.Tensor], path: 
     unexpected = [k for k in state if k not in expected]
     shapes = [k for k in expected if k in state and tuple(state[k].shape) != tuple(expected[k].shape)]
     if missing or unexpected or shapes:
-        if shapes:
+        if len(missing) == len(expected):
+            detail = (
+                f"none of its {len(state)} tensor names is the network's (it has {next(iter(state))}, the network "
+                f"needs {missing[0]})"
+            )
+        elif shapes:
             key = shapes[0]
             detail = f"{key} is {list(state[key].shape)} there and {list(expected[key].shape)} in these params"
         elif missing:

@@ -43,7 +43,7 @@ def choose(source: str, fmt: str, name: str) -> tuple[Path, str] | str:
             return f"{name}: source {path} is not {_expected(fmt)}; give one, or set format: auto."
         return path, kind
     if not path.is_dir():
-        return f"{name}: source {path} does not exist; give the model folder or file ({_expected(fmt)})."
+        return f"{name}: source {path} does not exist; give the model folder or file, {_expected(fmt)}."
     torch_files, onnx_files = candidates(path, fmt)
     if len(torch_files) > 1 and any(f.name == RECIPE_CHECKPOINT for f in torch_files):
         torch_files = [path / RECIPE_CHECKPOINT]
