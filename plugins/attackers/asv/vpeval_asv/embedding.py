@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -21,6 +22,9 @@ from vpeval.types import Utterance
 from vpeval_asv.models import ModelConfig, build_embedding_model
 from vpeval_torch.batching import length_buckets
 from vpeval_torch.fbank import FbankFeatures
+
+if TYPE_CHECKING:
+    from vpeval_asv.packed import Packing
 
 MIN_SAMPLES = 400  # one 25 ms window at 16 kHz: shorter input is zero-padded to it
 HOP = 160  # speechbrain Fbank's 10 ms hop: frames = 1 + samples // HOP
@@ -78,9 +82,18 @@ class Embedder:
         self.model.train(was_training)
         return out.float().cpu().numpy().astype(np.float32)
 
-    def embed_batch(self, audios: Sequence[np.ndarray]) -> np.ndarray:
-        """Raw embeddings [B, D] of several waveforms as one packed batch (no size limit: see embed_many)."""
-        from vpeval_asv.packed import PACKED_FORWARD, packed_features
+    def packed_network(self) -> Callable[[torch.Tensor, Packing], torch.Tensor]:
+        """The network prepared for packed batches (weights laid out once): for the batches of one call."""
+        from vpeval_asv.packed import PACKED_NETWORK
+
+        return PACKED_NETWORK[self.config.architecture](self.model)
+
+    def embed_batch(self, audios: Sequence[np.ndarray], network: Callable | None = None) -> np.ndarray:
+        """Raw embeddings [B, D] of several waveforms as one packed batch (no size limit: see embed_many).
+
+        `network` is packed_network() of the current weights, when the caller embeds several batches.
+        """
+        from vpeval_asv.packed import packed_features
 
         if len(audios) == 0:
             return np.zeros((0, self.config.embedding_dim), dtype=np.float32)
@@ -90,15 +103,16 @@ class Embedder:
         with torch.no_grad():
             frames, packing = packed_features(self.features, waves)  # fp32: features stay out of autocast
             with self.autocast():
-                out = PACKED_FORWARD[self.config.architecture](self.model, frames, packing)
+                out = (network or self.packed_network())(frames, packing)
         self.model.train(was_training)
         return out.float().cpu().numpy().astype(np.float32)
 
     def embed_many(self, audios: Sequence[np.ndarray]) -> np.ndarray:
         """Raw embeddings [U, D], in order, computed in length buckets of at most batch_size / batch_frames."""
         out = np.zeros((len(audios), self.config.embedding_dim), dtype=np.float32)
+        network = self.packed_network()
         for bucket in self.buckets([self._prepare(a).size for a in audios]):
-            out[bucket] = self.embed_batch([audios[i] for i in bucket])
+            out[bucket] = self.embed_batch([audios[i] for i in bucket], network)
         return out
 
     def buckets(self, samples: Sequence[int]) -> list[list[int]]:
@@ -134,10 +148,11 @@ class Embedder:
             threads = torch.get_num_threads()
             if context is not None and self.device == "cpu":
                 torch.set_num_threads(max(1, context.threads, context.workers))
+            network = self.packed_network()
             try:
                 for bucket in items:
                     batch = [todo[i] for i in bucket]
-                    vectors = self.embed_batch([u.load(self.config.sample_rate) for u in batch])
+                    vectors = self.embed_batch([u.load(self.config.sample_rate) for u in batch], network)
                     for u, v in zip(batch, vectors):
                         self.cache[_key(u)] = v
                         if store is not None:

@@ -44,11 +44,17 @@ class Packing:
         """Row indices [N * kernel]: tap j of frame n at n * kernel + j, reflected at its utterance's ends."""
         key = (kernel, dilation)
         if key not in self._taps:
+            device = self.local.device
             half = dilation * (kernel - 1) // 2
-            steps = torch.arange(kernel, device=self.local.device).unsqueeze(0) * dilation
-            positions = self.local.unsqueeze(1) - half + steps  # [N, kernel], frame numbers in the utterance
-            lengths = self.lengths[self.segment].unsqueeze(1)
-            self._taps[key] = (self.offsets[self.segment].unsqueeze(1) + _reflect(positions, lengths)).reshape(-1)
+            steps = torch.arange(kernel, device=device) * dilation - half
+            rows = torch.arange(self.total, device=device).unsqueeze(1) + steps  # [N, kernel]: inside the utterance
+            # only frames within `half` of an end reach past it (a few per utterance): reflect those
+            lengths = self.lengths[self.segment]
+            edge = torch.nonzero((self.local < half) | (self.local >= lengths - half)).squeeze(1)
+            positions = self.local[edge].unsqueeze(1) + steps
+            reflected = _reflect(positions, lengths[edge].unsqueeze(1))
+            rows[edge] = self.offsets[self.segment[edge]].unsqueeze(1) + reflected
+            self._taps[key] = rows.reshape(-1)
         return self._taps[key]
 
     def parts(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -189,117 +195,198 @@ def _activation_(x: torch.Tensor, activation: torch.nn.Module) -> torch.Tensor:
     return activation(x)
 
 
-def _tdnn(x: torch.Tensor, block: torch.nn.Module, packing: Packing) -> torch.Tensor:
-    """speechbrain's TDNNBlock: conv, activation, batch norm (dropout is off in eval)."""
-    relu = isinstance(block.activation, torch.nn.ReLU)  # then inside the product
-    y = _conv(x, block.conv, packing, relu)
-    return _batch_norm_(y if relu else _activation_(y, block.activation), block.norm)
+class _Tdnn:
+    """A speechbrain TDNNBlock (conv, activation, batch norm; dropout is off in eval) with its weights
+    laid out for the packed product once, for every batch of a call."""
+
+    def __init__(self, block: torch.nn.Module):
+        module, conv = block.conv, block.conv.conv
+        if conv.stride != (1,) or conv.groups != 1 or module.padding not in ("same", "valid") or conv.padding != (0,):
+            raise ValueError("packed inference supports stride-1, ungrouped 'same' convolutions only")
+        self.kernel, self.dilation = conv.weight.shape[-1], conv.dilation[0]
+        if self.kernel > 1 and (module.padding != "same" or module.padding_mode != "reflect"):
+            raise ValueError("packed inference supports reflect-padded 'same' convolutions only")
+        # [O, k * C]: column j * C + c is tap j of channel c, the order of the gathered columns
+        self.weight = conv.weight.permute(0, 2, 1).reshape(conv.weight.shape[0], -1).contiguous()
+        self.bias = conv.bias
+        self.activation = block.activation
+        self.relu = isinstance(block.activation, torch.nn.ReLU)  # then inside the product
+        self.scale, self.shift = _affine(block.norm, conv.weight.dtype)
+
+    def __call__(self, x: torch.Tensor, packing: Packing, out: torch.Tensor | None = None) -> torch.Tensor:
+        """[N, C] -> [N, O], written into `out` (a column slice is fine) if given."""
+        if self.kernel > 1:
+            x = x.index_select(0, packing.taps(self.kernel, self.dilation)).view(packing.total, -1)
+        y = _product(x, self.weight, self.bias, self.relu)
+        if not self.relu:
+            y = _activation_(y, self.activation)
+        return torch.addcmul(self.shift.to(y.dtype), y, self.scale.to(y.dtype), out=y if out is None else out)
 
 
-def _res2net_(x: torch.Tensor, block: torch.nn.Module, packing: Packing) -> torch.Tensor:
-    """speechbrain's Res2NetBlock in place: chunk i's TDNN sees chunk i plus chunk i-1's output, and its
-    output takes chunk i's columns once they are read (chunk 0 passes through as it is)."""
-    chunks = torch.chunk(x, block.scale, dim=1)
-    for i in range(1, len(chunks)):
-        tdnn = block.blocks[i - 1]
-        inputs = chunks[1] if i == 1 else torch.add(chunks[i], chunks[i - 1])
-        relu = isinstance(tdnn.activation, torch.nn.ReLU)
-        y = _conv(inputs, tdnn.conv, packing, relu)
-        y = y if relu else _activation_(y, tdnn.activation)
-        scale, shift = _affine(tdnn.norm, y.dtype)
-        torch.addcmul(shift, y, scale, out=chunks[i])  # the batch norm, written where chunk i was
-    return x
+class _SERes2Net:
+    """speechbrain's SERes2NetBlock: TDNN, Res2Net, TDNN, squeeze-excitation, plus the residual."""
+
+    def __init__(self, block: torch.nn.Module):
+        self.shortcut = _Conv(block.shortcut) if block.shortcut else None
+        self.tdnn1, self.tdnn2 = _Tdnn(block.tdnn1), _Tdnn(block.tdnn2)
+        self.scale = block.res2net_block.scale
+        self.chunks = [_Tdnn(b) for b in block.res2net_block.blocks]
+        self.se = block.se_block
+        self.width = block.tdnn2.conv.conv.weight.shape[0]
+
+    def __call__(self, x: torch.Tensor, packing: Packing, out: torch.Tensor) -> torch.Tensor:
+        """[N, C] -> `out` [N, O] (may be a column slice of a wider tensor)."""
+        residual = self.shortcut(x, packing) if self.shortcut else x
+        y = self.tdnn1(x, packing)
+        # Res2Net in place: chunk i's TDNN sees chunk i plus chunk i-1's output, which takes chunk i-1's
+        # columns once they are read (chunk 0 passes through as it is)
+        chunks = torch.chunk(y, self.scale, dim=1)
+        for i, tdnn in enumerate(self.chunks, start=1):
+            tdnn(chunks[1] if i == 1 else torch.add(chunks[i], chunks[i - 1]), packing, out=chunks[i])
+        y = self.tdnn2(y, packing)
+        # the SE gates of each utterance's own mean, and the residual, in one multiply-add per utterance
+        se = self.se
+        gates = se.sigmoid(_linear(se.relu(_linear(packing.mean(y), se.conv1)), se.conv2))
+        for gate, part, rest, target in zip(gates, packing.parts(y), packing.parts(residual), packing.parts(out)):
+            torch.addcmul(rest, part, gate, out=target)
+        return out
 
 
-def _se_res2net(x: torch.Tensor, block: torch.nn.Module, packing: Packing, out: torch.Tensor | None = None):
-    """speechbrain's SERes2NetBlock, its result written into `out` ([N, O], may be a column slice) if given."""
-    residual = _conv(x, block.shortcut, packing) if block.shortcut else x
-    y = _tdnn(x, block.tdnn1, packing)
-    y = _tdnn(_res2net_(y, block.res2net_block, packing), block.tdnn2, packing)
-    # the SE gates of each utterance's own mean, and the residual, in one multiply-add per utterance
-    se = block.se_block
-    gates = se.sigmoid(_linear(se.relu(_linear(packing.mean(y), se.conv1)), se.conv2))
-    out = y if out is None else out
-    for gate, part, rest, target in zip(gates, packing.parts(y), packing.parts(residual), packing.parts(out)):
-        torch.addcmul(rest, part, gate, out=target)
-    return out
+class _Conv:
+    """A bare speechbrain Conv1d (the SE-Res2Net shortcut), prepared as _Tdnn's convolution."""
+
+    def __init__(self, module: torch.nn.Module):
+        conv = module.conv
+        if conv.weight.shape[-1] != 1:
+            raise ValueError("packed inference expects kernel-1 shortcut convolutions")
+        self.weight, self.bias = conv.weight[:, :, 0].contiguous(), conv.bias
+
+    def __call__(self, x: torch.Tensor, packing: Packing) -> torch.Tensor:
+        return _product(x, self.weight, self.bias)
 
 
-def _attentive_pooling(x: torch.Tensor, asp: torch.nn.Module, packing: Packing) -> torch.Tensor:
-    """speechbrain's AttentiveStatisticsPooling per utterance: [N, C] -> [B, 2C]."""
-    tdnn = asp.tdnn
-    channels = x.shape[1]
-    parts = packing.parts(x)
-    scratch = torch.empty(max(packing.sizes), channels, dtype=x.dtype, device=x.device)  # one utterance's rows
-    if asp.global_context:
-        # each utterance's plain mean and std (speechbrain's weights mask / total: the population variance;
-        # two passes: torch.var_mean over rows is 6x slower on one core)
-        mean = packing.mean(x)
-        variance = []
-        for part, m in zip(parts, mean):
-            deviation = torch.sub(part, m, out=scratch[: part.shape[0]])
-            variance.append(deviation.square_().mean(dim=0))
-        std = torch.sqrt(torch.stack(variance).clamp(asp.eps))
-        # the attention TDNN sees [x; mean; std]: its kernel-1 product splits into a product over the
-        # frames and one over each utterance's constant rows, added per utterance (no [N, 3C] copy)
-        weight = tdnn.conv.conv.weight[:, :, 0]
-        constant = F.linear(mean, weight[:, channels : 2 * channels]) + F.linear(std, weight[:, 2 * channels :])
-        if tdnn.conv.conv.bias is not None:
-            constant = constant + tdnn.conv.conv.bias
-        hidden = _product(x, weight[:, :channels].contiguous())
-        for b, part in enumerate(packing.parts(hidden)):
-            part.add_(constant[b])
-        hidden = _activation_(hidden, tdnn.activation)
-    else:
-        hidden = _conv(x, tdnn.conv, packing)
-        hidden = _activation_(hidden, tdnn.activation)
-    # batch norm, then tanh as 2 sigmoid(2 h) - 1 (torch's CPU tanh is 3-4x slower than its sigmoid): the
-    # doubling goes into the norm's multiply-add, the affine "2 s - 1" into the score convolution's weights
-    scale, shift = _affine(tdnn.norm, hidden.dtype)
-    torch.addcmul(2 * shift, hidden, 2 * scale, out=hidden).sigmoid_()
-    conv = asp.conv.conv
-    if conv.weight.shape[-1] != 1:
-        raise ValueError("packed inference expects the attention's score convolution to have kernel 1")
-    weight = conv.weight[:, :, 0]
-    bias = -weight.sum(dim=1) if conv.bias is None else conv.bias - weight.sum(dim=1)
-    scores = _product(hidden, 2 * weight, bias)
-    pooled = []
-    for part, score in zip(parts, packing.parts(scores)):
-        pooled.append(torch.cat(_weighted_stats(part, score, asp.eps, scratch[: part.shape[0]])))
-    return torch.stack(pooled)
+class _AttentivePooling:
+    """speechbrain's AttentiveStatisticsPooling per utterance ([N, C] -> [B, 2C]) on the MFA's ReLU output
+    before its batch norm: that per-channel affine map (scale s, shift t) is folded into the products that
+    read the frames and into the pooled statistics (mean s m + t, std |s| sd), which saves a pass over
+    the widest tensor of the network; tanh is computed as 2 sigmoid(2 h) - 1 (torch's CPU tanh is 3-4x
+    slower than its sigmoid), the doubling in the attention norm's multiply-add and the affine "2 s - 1"
+    in the score convolution's weights."""
+
+    def __init__(self, asp: torch.nn.Module, mfa_norm: torch.nn.Module, dtype: torch.dtype):
+        tdnn = asp.tdnn
+        self.eps, self.global_context = asp.eps, asp.global_context
+        self.scale, self.shift = _affine(mfa_norm, dtype)  # of the MFA, applied to what comes in
+        conv = tdnn.conv.conv
+        if conv.weight.shape[-1] != 1 or asp.conv.conv.weight.shape[-1] != 1:
+            raise ValueError("packed inference expects the attention's kernel-1 convolutions")
+        weight = conv.weight[:, :, 0]
+        channels = self.scale.numel()
+        frames = weight[:, :channels]
+        self.frames = (frames * self.scale).contiguous()  # W (s r + t) = (W s) r + W t
+        self.bias = frames @ self.shift + (conv.bias if conv.bias is not None else 0)
+        self.context = (weight[:, channels : 2 * channels], weight[:, 2 * channels :]) if self.global_context else None
+        self.activation = tdnn.activation
+        scale, shift = _affine(tdnn.norm, dtype)
+        self.norm = (2 * scale, 2 * shift)
+        score = asp.conv.conv
+        self.score = (2 * score.weight[:, :, 0]).contiguous()
+        self.score_bias = (score.bias if score.bias is not None else 0) - score.weight[:, :, 0].sum(dim=1)
+        # the scores' largest possible value per channel (sigmoid in (0, 1)): subtracted before the exp
+        # instead of each utterance's maximum (the softmax is the same), unless the range is so wide that
+        # an utterance's exps could all underflow
+        self.ceiling = self.score_bias + self.score.clamp(min=0).sum(dim=1)
+        self.bounded = bool((self.score.abs().sum(dim=1) < 60).all())
+        if self.bounded:
+            self.score_bias = self.score_bias - self.ceiling
+
+    def __call__(self, r: torch.Tensor, packing: Packing) -> torch.Tensor:
+        parts = packing.parts(r)
+        scratch = torch.empty(max(packing.sizes), r.shape[1], dtype=r.dtype, device=r.device)  # one utterance
+        hidden = _product(r, self.frames, self.bias)
+        if self.global_context:
+            # each utterance's plain mean and std (speechbrain's weights mask / total: the population
+            # variance; two passes: torch.var_mean over rows is 6x slower on one core), of s r + t
+            mean = packing.mean(r)
+            variance = torch.stack(
+                [torch.sub(part, m, out=scratch[: len(part)]).square_().mean(dim=0) for part, m in zip(parts, mean)]
+            )
+            mean = mean * self.scale + self.shift
+            std = torch.sqrt((variance * self.scale.square()).clamp(self.eps))
+            # the attention TDNN sees [x; mean; std]: its kernel-1 product splits into the product over
+            # the frames and one over each utterance's constant rows, added per utterance
+            constant = F.linear(mean, self.context[0]) + F.linear(std, self.context[1])
+            for part, c in zip(packing.parts(hidden), constant):
+                part.add_(c)
+        hidden = _activation_(hidden, self.activation)
+        torch.addcmul(self.norm[1], hidden, self.norm[0], out=hidden).sigmoid_()
+        scores = _product(hidden, self.score, self.score_bias)
+        pooled = []
+        for part, score in zip(parts, packing.parts(scores)):
+            mean, variance = _weighted_moments(part, score, scratch[: len(part)], shifted=self.bounded)
+            mean = mean * self.scale + self.shift
+            pooled.append(torch.cat([mean, torch.sqrt((variance * self.scale.square()).clamp(self.eps))]))
+        return torch.stack(pooled)
 
 
-def _weighted_stats(x: torch.Tensor, scores: torch.Tensor, eps: float, scratch: torch.Tensor):
-    """speechbrain's softmax over one utterance's frames [L, C] and its _compute_statistics: the weighted
-    mean sum(w x) and std sqrt(sum(w (x - mean)^2)) >= eps, with w = exp(s - max) / total (the division
-    applied to the two sums; the scores are overwritten)."""
+def _weighted_moments(x: torch.Tensor, scores: torch.Tensor, scratch: torch.Tensor, shifted: bool):
+    """speechbrain's softmax over one utterance's frames [L, C] and its _compute_statistics before the
+    square root: the weighted mean sum(w x) and variance sum(w (x - mean)^2), w = exp(s - max) / total
+    (the division applied to the two sums; the scores are overwritten). With `shifted`, the scores are
+    already below a bound that keeps exp finite: no maximum to subtract."""
     weights = scores.float()  # the softmax in fp32 under autocast too
-    weights = weights.sub_(weights.amax(dim=0)).exp_()
-    total = weights.sum(dim=0).to(x.dtype)
-    weights = weights.to(x.dtype)
+    if not shifted:
+        weights = weights.sub_(weights.amax(dim=0))
+    weights = weights.exp_()
+    total = weights.sum(dim=0)
+    if x.dtype != torch.float32:  # a reduced-precision x (autocast): normalised weights, as unbatched
+        weights, total = weights.div_(total).to(x.dtype), torch.ones_like(total)
+    total = total.to(x.dtype)
     mean = torch.mul(weights, x, out=scratch).sum(dim=0).div_(total)
     deviation = torch.sub(x, mean, out=scratch).square_().mul_(weights)
-    return mean, torch.sqrt(deviation.sum(dim=0).div_(total).clamp(eps))
+    return mean, deviation.sum(dim=0).div_(total)
+
+
+class PackedEcapa:
+    """speechbrain's ECAPA_TDNN forward on packed features [N, n_mels] -> embeddings [B, D], its weights
+    prepared once (the layout of each product, batch norms as multiply-adds or folded into the next
+    product) for every batch it embeds. Build it again when the weights change."""
+
+    def __init__(self, model: torch.nn.Module):
+        from speechbrain.lobes.models.ECAPA_TDNN import TDNNBlock
+
+        blocks = list(model.blocks)
+        if not isinstance(blocks[0], TDNNBlock) or any(isinstance(b, TDNNBlock) for b in blocks[1:]):
+            raise ValueError(
+                "packed inference expects speechbrain's ECAPA_TDNN: one TDNN block, then SE-Res2Net blocks"
+            )
+        with torch.no_grad():
+            self.first = _Tdnn(blocks[0])
+            self.blocks = [_SERes2Net(b) for b in blocks[1:]]
+            self.mfa = _Tdnn(model.mfa)
+            self.pooling = _AttentivePooling(model.asp, model.mfa.norm, model.mfa.conv.conv.weight.dtype)
+            self.pooled_norm = _affine(model.asp_bn, model.mfa.conv.conv.weight.dtype)
+            self.fc = model.fc
+
+    def __call__(self, frames: torch.Tensor, packing: Packing) -> torch.Tensor:
+        x = self.first(frames, packing)
+        # the SE-Res2Net blocks write their outputs side by side: the multi-layer feature aggregation's input
+        outputs = torch.empty(packing.total, sum(b.width for b in self.blocks), dtype=x.dtype, device=x.device)
+        start = 0
+        for block in self.blocks:
+            x = block(x, packing, outputs[:, start : start + block.width])
+            start += block.width
+        mfa = _product(outputs, self.mfa.weight, self.mfa.bias, self.mfa.relu)  # its norm goes into the pooling
+        if not self.mfa.relu:
+            mfa = _activation_(mfa, self.mfa.activation)
+        pooled = self.pooling(mfa, packing)
+        scale, shift = self.pooled_norm
+        return _linear(torch.addcmul(shift.to(pooled.dtype), pooled, scale.to(pooled.dtype)), self.fc)
 
 
 def ecapa_packed(model: torch.nn.Module, frames: torch.Tensor, packing: Packing) -> torch.Tensor:
     """speechbrain's ECAPA_TDNN forward on packed features [N, n_mels] -> embeddings [B, D]."""
-    from speechbrain.lobes.models.ECAPA_TDNN import TDNNBlock
-
-    blocks = list(model.blocks)
-    if not isinstance(blocks[0], TDNNBlock) or any(isinstance(b, TDNNBlock) for b in blocks[1:]):
-        raise ValueError("packed inference expects speechbrain's ECAPA_TDNN: one TDNN block, then SE-Res2Net blocks")
-    x = _tdnn(frames, blocks[0], packing)
-    # the SE-Res2Net blocks write their outputs side by side: the multi-layer feature aggregation's input
-    widths = [block.tdnn2.conv.conv.weight.shape[0] for block in blocks[1:]]
-    outputs = torch.empty(packing.total, sum(widths), dtype=x.dtype, device=x.device)
-    start = 0
-    for block, width in zip(blocks[1:], widths):
-        x = _se_res2net(x, block, packing, out=outputs[:, start : start + width])
-        start += width
-    x = _tdnn(outputs, model.mfa, packing)
-    pooled = _batch_norm_(_attentive_pooling(x, model.asp, packing), model.asp_bn)
-    return _linear(pooled, model.fc)
+    return PackedEcapa(model)(frames, packing)
 
 
 def xvector_packed(model: torch.nn.Module, frames: torch.Tensor, packing: Packing) -> torch.Tensor:
@@ -344,4 +431,15 @@ def _statistics_pooling(x: torch.Tensor, pooling: torch.nn.Module, packing: Pack
     return torch.cat([mean + noise.to(x.dtype), std + pooling.eps], dim=1)
 
 
+class PackedXvector:
+    """speechbrain's Xvector forward on packed features, as PackedEcapa is called."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.model = model
+
+    def __call__(self, frames: torch.Tensor, packing: Packing) -> torch.Tensor:
+        return xvector_packed(self.model, frames, packing)
+
+
 PACKED_FORWARD = {"ecapa": ecapa_packed, "xvector": xvector_packed}
+PACKED_NETWORK = {"ecapa": PackedEcapa, "xvector": PackedXvector}  # built once per call, run per batch
