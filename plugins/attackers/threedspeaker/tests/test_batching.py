@@ -70,3 +70,23 @@ def test_embed_corpus_equals_embed(tmp_path):
     vectors = encoder.embed_corpus(corpus)
     want = np.stack([encoder.embed(u.load(16000)) for u in corpus.utterances])
     np.testing.assert_array_equal(vectors, want)
+
+
+def test_the_gpu_path_batches_and_caches_like_the_cpu_path(tmp_path, monkeypatch):
+    """On a GPU embed_corpus batches in this process (cached_batches); faked here on the CPU: the same vectors,
+    stored in the content cache and read back from it."""
+    from vpeval.api import PluginContext
+    from vpeval.testing.dummies import make_corpus
+
+    corpus = make_corpus(tmp_path / "corpus", speakers=2, utterances=3, seconds=0.6)
+    folder = write_checkpoint(tmp_path / "m", "eres2net", "3dspeaker", seed=9)
+    cpu = make_encoder("eres2net", tiny_params("eres2net", folder), tmp_path).embed_corpus(corpus)
+    monkeypatch.setattr(PluginContext, "on_gpu", property(lambda self: True))
+    encoder = make_encoder("eres2net", tiny_params("eres2net", folder, batch_size=4), tmp_path)
+    encoder.context.options = {"cache_root": str(tmp_path / "cache")}
+    first = encoder.embed_corpus(corpus)
+    np.testing.assert_allclose(first, cpu, rtol=1e-4, atol=1e-4 * np.abs(cpu).max())
+    stored = list((tmp_path / "cache" / "content" / encoder.identity()).rglob("*.npy"))
+    assert len(stored) == len(corpus.utterances)
+    monkeypatch.setattr(type(encoder), "embed_batch", lambda self, audios: pytest.fail("not read from the cache"))
+    np.testing.assert_array_equal(encoder.embed_corpus(corpus), first)
