@@ -30,7 +30,7 @@ def load_error(architecture: str, params: dict, tmp_path) -> str:
 def test_a_missing_folder_is_one_sentence_at_validate(tmp_path, architecture, one_sentence):
     (sentence,) = missing_paths(architecture, {"source": str(tmp_path / "nowhere")})
     one_sentence(sentence)
-    assert f"encoder {architecture}" in sentence and str(tmp_path / "nowhere") in sentence
+    assert f"the {architecture} encoder's source" in sentence and str(tmp_path / "nowhere") in sentence
     assert "does not exist" in sentence
 
 

@@ -54,7 +54,7 @@ class FolderEncoder(SpeakerEncoder):
     def missing_paths(cls, params: FolderParams) -> list[str]:
         from vpeval_3dspeaker.paths import missing
 
-        return missing(params.source, params.format, f"encoder {cls.name}")
+        return missing(params.source, params.format, f"the {cls.name} encoder's")
 
     def build(self, params, embedding_size: int, pool_eps: float):
         """The torch network of these params (subclasses)."""
@@ -71,7 +71,7 @@ class FolderEncoder(SpeakerEncoder):
         from vpeval_3dspeaker.paths import model_file
 
         p = self.params
-        path, kind = model_file(p.source, p.format, f"encoder {self.name}")
+        path, kind = model_file(p.source, p.format, f"the {self.name} encoder's")
         if kind == "onnx":
             network = OnnxNetwork(path, p.layout, self.context.device, self.context.threads, f"encoder {self.name}")
             width = network.session.get_inputs()[0].shape[-1]

@@ -35,15 +35,16 @@ def _expected(fmt: str) -> str:
 
 
 def choose(source: str, fmt: str, name: str) -> tuple[Path, str] | str:
-    """(the model file, "torch" or "onnx"), or the one sentence that says why there is none."""
+    """(the model file, "torch" or "onnx"), or the one sentence that says why there is none; `name` is the
+    sentence's subject ("the campplus encoder's")."""
     path = Path(source).expanduser()
     if path.is_file():
         kind = "onnx" if path.suffix == ONNX_SUFFIX else "torch"
         if fmt not in ("auto", kind):
-            return f"{name}: source {path} is not {_expected(fmt)}; give one, or set format: auto."
+            return f"{name} source {path} is not {_expected(fmt)}; give one, or set format: auto."
         return path, kind
     if not path.is_dir():
-        return f"{name}: source {path} does not exist; give the model folder or file, {_expected(fmt)}."
+        return f"{name} source {path} does not exist; give the model folder or file, {_expected(fmt)}."
     torch_files, onnx_files = candidates(path, fmt)
     if len(torch_files) > 1 and any(f.name == RECIPE_CHECKPOINT for f in torch_files):
         torch_files = [path / RECIPE_CHECKPOINT]
@@ -52,8 +53,8 @@ def choose(source: str, fmt: str, name: str) -> tuple[Path, str] | str:
             return files[0], kind
         if len(files) > 1:
             names = ", ".join(f.name for f in files)
-            return f"{name}: source folder {path} holds several model files ({names}); give the one to use as source."
-    return f"{name}: source folder {path} holds no model file; it needs {_expected(fmt)}."
+            return f"{name} source folder {path} holds several model files ({names}); give the one to use as source."
+    return f"{name} source folder {path} holds no model file; it needs {_expected(fmt)}."
 
 
 def model_file(source: str, fmt: str, name: str) -> tuple[Path, str]:
