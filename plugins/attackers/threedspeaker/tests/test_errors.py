@@ -100,7 +100,22 @@ def test_audio_too_short_to_pool_is_one_sentence(tmp_path, one_sentence):
     assert encoder.embed(voice(1680 / 16000)).shape == (24,)  # 9 frames: the shortest that pools
     with pytest.raises(DataError) as caught:
         encoder.embed(voice(1679 / 16000))
-    assert "1680 samples" in one_sentence(str(caught.value))
+    assert "at least 1680" in one_sentence(str(caught.value))
+
+
+def test_a_too_short_utterance_of_a_corpus_names_its_file(tmp_path, one_sentence):
+    import soundfile as sf
+
+    from vpeval.errors import BadAudioError
+    from vpeval.testing.dummies import make_corpus
+
+    corpus = make_corpus(tmp_path / "corpus", speakers=1, utterances=2, seconds=0.5)
+    short = corpus.utterances[1]
+    sf.write(short.path, voice(0.04), 16000, subtype="PCM_16")  # 640 samples: under CAM++'s 720
+    folder = write_checkpoint(tmp_path / "m", "campplus", "3dspeaker")
+    with pytest.raises(BadAudioError) as caught:
+        make_encoder("campplus", tiny_params("campplus", folder), tmp_path).embed_corpus(corpus)
+    assert short.path in one_sentence(str(caught.value)) and "at least 720" in str(caught.value)
 
 
 def test_feat_dim_must_divide_by_eight():

@@ -16,7 +16,7 @@ from typing import ClassVar
 import numpy as np
 
 from vpeval.api import SpeakerEncoder
-from vpeval.errors import DataError, MissingModelError
+from vpeval.errors import BadAudioError, DataError, MissingModelError
 from vpeval.types import Corpus, Utterance
 from vpeval_3dspeaker.params import CampplusParams, ERes2NetParams, FolderParams
 
@@ -92,18 +92,27 @@ class FolderEncoder(SpeakerEncoder):
         self.prepare()
         return self._network.layout
 
+    def too_short(self, samples: int) -> str | None:
+        """Why a waveform of `samples` cannot be embedded (its pooling needs two frames), or None."""
+        from vpeval_3dspeaker.features import FRAME_SAMPLES, HOP_SAMPLES, frame_count
+
+        need = self.min_frames()
+        if frame_count(samples) >= need:
+            return None
+        shortest = FRAME_SAMPLES + (need - 1) * HOP_SAMPLES
+        return (
+            f"it has {samples} samples and the {self.name} encoder needs at least {shortest} "
+            f"({shortest / 16000:.3f} s at 16 kHz) to pool its frames; leave such utterances out"
+        )
+
     def features(self, audio: np.ndarray):
         """Mean-normalised fbank [frames, feat_dim] on the run's device, refused when too short to pool."""
-        from vpeval_3dspeaker.features import FRAME_SAMPLES, HOP_SAMPLES, fbank, frame_count
+        from vpeval_3dspeaker.features import fbank
 
         wave = np.asarray(audio, dtype=np.float32).reshape(-1)
-        need = self.min_frames()
-        if frame_count(wave.shape[0]) < need:
-            shortest = FRAME_SAMPLES + (need - 1) * HOP_SAMPLES
-            raise DataError(
-                f"A waveform of {wave.shape[0]} samples is too short for the {self.name} encoder, which needs at "
-                f"least {shortest} samples ({shortest / 16000:.3f} s at 16 kHz); leave such utterances out."
-            )
+        reason = self.too_short(wave.shape[0])
+        if reason is not None:
+            raise DataError(f"A waveform cannot be embedded: {reason}.")
         if not np.isfinite(wave).all():
             raise DataError(f"A waveform given to the {self.name} encoder holds NaN or infinite samples.")
         device = getattr(self._network, "device", "cpu")  # the ONNX session takes numpy arrays
@@ -143,10 +152,18 @@ class FolderEncoder(SpeakerEncoder):
         return np.stack(vectors) if vectors else np.zeros((0, self.dim), dtype=np.float32)
 
     def _embed_one(self, u: Utterance) -> np.ndarray:
-        return self.embed(u.load(self.sample_rate))
+        return self.embed(self._load(u))
 
     def _embed_many(self, utterances: Sequence[Utterance]) -> list[np.ndarray]:
-        return list(self.embed_batch([u.load(self.sample_rate) for u in utterances]))
+        return list(self.embed_batch([self._load(u) for u in utterances]))
+
+    def _load(self, u: Utterance) -> np.ndarray:
+        """The utterance's 16 kHz audio; one too short to embed is named by its file."""
+        audio = u.load(self.sample_rate)
+        reason = self.too_short(int(np.asarray(audio).size))
+        if reason is not None:
+            raise BadAudioError(str(u.path), reason)
+        return audio
 
     def identity(self) -> str:
         """What an embedding depends on besides the audio: the model file, this code, the settings, the device."""
