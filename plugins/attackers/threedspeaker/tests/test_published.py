@@ -96,3 +96,16 @@ def test_nested_and_data_parallel_checkpoints_load(tmp_path):
     a = make_encoder("campplus", tiny_params("campplus", tmp_path / "checkpoint.pt"), tmp_path).embed(audio)
     b = make_encoder("campplus", tiny_params("campplus", plain), tmp_path).embed(audio)
     np.testing.assert_array_equal(a, b)
+
+
+def test_wespeaker_names_load_with_3dspeakers_front_end(tmp_path):
+    """WeSpeaker's hub `campplus` / `eres2net` are 3D-Speaker models in WeSpeaker's names, which its CLI feeds the
+    povey fbank of float waveforms (set_window_type('povey'), set_wavform_norm(True)): `layout: 3dspeaker`."""
+    folder = write_checkpoint(tmp_path / "hub", "eres2net", "wespeaker", seed=4)
+    encoder = make_encoder("eres2net", tiny_params("eres2net", folder, layout="3dspeaker"), tmp_path)
+    audio = voice(1.1, speaker=3)
+    net = published_network("eres2net", "wespeaker", seed=4)
+    with torch.no_grad():
+        want = net(published_fbank(audio, "3dspeaker").unsqueeze(0))[0].numpy()
+    np.testing.assert_allclose(encoder.embed(audio), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    assert encoder.layout == "3dspeaker"

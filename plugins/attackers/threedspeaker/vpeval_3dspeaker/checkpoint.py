@@ -49,7 +49,8 @@ def detect_layout(state: dict[str, torch.Tensor]) -> str:
 
 
 def from_wespeaker(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """WeSpeaker's names as 3D-Speaker's: the training head dropped, fused blocks' branches renumbered."""
+    """WeSpeaker's names as 3D-Speaker's: the training head dropped, fused blocks' branches renumbered
+    (3D-Speaker's own names pass unchanged)."""
     fused = {m.group(1) for key in state if (m := _WESPEAKER_FIRST_BRANCH.match(key))}
     out = {}
     for key, value in state.items():

@@ -105,9 +105,10 @@ def torch_network(architecture: str, params, path: Path, device: str, autocast, 
     """The checkpoint at `path` in `build(params, embedding_size, pool_eps)`, loaded strictly."""
     what = {"campplus": "a CAM++", "eres2net": "an ERes2Net"}[architecture]
     state = read_state_dict(path, what)
+    # The key names are read whichever front end the model was trained on: WeSpeaker's hub `campplus` and
+    # `eres2net` are 3D-Speaker models in WeSpeaker's names, which its CLI feeds 3D-Speaker's fbank.
     layout = detect_layout(state) if params.layout == "auto" else params.layout
-    if layout == "wespeaker":
-        state = from_wespeaker(state)
+    state = from_wespeaker(state)
     size = params.embedding_size
     if size is None:
         rows = [state[k].shape[0] for k in LAST_LAYER[architecture] if k in state and state[k].dim() >= 2]

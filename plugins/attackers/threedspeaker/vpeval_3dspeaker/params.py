@@ -21,9 +21,9 @@ class FolderParams(Params):
     )
     layout: Literal["auto", "3dspeaker", "wespeaker"] = Field(
         "auto",
-        description="Whose code wrote the model: 3dspeaker (fbank of float waveforms, povey window) or wespeaker "
-        "(int16-scaled waveforms, hamming window, its key names); auto: read from the checkpoint's keys or "
-        "the ONNX input's name (feature / feats).",
+        description="Whose front end the model was trained on: 3dspeaker (fbank of float waveforms, povey window) "
+        "or wespeaker (int16-scaled waveforms, hamming window); auto: wespeaker where the checkpoint has "
+        "WeSpeaker's key names or the ONNX input is named feats, else 3dspeaker. Either key names load.",
     )
     feat_dim: int = Field(80, ge=8, le=512, description="Kaldi fbank mel bins (the networks' feat_dim; 80 published).")
     embedding_size: int | None = Field(
