@@ -107,7 +107,9 @@ def packed_features(features: torch.nn.Module, waves: Sequence[torch.Tensor]) ->
         left = (n_fft - window.numel()) // 2
         window = F.pad(window, (left, n_fft - window.numel() - left))
     framed = padded.unfold(1, n_fft, hop)  # [B, T, n_fft], views
-    frames = torch.cat([framed[b, :n] for b, n in enumerate(packing.sizes)]).mul_(window)  # [N, n_fft]
+    frames = torch.empty(packing.total, n_fft, dtype=torch.float32, device=device)  # [N, n_fft], windowed
+    for view, part in zip(framed, packing.parts(frames)):
+        torch.mul(view[: len(part)], window, out=part)
     spectrum = torch.view_as_real(torch.fft.rfft(frames))  # [N, freq, 2]
     power = torch.mul(spectrum[..., 0], spectrum[..., 0]).addcmul_(spectrum[..., 1], spectrum[..., 1])
     columns = filterbank.all_freqs_mat.shape[1]
@@ -129,6 +131,7 @@ def packed_features(features: torch.nn.Module, waves: Sequence[torch.Tensor]) ->
 # oneDNN's fp32 product with the ReLU in its epilogue: 5-15 % faster than MKL's addmm on one core here,
 # and no separate pass over the output for the activation (the same fp32 sums, in another order)
 _ONEDNN = torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+_ONEDNN_SIZE = 128 * 64  # weights below this many entries: MKL, whose calls cost less (the Res2Net chunks)
 
 
 def _product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, relu: bool = False):
@@ -136,6 +139,7 @@ def _product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = 
     # (MKL's product reads a column slice in place, oneDNN would copy it first)
     if (
         _ONEDNN
+        and x.shape[1] * weight.shape[0] >= _ONEDNN_SIZE
         and x.is_contiguous()
         and x.device.type == "cpu"
         and x.dtype == torch.float32
@@ -265,6 +269,9 @@ class _Conv:
         return _product(x, self.weight, self.bias)
 
 
+_LOG2_E = 1.4426950408889634
+
+
 class _AttentivePooling:
     """speechbrain's AttentiveStatisticsPooling per utterance ([N, C] -> [B, 2C]) on the MFA's ReLU output
     before its batch norm: that per-channel affine map (scale s, shift t) is folded into the products that
@@ -289,14 +296,15 @@ class _AttentivePooling:
         self.activation = tdnn.activation
         scale, shift = _affine(tdnn.norm, dtype)
         self.norm = (2 * scale, 2 * shift)
+        # scores in base 2 (times log2 e): torch's exp2 is 1.6x faster than its exp, the softmax the same
         score = asp.conv.conv
-        self.score = (2 * score.weight[:, :, 0]).contiguous()
-        self.score_bias = (score.bias if score.bias is not None else 0) - score.weight[:, :, 0].sum(dim=1)
+        self.score = (2 * _LOG2_E * score.weight[:, :, 0]).contiguous()
+        self.score_bias = _LOG2_E * ((score.bias if score.bias is not None else 0) - score.weight[:, :, 0].sum(dim=1))
         # the scores' largest possible value per channel (sigmoid in (0, 1)): subtracted before the exp
         # instead of each utterance's maximum (the softmax is the same), unless the range is so wide that
         # an utterance's exps could all underflow
         self.ceiling = self.score_bias + self.score.clamp(min=0).sum(dim=1)
-        self.bounded = bool((self.score.abs().sum(dim=1) < 60).all())
+        self.bounded = bool((self.score.abs().sum(dim=1) < 80).all())  # exp2(-80) is far above fp32's least
         if self.bounded:
             self.score_bias = self.score_bias - self.ceiling
 
@@ -331,20 +339,20 @@ class _AttentivePooling:
 
 def _weighted_moments(x: torch.Tensor, scores: torch.Tensor, scratch: torch.Tensor, shifted: bool):
     """speechbrain's softmax over one utterance's frames [L, C] and its _compute_statistics before the
-    square root: the weighted mean sum(w x) and variance sum(w (x - mean)^2), w = exp(s - max) / total
-    (the division applied to the two sums; the scores are overwritten). With `shifted`, the scores are
-    already below a bound that keeps exp finite: no maximum to subtract."""
+    square root: the weighted mean sum(w x) and variance sum(w (x - mean)^2), w = 2^(s - max) / total for
+    scores in base 2 (the division applied to the two sums; the scores are overwritten). With `shifted`,
+    the scores are already below a bound that keeps exp2 finite: no maximum to subtract."""
     weights = scores.float()  # the softmax in fp32 under autocast too
     if not shifted:
         weights = weights.sub_(weights.amax(dim=0))
-    weights = weights.exp_()
+    weights = weights.exp2_()  # the scores are in base 2
     total = weights.sum(dim=0)
     if x.dtype != torch.float32:  # a reduced-precision x (autocast): normalised weights, as unbatched
         weights, total = weights.div_(total).to(x.dtype), torch.ones_like(total)
     total = total.to(x.dtype)
-    mean = torch.mul(weights, x, out=scratch).sum(dim=0).div_(total)
-    deviation = torch.sub(x, mean, out=scratch).square_().mul_(weights)
-    return mean, deviation.sum(dim=0).div_(total)
+    mean = torch.linalg.vecdot(weights, x, dim=0).div_(total)
+    deviation = torch.sub(x, mean, out=scratch).square_()
+    return mean, torch.linalg.vecdot(weights, deviation, dim=0).div_(total)
 
 
 class PackedEcapa:
