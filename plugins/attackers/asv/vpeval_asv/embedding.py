@@ -32,7 +32,7 @@ HOP = 160  # speechbrain Fbank's 10 ms hop: frames = 1 + samples // HOP
 # speech per batch measured fastest for ECAPA 128/384 (benchmarks/batching.py: 2000, 4000 and 100000
 # frames were slower; bigger batches leave the caches); a GPU wants large batches (200000 frames:
 # about 2 GB of ECAPA activations).
-DEFAULT_BATCH_FRAMES = {"cpu": 8000, "cuda": 200_000}
+DEFAULT_BATCH_FRAMES = {"cpu": 16000, "cuda": 200_000}
 
 
 class Embedder:

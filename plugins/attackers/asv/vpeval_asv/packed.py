@@ -57,6 +57,10 @@ class Packing:
             self._taps[key] = rows.reshape(-1)
         return self._taps[key]
 
+    def lengths_as(self, x: torch.Tensor) -> torch.Tensor:
+        """The utterance lengths [B, 1] in x's dtype, to divide per-utterance sums by."""
+        return self.lengths.to(x.dtype).unsqueeze(1)
+
     def parts(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """Each utterance's rows of [N, C], as views [L, C]."""
         return torch.split(x, self.sizes, dim=0)
@@ -116,14 +120,31 @@ def packed_features(features: torch.nn.Module, waves: Sequence[torch.Tensor]) ->
     matrix = filterbank._create_fbank_matrix(
         filterbank.f_central.repeat(columns, 1).transpose(0, 1), filterbank.band.repeat(columns, 1).transpose(0, 1)
     ).to(device)
-    db = _product(power, matrix.t().contiguous())  # [N, n_mels]
+    db = _banded_product(power, matrix.t())  # [N, n_mels]
     db.clamp_(min=filterbank.amin).log10_().mul_(filterbank.multiplier)
     if filterbank.db_multiplier:
         db -= filterbank.multiplier * filterbank.db_multiplier
-    for part in packing.parts(db):
-        part.clamp_(min=float(part.max()) - filterbank.top_db)  # speechbrain's top_db floor, per sentence
-        part.sub_(part.mean(dim=0))  # sentence mean normalisation
-    return db, packing
+    # speechbrain's top_db floor per sentence, then the sentence mean normalisation
+    floors = torch.stack([part.max() for part in packing.parts(db)]) - filterbank.top_db
+    torch.maximum(db, floors[packing.segment].unsqueeze(1), out=db)
+    return db.sub_(packing.mean(db)[packing.segment]), packing
+
+
+def _banded_product(x: torch.Tensor, weight: torch.Tensor, groups: int = 4) -> torch.Tensor:
+    """x [N, K] @ weight [O, K].T for a weight whose rows are nonzero on short runs of columns (the mel
+    triangles: 2.4 % of the entries): a product per group of rows over the columns they use only, 1.4x
+    faster than the dense product at 80 mels (the skipped terms are exact zeros)."""
+    nonzero = weight != 0
+    bounds = [round(i * weight.shape[0] / groups) for i in range(groups + 1)]
+    outs = []
+    for first, last in zip(bounds, bounds[1:]):
+        used = torch.nonzero(nonzero[first:last].any(dim=0)).squeeze(1)
+        if used.numel() == 0:
+            outs.append(x.new_zeros(x.shape[0], last - first))
+            continue
+        lo, hi = int(used[0]), int(used[-1]) + 1
+        outs.append(F.linear(x[:, lo:hi], weight[first:last, lo:hi]))
+    return torch.cat(outs, dim=1)
 
 
 # -- layers -----------------------------------------------------------------------------------------
@@ -224,7 +245,12 @@ class _Tdnn:
         y = _product(x, self.weight, self.bias, self.relu)
         if not self.relu:
             y = _activation_(y, self.activation)
-        return torch.addcmul(self.shift.to(y.dtype), y, self.scale.to(y.dtype), out=y if out is None else out)
+        scale, shift = (
+            (self.scale, self.shift)
+            if y.dtype == self.scale.dtype
+            else (self.scale.to(y.dtype), self.shift.to(y.dtype))
+        )
+        return torch.addcmul(shift, y, scale, out=y if out is None else out)
 
 
 class _SERes2Net:
@@ -316,9 +342,8 @@ class _AttentivePooling:
             # each utterance's plain mean and std (speechbrain's weights mask / total: the population
             # variance; two passes: torch.var_mean over rows is 6x slower on one core), of s r + t
             mean = packing.mean(r)
-            variance = torch.stack(
-                [torch.sub(part, m, out=scratch[: len(part)]).square_().mean(dim=0) for part, m in zip(parts, mean)]
-            )
+            deviations = (torch.sub(part, m, out=scratch[: len(part)]) for part, m in zip(parts, mean))
+            variance = torch.stack([torch.linalg.vecdot(d, d, dim=0) for d in deviations]) / packing.lengths_as(r)
             mean = mean * self.scale + self.shift
             std = torch.sqrt((variance * self.scale.square()).clamp(self.eps))
             # the attention TDNN sees [x; mean; std]: its kernel-1 product splits into the product over
@@ -329,30 +354,33 @@ class _AttentivePooling:
         hidden = _activation_(hidden, self.activation)
         torch.addcmul(self.norm[1], hidden, self.norm[0], out=hidden).sigmoid_()
         scores = _product(hidden, self.score, self.score_bias)
-        pooled = []
-        for part, score in zip(parts, packing.parts(scores)):
-            mean, variance = _weighted_moments(part, score, scratch[: len(part)], shifted=self.bounded)
-            mean = mean * self.scale + self.shift
-            pooled.append(torch.cat([mean, torch.sqrt((variance * self.scale.square()).clamp(self.eps))]))
-        return torch.stack(pooled)
+        mean, variance = _weighted_moments(r, scores, packing, scratch, shifted=self.bounded)
+        mean = mean * self.scale + self.shift
+        return torch.cat([mean, torch.sqrt((variance * self.scale.square()).clamp(self.eps))], dim=1)
 
 
-def _weighted_moments(x: torch.Tensor, scores: torch.Tensor, scratch: torch.Tensor, shifted: bool):
-    """speechbrain's softmax over one utterance's frames [L, C] and its _compute_statistics before the
-    square root: the weighted mean sum(w x) and variance sum(w (x - mean)^2), w = 2^(s - max) / total for
-    scores in base 2 (the division applied to the two sums; the scores are overwritten). With `shifted`,
-    the scores are already below a bound that keeps exp2 finite: no maximum to subtract."""
+def _weighted_moments(x: torch.Tensor, scores: torch.Tensor, packing: Packing, scratch: torch.Tensor, shifted: bool):
+    """speechbrain's softmax over each utterance's frames of x [N, C] and its _compute_statistics before
+    the square root: weighted means sum(w x) and variances sum(w (x - mean)^2) [B, C], w = 2^(s - max) /
+    total for scores in base 2 (the division applied to the sums; the scores are overwritten). With
+    `shifted`, the scores are already below a bound that keeps exp2 finite: no maximum to subtract, and
+    one exp2 over the whole batch. `scratch` holds one utterance's rows."""
     weights = scores.float()  # the softmax in fp32 under autocast too
     if not shifted:
-        weights = weights.sub_(weights.amax(dim=0))
-    weights = weights.exp2_()  # the scores are in base 2
-    total = weights.sum(dim=0)
-    if x.dtype != torch.float32:  # a reduced-precision x (autocast): normalised weights, as unbatched
-        weights, total = weights.div_(total).to(x.dtype), torch.ones_like(total)
-    total = total.to(x.dtype)
-    mean = torch.linalg.vecdot(weights, x, dim=0).div_(total)
-    deviation = torch.sub(x, mean, out=scratch).square_()
-    return mean, torch.linalg.vecdot(weights, deviation, dim=0).div_(total)
+        for part in packing.parts(weights):
+            part.sub_(part.amax(dim=0))
+    weights = weights.exp2_()
+    normalise = x.dtype != torch.float32  # a reduced-precision x (autocast): normalised weights, as unbatched
+    means, variances = [], []
+    for part, w in zip(packing.parts(x), packing.parts(weights)):
+        total = w.sum(dim=0)
+        if normalise:
+            w, total = w.div(total).to(x.dtype), torch.ones_like(total, dtype=x.dtype)
+        mean = torch.linalg.vecdot(w, part, dim=0).div_(total)
+        deviation = torch.sub(part, mean, out=scratch[: len(part)]).square_()
+        means.append(mean)
+        variances.append(torch.linalg.vecdot(w, deviation, dim=0).div_(total))
+    return torch.stack(means), torch.stack(variances)
 
 
 class PackedEcapa:
