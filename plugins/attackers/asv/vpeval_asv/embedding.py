@@ -29,10 +29,10 @@ if TYPE_CHECKING:
 MIN_SAMPLES = 400  # one 25 ms window at 16 kHz: shorter input is zero-padded to it
 HOP = 160  # speechbrain Fbank's 10 ms hop: frames = 1 + samples // HOP
 # Frames (10 ms each) of one packed batch when the parameters leave it open. On a CPU about 80 s of
-# speech per batch measured fastest for ECAPA 128/384 (benchmarks/batching.py: 2000, 4000 and 100000
-# frames were slower; bigger batches leave the caches); a GPU wants large batches (200000 frames:
-# about 2 GB of ECAPA activations).
-DEFAULT_BATCH_FRAMES = {"cpu": 16000, "cuda": 200_000}
+# speech per batch: 4000 to 16000 frames measured within 3 % of each other for ECAPA 128/384 (one
+# thread, benchmarks/batching.py; 2000 was 5-10 % slower: more calls; far bigger batches leave the
+# caches); a GPU wants large batches (200000 frames: about 2 GB of ECAPA activations).
+DEFAULT_BATCH_FRAMES = {"cpu": 8000, "cuda": 200_000}
 
 
 class Embedder:
