@@ -232,14 +232,29 @@ class _Tdnn:
         self.activation = block.activation
         self.relu = isinstance(block.activation, torch.nn.ReLU)  # then in place after the product
         self.scale, self.shift = _affine(block.norm, conv.weight.dtype)
+        if self.relu:
+            # the batch norm after the ReLU folded into the product: s relu(h) + t is max(s h + t, t) where
+            # s >= 0 and min(s h + t, t) where s < 0, and s h + t is the product with weights s W and bias
+            # s b + t: one clamp pass after the product instead of a ReLU and a multiply-add
+            scale, shift = self.scale, self.shift
+            self.folded = (self.weight * scale.unsqueeze(1)).contiguous()
+            self.folded_bias = shift + (scale * self.bias if self.bias is not None else 0)
+            infinite = torch.full_like(shift, float("inf"))
+            self.floor = None if (scale < 0).any() else shift  # then a plain maximum
+            self.bounds = (torch.where(scale < 0, -infinite, shift), torch.where(scale < 0, shift, infinite))
 
     def __call__(self, x: torch.Tensor, packing: Packing, out: torch.Tensor | None = None) -> torch.Tensor:
         """[N, C] -> [N, O], written into `out` (a column slice is fine) if given."""
         if self.kernel > 1:
             x = x.index_select(0, packing.taps(self.kernel, self.dilation)).view(packing.total, -1)
-        y = _product(x, self.weight, self.bias, self.relu)
-        if not self.relu:
-            y = _activation_(y, self.activation)
+        if self.relu:
+            y = F.linear(x, self.folded, self.folded_bias)
+            target = y if out is None else out
+            if self.floor is not None:
+                return torch.maximum(y, self.floor.to(y.dtype), out=target)
+            low, high = self.bounds
+            return torch.clamp(y, low.to(y.dtype), high.to(y.dtype), out=target)
+        y = _activation_(_product(x, self.weight, self.bias), self.activation)
         scale, shift = (
             (self.scale, self.shift)
             if y.dtype == self.scale.dtype
