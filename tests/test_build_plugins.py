@@ -217,6 +217,8 @@ NEEDS = {
     "attacker:speechbrain": {"source": "exp/asv_orig"},
     "attacker:speechbrain-train": {"source": "exp/asv_orig"},
     "encoder:speechbrain": {"source": "exp/asv_orig"},
+    "encoder:campplus": {"source": "exp/campplus_voxceleb.bin"},
+    "encoder:eres2net": {"source": "exp/pretrained_eres2net.ckpt"},
     "corpus:vpc": {"root": "data"},
     "frontend:wavlm": {"model": "exp/WavLM-Large.pt"},
     "frontend:hubert": {"model": "exp/hubert"},

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
@@ -56,7 +56,12 @@ class ERes2NetParams(FolderParams):
     """ERes2Net as 3D-Speaker's ERes2Net.py; ERes2Net_huge.py is m_channels 64, base_width 24, scale 3, expansion 4."""
 
     m_channels: int = Field(32, ge=1, le=1024, description="Channels of the first stage (32 VoxCeleb/base, 64 large).")
-    num_blocks: tuple[int, int, int, int] = Field((3, 4, 6, 3), description="Residual blocks per stage.")
+    num_blocks: tuple[
+        Annotated[int, Field(ge=1, le=256)],
+        Annotated[int, Field(ge=1, le=256)],
+        Annotated[int, Field(ge=1, le=256)],
+        Annotated[int, Field(ge=1, le=256)],
+    ] = Field((3, 4, 6, 3), description="Residual blocks per stage (each 1-256).")
     base_width: int = Field(32, ge=1, le=1024, description="Res2Net branch width per 64 planes (baseWidth).")
     scale: int = Field(2, ge=1, le=16, description="Res2Net branches per block.")
     expansion: int = Field(2, ge=1, le=16, description="Block output channels per plane.")

@@ -80,5 +80,7 @@ def test_encode_batch_equals_encode_and_runs_on_the_context_device(corpus, fitte
     batched.codebook = fitted.codebook
     for out, single in zip(batched.encode_batch(audios), expected):
         assert np.array_equal(out.tokens, single.tokens)
-        assert np.abs(out.features - single.features).max() <= 1e-5
+        assert (
+            np.abs(out.features - single.features).max() <= 5e-5
+        )  # float32, features up to ~3: CTranslate2 batches round per CPU model
     assert batched.device_sensitive and batched.encoder.model.device == "cpu"
