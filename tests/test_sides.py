@@ -31,11 +31,10 @@ def test_side_means_equal_each_sides_own_mean_with_repeated_utterances():
     assert np.array_equal(wide, want64)
 
 
-def test_distinct_utterances_keep_first_seen_order_and_skip_known_keys():
+def test_distinct_utterances_keep_first_seen_order():
     a, b, c = utterance("a"), utterance("b"), utterance("c")
     b_again = utterance("b")
     assert distinct_utterances([[b, a], [b_again, c, a]]) == [b, a, c]
-    assert distinct_utterances([[b, a], [c]], known={utterance_key(a)}) == [b, c]
     assert distinct_utterances([[a], [utterance("a", channel=2)]]) == [a, utterance("a", channel=2)]
 
 

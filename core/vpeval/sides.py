@@ -27,15 +27,12 @@ def require_utterances(sides: Iterable[Sequence[Utterance]], attacker: str) -> N
             raise DataError(f"A trial side given to the {attacker} attacker has no utterances; check the trial list.")
 
 
-def distinct_utterances(sides: Iterable[Sequence[Utterance]], known: Iterable[UtteranceKey] = ()) -> list[Utterance]:
-    """Each utterance of the sides once, in the order first seen, leaving out the keys in `known`."""
-    skip = set(known)
+def distinct_utterances(sides: Iterable[Sequence[Utterance]]) -> list[Utterance]:
+    """Each utterance of the sides once, in the order first seen."""
     found: dict[UtteranceKey, Utterance] = {}
     for side in sides:
         for utterance in side:
-            key = utterance_key(utterance)
-            if key not in skip and key not in found:
-                found[key] = utterance
+            found.setdefault(utterance_key(utterance), utterance)
     return list(found.values())
 
 

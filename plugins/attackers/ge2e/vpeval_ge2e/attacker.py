@@ -45,7 +45,8 @@ class Ge2eAttacker(Attacker):
     def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:
         """Mean d-vector per side [S, 256]; each distinct utterance (by path) is embedded once per run."""
         require_utterances(sides, self.name)
-        todo = distinct_utterances(sides, known=self._cache)
+        distinct = distinct_utterances(sides)
+        todo = [u for u in distinct if utterance_key(u) not in self._cache]
         if todo:
             self.encoder.prepare()  # load once, before the workers fork
             if self.context.on_gpu:  # batched in this process: CUDA does not survive a fork
@@ -60,7 +61,6 @@ class Ge2eAttacker(Attacker):
                 )
             for u, vector in zip(todo, vectors):
                 self._cache[utterance_key(u)] = vector
-        distinct = distinct_utterances(sides)
         return side_means(sides, distinct, np.stack([self._cache[utterance_key(u)] for u in distinct]))
 
     def _embed_batched(self, utterances: list[Utterance]) -> list[np.ndarray]:

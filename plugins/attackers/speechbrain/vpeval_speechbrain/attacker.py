@@ -60,11 +60,11 @@ class SpeechBrainAttacker(Attacker):
     def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:
         """Mean embedding per side [S, D]; each distinct utterance is embedded once per attacker."""
         require_utterances(sides, self.name)
-        todo = distinct_utterances(sides, known=self._cache)
+        distinct = distinct_utterances(sides)
+        todo = [u for u in distinct if utterance_key(u) not in self._cache]
         if todo:
             for u, vector in zip(todo, self.folder.embed_utterances(todo, f"{self.name}: embed")):
                 self._cache[utterance_key(u)] = vector
-        distinct = distinct_utterances(sides)
         vectors = np.stack([self._cache[utterance_key(u)] for u in distinct])
         return side_means(sides, distinct, vectors, accumulate=np.float64)
 
