@@ -6,7 +6,8 @@ embedding took before batching). Batched: `Embedder.embed_many`, packed length b
 not depend on them). The two ways run in turn, --runs times after a warm-up pass; times are CPU seconds
 (one thread: the compute, steadier than wall time on a machine other jobs keep busy), x real time is
 from their medians, the speed-up is the median of the runs' ratios. The distance is the largest cosine
-distance between an utterance's two embeddings.
+distance between an utterance's two embeddings. malloc keeps freed memory as in a run (vpeval.memory;
+--glibc-defaults measures without).
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/batching.py --quick   # ECAPA at the demo's size, < 1 min
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/batching.py           # + VoicePrivacy sizes, x-vector, batch sizes
@@ -24,6 +25,7 @@ import numpy as np
 import torch
 from _corpus import speaker_voice, synthesize  # benchmarks/_corpus.py (scripts run as python benchmarks/<name>.py)
 
+from vpeval.memory import reuse_freed_memory
 from vpeval_asv.embedding import Embedder
 from vpeval_asv.models import ModelConfig
 
@@ -87,8 +89,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="ECAPA at the demo's size only, 32 utterances")
     parser.add_argument("--utterances", type=int, default=None, help="utterances (default 32 quick, 96 full)")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--glibc-defaults", action="store_true", help="leave malloc's thresholds as glibc sets them (runs raise them)"
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if not args.glibc_defaults:
+        reuse_freed_memory()  # as every run does (PluginContext.apply_threads): both ways measured alike
     audios = utterances(args.utterances or (32 if args.quick else 96))
     speech = sum(a.size for a in audios) / 16000
     if args.quick:
