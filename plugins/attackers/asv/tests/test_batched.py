@@ -21,11 +21,18 @@ from vpeval_asv.models import ModelConfig, build_embedding_model
 
 REAL_READ = sf.read
 MAX_COSINE_DISTANCE = 1e-5  # the stated tolerance of batched against per-utterance embeddings
-SMALL = {"ecapa": (40, (16, 16, 16, 16, 48), 16), "xvector": (24, (16, 16, 16, 16, 48), 16)}
+SMALL = {
+    "ecapa": (40, (16, 16, 16, 16, 48), 16),
+    "xvector": (24, (16, 16, 16, 16, 48), 16),
+    # the demo's widths: the packed products of >= 128 channels run on oneDNN (vpeval_asv.packed._product)
+    "ecapa-wide": (80, (128, 128, 128, 128, 384), 192),
+    "xvector-wide": (24, (128, 128, 128, 128, 384), 64),
+}
 
 
 def _embedder(architecture: str, seed: int = 0, **kwargs) -> Embedder:
     n_mels, channels, dim = SMALL[architecture]
+    architecture = architecture.removesuffix("-wide")
     torch.manual_seed(seed)
     model = build_embedding_model(ModelConfig(architecture, n_mels, channels, dim))
     for module in model.modules():  # running statistics away from 0/1, so batch norm is really applied
@@ -55,7 +62,7 @@ def _cosine_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 LENGTHS = [1000, 1600, 8000, 2001, 32000, 96000, 5000, 1120]
 
 
-@pytest.mark.parametrize("architecture", ["ecapa", "xvector"])
+@pytest.mark.parametrize("architecture", ["ecapa", "xvector", "ecapa-wide", "xvector-wide"])
 def test_one_packed_batch_equals_each_utterance_alone(architecture):
     embedder = _embedder(architecture)
     audios = _audios(LENGTHS)
