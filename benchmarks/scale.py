@@ -9,8 +9,8 @@ largest of the process and its workers, ru_maxrss). Stages, each through the pub
                fingerprint and bad-audio scan with an empty index; `data-indexed` again with the index
     plan       make_plan (split, pools, N = 1 VoicePrivacy trials and N = 5 sets) and the trial files
     anonymize  mcadams (VPC 2024 B2) on every utterance, written as wav, with the run's workers
-    embed      ecapa 512/1536 (random weights: speed does not depend on them) on every utterance through
-               represent_many, with a content cache as in a run
+    embed      ecapa 512/1536 (random weights: speed does not depend on them; --embed-network demo: the
+               demo's 128/384) on every utterance through represent_many, with a content cache as in a run
     score      every distinct trial side represented and scored (Runner._score_trials), by the ecapa
                attacker that embedded the utterances just before (outside the measured section)
     metrics    eer, min-dcf, cllr, min-cllr, linkability (with their speaker-level bootstrap intervals)
@@ -21,7 +21,7 @@ utterances, libri dev and test enrolls and trials with VPC-sized trial lists); e
 hard link to one 1.5 s wav, because the scan reads every file whole (see BENCHMARKS.md "Scale").
 
     OMP_NUM_THREADS=1 python benchmarks/scale.py [--root /tmp/vpeval-scale] [--sizes 1 4 16]
-        [--heavy-sizes 1 4] [--runs 3] [--workers 2] [--json out.json]
+        [--heavy-sizes 1 4] [--runs 3] [--workers 2] [--embed-network vpc|demo] [--json out.json]
     OMP_NUM_THREADS=1 python benchmarks/scale.py --vpc [--runs 3]
 """
 
@@ -47,6 +47,11 @@ CHEAP = ("data", "data-indexed", "plan", "score", "metrics", "report")  # repeat
 HEAVY = ("anonymize", "embed")
 ORDER = ("data", "data-indexed", "plan", "anonymize", "embed", "score", "metrics", "report")
 SMALL_ECAPA = {"channels": [32, 32, 32, 32, 96], "embedding_dim": 192}
+# the embed stage's network (--embed-network): VoicePrivacy 2024's ECAPA, or the demo's (7x faster on a CPU)
+EMBED_NETWORKS = {
+    "vpc": ("ecapa-random", None),
+    "demo": ("ecapa-demo-random", {"channels": [128, 128, 128, 128, 384], "embedding_dim": 192}),
+}
 METRICS = ("eer", "min-dcf", "cllr", "min-cllr", "linkability")
 
 
@@ -168,19 +173,27 @@ def stage_anonymize(root: Path, size: int, workers: int, **_) -> dict:
     return {"wall": s.wall, "cpu": s.cpu, "items": len(corpus), "unit": "utterance", "audio_s": seconds}
 
 
-def stage_embed(root: Path, size: int, workers: int, **_) -> dict:
+def stage_embed(root: Path, size: int, workers: int, embed_network: str = "vpc", **_) -> dict:
     import numpy as np
 
     corpus = _corpus(root, size)
     cache = _work(root, size) / "cache"
     shutil.rmtree(cache, ignore_errors=True)
     context = _context(root, size, workers, cache)
-    attacker = _ecapa(context, root / "ecapa-random")
+    folder, params = EMBED_NETWORKS[embed_network]
+    attacker = _ecapa(context, root / folder, params)
     with Section() as s:
         vectors = attacker.represent_many([[u] for u in corpus.utterances])
     np.save(_work(root, size) / "embeddings.npy", vectors)
     audio = sum(u.duration for u in corpus.utterances)
-    return {"wall": s.wall, "cpu": s.cpu, "items": len(corpus), "unit": "utterance", "audio_s": audio}
+    return {
+        "wall": s.wall,
+        "cpu": s.cpu,
+        "items": len(corpus),
+        "unit": "utterance",
+        "audio_s": audio,
+        "network": embed_network,
+    }
 
 
 def stage_score(root: Path, size: int, workers: int, **_) -> dict:
@@ -442,10 +455,10 @@ def stage_vpc(root: Path, indexed: bool, **_) -> dict:
 # -- the driver --------------------------------------------------------------------------------------
 
 
-def measure(stage: str, root: Path, size: int, workers: int) -> dict:
+def measure(stage: str, root: Path, size: int, workers: int, embed_network: str = "vpc") -> dict:
     """Run one stage in a fresh process; its JSON line plus its peak RSS."""
     command = [sys.executable, str(Path(__file__).resolve()), "--root", str(root), "--stage", stage]
-    command += ["--size", str(size), "--workers", str(workers)]
+    command += ["--size", str(size), "--workers", str(workers), "--embed-network", embed_network]
     done = subprocess.run(command, capture_output=True, text=True, cwd=HERE)
     if done.returncode != 0:
         raise SystemExit(f"stage {stage} x{size} failed:\n{done.stderr[-3000:]}")
@@ -492,6 +505,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--vpc", action="store_true", help="the VoicePrivacy-sized layout from data folders alone")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--embed-network", choices=sorted(EMBED_NETWORKS), default="vpc", help="ECAPA 512/1536 (vpc) or 128/384 (demo)"
+    )
     parser.add_argument("--base-speakers", type=int, default=BASE_SPEAKERS, help="speakers at 1x (25 utterances each)")
     parser.add_argument("--stage", help=argparse.SUPPRESS)  # the measured child process
     parser.add_argument("--size", type=int, default=1, help=argparse.SUPPRESS)
@@ -504,7 +520,9 @@ def main() -> None:
         if args.stage.startswith("vpc"):
             out = stage_vpc(root=args.root, indexed=args.stage == "vpc-indexed")
         else:
-            out = STAGES[args.stage](root=args.root, size=args.size, workers=args.workers)
+            out = STAGES[args.stage](
+                root=args.root, size=args.size, workers=args.workers, embed_network=args.embed_network
+            )
         out["rss"] = _peak_rss_mib()
         print(json.dumps(out))
         return
@@ -522,9 +540,9 @@ def main() -> None:
             if stage in args.stages and (stage not in HEAVY or size in args.heavy_sizes)
         ]
     for stage, size in plan:
-        runs = [measure(stage, args.root, size, args.workers)]
+        runs = [measure(stage, args.root, size, args.workers, args.embed_network)]
         for _ in range(args.runs - 1 if stage in CHEAP or stage.startswith("vpc") else 0):
-            runs.append(measure(stage, args.root, size, args.workers))
+            runs.append(measure(stage, args.root, size, args.workers, args.embed_network))
         results.append(_median(stage, size, runs))
         print(table(results[-1:]).splitlines()[-1], flush=True)
     print()
