@@ -24,8 +24,7 @@ MAX_COSINE_DISTANCE = 1e-5  # the stated tolerance of batched against per-uttera
 SMALL = {
     "ecapa": (40, (16, 16, 16, 16, 48), 16),
     "xvector": (24, (16, 16, 16, 16, 48), 16),
-    # the demo's widths: the packed products of >= 128 channels run on oneDNN (vpeval_asv.packed._product)
-    "ecapa-wide": (80, (128, 128, 128, 128, 384), 192),
+    "ecapa-wide": (80, (128, 128, 128, 128, 384), 192),  # the demo's widths
     "xvector-wide": (24, (128, 128, 128, 128, 384), 64),
 }
 

@@ -12,12 +12,9 @@ import torch
 import torch.nn.functional as F
 
 from vpeval_asv.packed import (
-    _ONEDNN_LINEAR,
-    _ONEDNN_WIDTH,
     Packing,
     _AttentivePooling,
     _banded_product,
-    _product,
     _reflect,
     _SERes2Net,
     _Tdnn,
@@ -116,20 +113,6 @@ def test_pooling_with_the_mfa_norm_folded_in_equals_speechbrain(score_gain):
         )
         got = pooling(relu_out, packing)
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
-
-
-@pytest.mark.skipif(_ONEDNN_LINEAR is None, reason="this torch build has no oneDNN linear")
-@pytest.mark.parametrize("bias,relu", [(True, False), (True, True), (False, False)])
-def test_wide_products_on_onednn_equal_torch_linear(bias, relu):
-    torch.manual_seed(1)
-    rows = torch.randn(3001, 2 * _ONEDNN_WIDTH)
-    x = rows[:, 7 : 7 + _ONEDNN_WIDTH + 5]  # a column slice, as the packed layers pass
-    weight, b = torch.randn(3 * _ONEDNN_WIDTH, x.shape[1]), torch.randn(3 * _ONEDNN_WIDTH) if bias else None
-    expected = F.linear(x, weight, b)
-    got = _product(x, weight, b, relu=relu)
-    torch.testing.assert_close(got, expected.relu() if relu else expected, rtol=1e-5, atol=1e-4)
-    narrow = _product(x, weight[:16], None)  # below the width oneDNN is used for: torch's own product
-    assert torch.equal(narrow, F.linear(x, weight[:16]))
 
 
 def test_banded_product_equals_the_dense_one():

@@ -16,9 +16,9 @@ The weights are read from the speechbrain modules themselves, so any trained or 
 this way; PackedEcapa lays them out once per embedding call (batch norms as one multiply-add, the
 MFA's folded into the pooling, tanh as a sigmoid, the softmax in base 2) for all its batches. Results
 equal the per-utterance forward up to float rounding (sums in another order): the tests bound the
-cosine distance at 1e-5 (measured ~1e-13). On one CPU thread this is about 3x faster than one forward
-per utterance for the demo's ECAPA (benchmarks/batching.py: most of the batched time is the matrix
-products themselves, on oneDNN where they are wide), and on a GPU it is a handful of large kernels.
+cosine distance at 1e-5 (measured ~1e-13). On one CPU thread this is 2.5-2.8x faster than one forward
+per utterance (benchmarks/batching.py; about two thirds of the batched time are the matrix products
+themselves, at ~60 GF/s of the core's 72), and on a GPU it is a handful of large kernels.
 """
 
 from __future__ import annotations
@@ -154,35 +154,14 @@ def _banded_product(x: torch.Tensor, weight: torch.Tensor, groups: int = 4) -> t
 # -- layers -----------------------------------------------------------------------------------------
 
 
-def _onednn_linear():
-    """oneDNN's linear with a fused post-op (the kernel torch's own compiler emits for x86 CPUs), where
-    this torch build has it; None elsewhere."""
-    if not torch.backends.mkldnn.is_available():
-        return None
-    try:
-        return torch.ops.mkldnn._linear_pointwise
-    except (AttributeError, RuntimeError):
-        return None
-
-
-_ONEDNN_LINEAR = _onednn_linear()
-# oneDNN was 20-45 % faster than MKL on one core for products of >= 128 inputs and outputs on the rows
-# a packed batch has (thousands, a new count per batch), and slower for narrower ones (the Res2Net
-# chunks, the mel filters): BENCHMARKS.md "Batched embedding"
-_ONEDNN_WIDTH = 128
-
-
 def _product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, relu: bool = False):
-    """x [N, K] @ weight [O, K].T + bias, ReLU'd if asked: oneDNN's product on the CPU where both widths
-    reach _ONEDNN_WIDTH (ReLU fused), MKL's (torch's F.linear) otherwise and on other devices."""
-    if (
-        _ONEDNN_LINEAR is not None
-        and x.device.type == "cpu"
-        and x.dtype == weight.dtype == torch.float32
-        and min(weight.shape) >= _ONEDNN_WIDTH
-        and not torch.is_autocast_enabled("cpu")
-    ):
-        return _ONEDNN_LINEAR(x, weight, bias, "relu" if relu else "none", [], "")
+    """x [N, K] @ weight [O, K].T + bias, ReLU'd if asked: MKL's product (a column slice is read in place).
+
+    oneDNN's fused product + ReLU measured 2-3 % faster on this benchmark's repeated batches only: it
+    builds a kernel for every new row count (1.2 ms a call here), so on fresh batch shapes, as a real
+    corpus gives, it was no faster than this. (The bias and ReLU passes cost little next to the product:
+    a product without bias plus aten's fused add-ReLU was no faster either.)
+    """
     y = F.linear(x, weight, bias)
     return y.relu_() if relu else y
 
@@ -269,7 +248,7 @@ class _Tdnn:
         if self.kernel > 1:
             x = x.index_select(0, packing.taps(self.kernel, self.dilation)).view(packing.total, -1)
         if self.relu:
-            y = _product(x, self.folded, self.folded_bias)
+            y = F.linear(x, self.folded, self.folded_bias)
             target = y if out is None else out
             if self.floor is not None:
                 return torch.maximum(y, self.floor.to(y.dtype), out=target)
@@ -366,7 +345,7 @@ class _AttentivePooling:
     def __call__(self, r: torch.Tensor, packing: Packing) -> torch.Tensor:
         parts = packing.parts(r)
         scratch = torch.empty(max(packing.sizes), r.shape[1], dtype=r.dtype, device=r.device)  # one utterance
-        hidden = _product(r, self.frames)  # its bias goes in with each utterance's constant below
+        hidden = torch.mm(r, self.frames.t())  # its bias goes in with each utterance's constant below
         constant = self.bias.unsqueeze(0).expand(packing.batch, -1)
         if self.global_context:
             # each utterance's plain mean and std (speechbrain's weights mask / total: the population
@@ -383,7 +362,7 @@ class _AttentivePooling:
             part.add_(c)
         hidden = _activation_(hidden, self.activation)
         torch.addcmul(self.norm[1], hidden, self.norm[0], out=hidden).sigmoid_()
-        scores = _product(hidden, self.score)
+        scores = torch.mm(hidden, self.score.t())
         mean, variance = _weighted_moments(r, scores, packing, scratch, shifted=self.bounded)
         mean = mean * self.scale + self.shift
         return torch.cat([mean, torch.sqrt((variance * self.scale.square()).clamp(self.eps))], dim=1)
