@@ -104,7 +104,7 @@ class WhisperEncoderCT2:
     """Whisper's encoder run by CTranslate2: 16 kHz audio -> [T, D] frames at 50 frames/s.
 
     `model` is a packaged name (MODELS) or a local CTranslate2 Whisper folder (a Path, or a str that is
-    no packaged name); a folder's width `dim` is read off one short silent window encoded at load.
+    no packaged name); a folder's width `dim` is read off one short silent window, when first asked for.
     `device` is CTranslate2's ("cpu" or "cuda"; "cuda:N" picks GPU N), `precision` the experiment's
     (CTranslate2 computes in float32 on the CPU whatever it says)."""
 
@@ -131,7 +131,6 @@ class WhisperEncoderCT2:
                     "openai/whisper-medium --output_dir DIR) and give DIR, or leave model_path unset for the "
                     "packaged model."
                 )
-        self.folder = folder
         kind, _, index = device.partition(":")
         compute_type = COMPUTE_TYPES[precision] if kind == "cuda" else "float32"
         self.model = ctranslate2.models.Whisper(
@@ -143,10 +142,17 @@ class WhisperEncoderCT2:
         )
         self.features = FeatureExtractor(feature_size=self.model.n_mels)
         self.pad_to_window = pad_to_window
-        self.dim = dim if dim is not None else self._width()
+        self._dim = dim
+
+    @property
+    def dim(self) -> int:
+        """The encoder's frame width: CTranslate2 does not expose it, so for a folder one 80 ms silent window
+        is encoded (once, on first use: encoding itself never needs it)."""
+        if self._dim is None:
+            self._dim = self._width()
+        return self._dim
 
     def _width(self) -> int:
-        """The encoder's frame width: CTranslate2 does not expose it, so one 80 ms silent window is encoded."""
         import ctranslate2
 
         silence = np.zeros((1, self.model.n_mels, 8), dtype=np.float32)
