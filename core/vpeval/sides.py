@@ -5,12 +5,13 @@ ones: BENCHMARKS.md "Scale", the score stage)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
 from vpeval.errors import DataError
 from vpeval.types import Utterance
+from vpeval.vector_table import VectorTable
 
 UtteranceKey = tuple[str, int | None]
 
@@ -29,11 +30,7 @@ def require_utterances(sides: Iterable[Sequence[Utterance]], attacker: str) -> N
 
 def distinct_utterances(sides: Iterable[Sequence[Utterance]]) -> list[Utterance]:
     """Each utterance of the sides once, in the order first seen."""
-    found: dict[UtteranceKey, Utterance] = {}
-    for side in sides:
-        for utterance in side:
-            found.setdefault(utterance_key(utterance), utterance)
-    return list(found.values())
+    return _layout(sides)[0]
 
 
 def side_means(
@@ -46,13 +43,71 @@ def side_means(
 
     The mean is taken in `accumulate` (default: the vectors' own dtype), so an attacker that averaged
     float32 vectors in float32 keeps its numbers."""
-    row = {utterance_key(u): i for i, u in enumerate(distinct)}
-    lengths = np.fromiter((len(side) for side in sides), dtype=np.int64, count=len(sides))
-    rows = np.fromiter(
-        (row[utterance_key(u)] for side in sides for u in side), dtype=np.int64, count=int(lengths.sum())
-    )
+    found, rows, lengths = _layout(sides)
+    given = {utterance_key(u): i for i, u in enumerate(distinct)}
+    to_given = np.fromiter((given[utterance_key(u)] for u in found), dtype=np.int64, count=len(found))
+    return _means(to_given[rows], lengths, vectors, accumulate)
+
+
+def side_means_by(
+    sides: Sequence[Sequence[Utterance]],
+    vectors_of: Callable[[list[Utterance]], np.ndarray],
+    accumulate: type | None = None,
+) -> np.ndarray:
+    """side_means over `vectors_of(distinct utterances)`, the sides' layout found once."""
+    distinct, rows, lengths = _layout(sides)
+    return _means(rows, lengths, vectors_of(distinct), accumulate)
+
+
+def remembered_side_means(
+    sides: Sequence[Sequence[Utterance]],
+    remembered: VectorTable,
+    embed: Callable[[list[Utterance]], np.ndarray | Sequence[np.ndarray]],
+    accumulate: type | None = None,
+) -> np.ndarray:
+    """[S, D] float64 side means, as side_means, over vectors that `remembered` keeps by utterance key: `embed`
+    is called once, with the distinct utterances it lacks, and its vectors are kept for later calls."""
+
+    def vectors_of(distinct: list[Utterance]) -> np.ndarray:
+        keys = [utterance_key(u) for u in distinct]
+        todo = [u for u, key in zip(distinct, keys) if key not in remembered]
+        if todo:
+            remembered.add([utterance_key(u) for u in todo], embed(todo))
+        return remembered.take(keys)
+
+    return side_means_by(sides, vectors_of, accumulate)
+
+
+def _layout(sides: Iterable[Sequence[Utterance]]) -> tuple[list[Utterance], np.ndarray, np.ndarray]:
+    """The distinct utterances (first seen first), each side-utterance's row among them, each side's length.
+
+    An utterance object met again is found by its identity before its key: the objects stay alive in
+    `sides` for the call, and an int look-up touches neither the object nor its path string, which at
+    VoicePrivacy size lie scattered beyond the CPU caches (BENCHMARKS.md "Scale", the score stage)."""
+    by_object: dict[int, int] = {}
+    by_key: dict[UtteranceKey, int] = {}
+    distinct: list[Utterance] = []
+    rows: list[int] = []
+    lengths: list[int] = []
+    for side in sides:
+        lengths.append(len(side))
+        for u in side:
+            row = by_object.get(id(u))
+            if row is None:
+                key = utterance_key(u)
+                row = by_key.get(key)
+                if row is None:
+                    row = by_key[key] = len(distinct)
+                    distinct.append(u)
+                by_object[id(u)] = row
+            rows.append(row)
+    return distinct, np.asarray(rows, dtype=np.int64), np.asarray(lengths, dtype=np.int64)
+
+
+def _means(rows: np.ndarray, lengths: np.ndarray, vectors: np.ndarray, accumulate: type | None) -> np.ndarray:
+    vectors = np.asarray(vectors)
     starts = np.cumsum(lengths) - lengths
-    out = np.empty((len(sides), vectors.shape[1]), dtype=np.float64)
+    out = np.empty((len(lengths), vectors.shape[1]), dtype=np.float64)
     # the sides of one length at once, [k, L, D] averaged over L: the same sums in the same order as one
     # side at a time (numpy adds the rows of a non-last axis one after another), without a loop over sides
     for length in np.unique(lengths):

@@ -43,6 +43,7 @@ from vpeval.run.console import RunConsole
 from vpeval.run.folder import claim_run_folder, experiment_run_folder, run_folder_lock
 from vpeval.run.stored import SpeechFiles, Stored, StoredMetricResults, StoredPlugin, StoredScores, StoredSpeech
 from vpeval.types import Corpus, EvaluationPlan, MetricResult, Scores, TrainingData, TrainingStage, TrialList
+from vpeval.vector_table import VectorTable
 
 CACHE_ENV = "VPEVAL_CACHE"
 DEFAULT_CACHE = ".vpeval-cache"
@@ -96,7 +97,7 @@ class RunState:
     anonymizers: dict[str, list[Anonymizer]] = field(default_factory=dict)  # label -> chain instances
     prepared: set[str] = field(default_factory=set)  # labels whose instances ran prepare()
     metrics: dict[str, Metric] = field(default_factory=dict)  # metric label -> instance
-    represented: dict[tuple, np.ndarray] = field(default_factory=dict)  # (train key, speech version, side) -> vector
+    represented: dict[tuple, VectorTable] = field(default_factory=dict)  # (train key, speech version) -> side vectors
     training: dict[tuple[str, str | None], list[dict[str, Any]]] = field(default_factory=dict)  # RunResult.training
 
 
@@ -601,13 +602,17 @@ class Runner:
     def _represent(
         self, attacker: Attacker, train_key: str, sides: list[tuple[str, ...]], corpus: Corpus, version: str | None
     ) -> np.ndarray:
-        memo = self.state.represented
-        missing = [s for s in dict.fromkeys(sides) if (train_key, version, s) not in memo]
+        table = self.state.represented.setdefault((train_key, version), VectorTable(np.float64))
+        missing = table.missing(sides)
         if missing:
             vectors = attacker.represent_many([[corpus[i] for i in side] for side in missing])
-            for side, vec in zip(missing, vectors):
-                memo[(train_key, version, side)] = np.asarray(vec, dtype=np.float64)
-        return np.stack([memo[(train_key, version, s)] for s in sides])
+            if len(vectors) != len(missing):
+                raise PluginError(
+                    f"attacker {getattr(attacker, 'name', type(attacker).__name__)} returned {len(vectors)} "
+                    f"vectors for {len(missing)} trial sides; this is a bug in the plugin: report it to its authors."
+                )
+            table.add(missing, vectors)
+        return table.take(sides)
 
     def _score_trials(
         self, attacker, train_key, trial_list: TrialList, enroll_corpus, test_corpus, anon_key, protocol

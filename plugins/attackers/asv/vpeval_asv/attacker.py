@@ -17,7 +17,7 @@ import numpy as np
 
 from vpeval.api import Attacker
 from vpeval.errors import DataError
-from vpeval.sides import distinct_utterances, require_utterances, side_means
+from vpeval.sides import require_utterances, side_means_by
 from vpeval.types import TrainingData, Utterance
 from vpeval_asv.params import AsvParams, EcapaParams, XvectorParams
 
@@ -201,11 +201,12 @@ class AsvAttacker(Attacker):
 
         self.context.apply_threads()
         require_utterances(sides, self.name)
-        distinct = distinct_utterances(sides)  # each normalised once, then gathered per side
-        vectors = length_normalise(
-            self.embedder.embed_utterances(distinct, description=f"{self.name}: embed", context=self.context)
+        return side_means_by(  # each distinct utterance embedded and normalised once, then gathered per side
+            sides,
+            lambda distinct: length_normalise(
+                self.embedder.embed_utterances(distinct, description=f"{self.name}: embed", context=self.context)
+            ),
         )
-        return side_means(sides, distinct, vectors)
 
     def score(self, enroll: np.ndarray, test: np.ndarray) -> np.ndarray:
         from vpeval_asv.backends import Backend

@@ -19,6 +19,7 @@ import torch
 from vpeval.api import PluginContext
 from vpeval.content_cache import ContentCache, identity_digest, source_digest
 from vpeval.types import Utterance
+from vpeval.vector_table import VectorTable
 from vpeval_asv.models import ModelConfig, build_embedding_model
 from vpeval_torch.batching import length_buckets
 from vpeval_torch.fbank import FbankFeatures
@@ -57,7 +58,7 @@ class Embedder:
         kind = "cpu" if device == "cpu" else "cuda"  # any accelerator wants large batches
         self.batch_frames = batch_frames or DEFAULT_BATCH_FRAMES[kind]
         self.autocast = autocast or nullcontext
-        self.cache: dict[tuple[str, int | None], np.ndarray] = {}
+        self.cache = VectorTable(np.float32)  # (path, channel) -> raw embedding
 
     def _prepare(self, audio: np.ndarray) -> np.ndarray:
         audio = np.asarray(audio, dtype=np.float32).reshape(-1)
@@ -134,11 +135,14 @@ class Embedder:
         in length buckets, reading only one bucket's audio at a time. On a CPU this process then uses
         every core the run has (threads or workers, whichever is more), as the old per-utterance workers did.
         """
-        todo = list({_key(u): u for u in utterances if _key(u) not in self.cache}.values())
+        keys = [_key(u) for u in utterances]
+        todo = list({key: u for key, u in zip(keys, utterances) if key not in self.cache}.values())
         store = _ContentStore(context, self.identity()) if context is not None else None
         if store is not None and todo:
             found = store.load(todo)
-            self.cache.update((_key(u), v) for u, v in zip(todo, found) if v is not None)
+            stored = [(_key(u), v) for u, v in zip(todo, found) if v is not None]
+            if stored:
+                self.cache.add([k for k, _ in stored], [v for _, v in stored])
             todo = [u for u, v in zip(todo, found) if v is None]
         if todo:
             buckets = self.buckets([utterance_samples(u, self.config.sample_rate) for u in todo])
@@ -153,15 +157,15 @@ class Embedder:
                 for bucket in items:
                     batch = [todo[i] for i in bucket]
                     vectors = self.embed_batch([u.load(self.config.sample_rate) for u in batch], network)
-                    for u, v in zip(batch, vectors):
-                        self.cache[_key(u)] = v
-                        if store is not None:
+                    self.cache.add([_key(u) for u in batch], vectors)
+                    if store is not None:
+                        for u, v in zip(batch, vectors):
                             store.put(u, v)
             finally:
                 torch.set_num_threads(threads)
         if not utterances:
             return np.zeros((0, self.config.embedding_dim), dtype=np.float32)
-        return np.stack([self.cache[_key(u)] for u in utterances])
+        return self.cache.take(keys)
 
     def forget(self) -> None:
         """Drop remembered embeddings (the weights changed)."""

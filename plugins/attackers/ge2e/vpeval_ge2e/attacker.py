@@ -11,8 +11,9 @@ import numpy as np
 from vpeval.api import Attacker
 from vpeval.content_cache import ContentCache, cached_map, identity_digest, source_digest
 from vpeval.data.fingerprint import file_stamp
-from vpeval.sides import distinct_utterances, require_utterances, side_means, utterance_key
+from vpeval.sides import remembered_side_means, require_utterances
 from vpeval.types import TrainingData, Utterance
+from vpeval.vector_table import VectorTable
 from vpeval_ge2e.encoder import Ge2eEncoder, Ge2eParams
 
 
@@ -28,7 +29,7 @@ class Ge2eAttacker(Attacker):
     def __init__(self, params=None, context=None):
         super().__init__(params, context)
         self.encoder = Ge2eEncoder(self.params, self.context)
-        self._cache: dict[tuple[str, int | None], np.ndarray] = {}
+        self._cache = VectorTable()  # (path, channel) -> d-vector
 
     def train(self, data: TrainingData) -> None:
         """Nothing to learn: the model is pretrained."""
@@ -45,23 +46,21 @@ class Ge2eAttacker(Attacker):
     def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:
         """Mean d-vector per side [S, 256]; each distinct utterance (by path) is embedded once per run."""
         require_utterances(sides, self.name)
-        distinct = distinct_utterances(sides)
-        todo = [u for u in distinct if utterance_key(u) not in self._cache]
-        if todo:
-            self.encoder.prepare()  # load once, before the workers fork
-            if self.context.on_gpu:  # batched in this process: CUDA does not survive a fork
-                vectors = self._embed_batched(todo)
-            else:  # the CPU: one utterance per call in the run's forked workers (measured faster there)
-                vectors = cached_map(
-                    self.context,
-                    todo,
-                    self.extractor_identity(),
-                    lambda u: self.encoder.embed(u.load(self.sample_rate)),
-                    f"{self.name}: embed",
-                )
-            for u, vector in zip(todo, vectors):
-                self._cache[utterance_key(u)] = vector
-        return side_means(sides, distinct, np.stack([self._cache[utterance_key(u)] for u in distinct]))
+        return remembered_side_means(sides, self._cache, self._embed)
+
+    def _embed(self, todo: list[Utterance]) -> list[np.ndarray]:
+        """d-vectors of utterances not remembered yet: the content cache first, then the encoder."""
+        self.encoder.prepare()  # load once, before the workers fork
+        if self.context.on_gpu:  # batched in this process: CUDA does not survive a fork
+            return self._embed_batched(todo)
+        # the CPU: one utterance per call in the run's forked workers (measured faster there)
+        return cached_map(
+            self.context,
+            todo,
+            self.extractor_identity(),
+            lambda u: self.encoder.embed(u.load(self.sample_rate)),
+            f"{self.name}: embed",
+        )
 
     def _embed_batched(self, utterances: list[Utterance]) -> list[np.ndarray]:
         """embed_batch over the utterances the content cache lacks, a few hundred partial windows at a time."""

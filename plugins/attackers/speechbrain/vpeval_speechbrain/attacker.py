@@ -18,8 +18,9 @@ import numpy as np
 
 from vpeval.api import Attacker
 from vpeval.errors import ConfigError
-from vpeval.sides import distinct_utterances, require_utterances, side_means, utterance_key
+from vpeval.sides import remembered_side_means, require_utterances
 from vpeval.types import TrainingData, Utterance
+from vpeval.vector_table import VectorTable
 from vpeval_speechbrain.params import SpeechBrainParams, SpeechBrainTrainParams
 
 
@@ -37,7 +38,7 @@ class SpeechBrainAttacker(Attacker):
         from vpeval_speechbrain.service import FolderEmbeddings  # torch: on use, not on import
 
         self.folder = FolderEmbeddings(self.params, self.context, self.name)
-        self._cache: dict[tuple[str, int | None], np.ndarray] = {}
+        self._cache = VectorTable()  # (path, channel) -> embedding, in the folder's dtype
 
     @classmethod
     def missing_paths(cls, params: SpeechBrainParams) -> list[str]:
@@ -60,13 +61,9 @@ class SpeechBrainAttacker(Attacker):
     def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:
         """Mean embedding per side [S, D]; each distinct utterance is embedded once per attacker."""
         require_utterances(sides, self.name)
-        distinct = distinct_utterances(sides)
-        todo = [u for u in distinct if utterance_key(u) not in self._cache]
-        if todo:
-            for u, vector in zip(todo, self.folder.embed_utterances(todo, f"{self.name}: embed")):
-                self._cache[utterance_key(u)] = vector
-        vectors = np.stack([self._cache[utterance_key(u)] for u in distinct])
-        return side_means(sides, distinct, vectors, accumulate=np.float64)
+        return remembered_side_means(
+            sides, self._cache, lambda todo: self.folder.embed_utterances(todo, f"{self.name}: embed"), np.float64
+        )
 
 
 class SpeechBrainTrainAttacker(SpeechBrainAttacker):
