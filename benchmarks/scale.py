@@ -197,13 +197,14 @@ def stage_embed(root: Path, size: int, workers: int, embed_network: str = "vpc",
 
 
 def stage_score(root: Path, size: int, workers: int, **_) -> dict:
-    """As the runner's _score_trials: distinct sides represented once, then scored. The utterances are
-    embedded first, outside the measured section, by a small ECAPA of the same embedding size (192) and
+    """The runner's scoring (vpeval.run.trial_scoring): distinct sides represented once, then scored. The
+    utterances are embedded first, outside the measured section, by a small ECAPA of the same embedding size (192) and
     the same attacker object (so the section finds them in its memory, as in a run after embedding):
     scoring's cost depends on the vectors' size only, and the full ECAPA would need an hour of CPU at 16x."""
     import numpy as np
 
-    from vpeval.types import Scores
+    from vpeval.run.trial_scoring import represent_sides, trial_scores
+    from vpeval.vector_table import VectorTable
 
     work = _work(root, size)
     with open(work / "plan.pickle", "rb") as f:
@@ -216,25 +217,12 @@ def stage_score(root: Path, size: int, workers: int, **_) -> dict:
     corpus = plan.evaluation
     score_sets = []
     with Section() as s:
-        memo: dict = {}
+        remembered = VectorTable(np.float64)  # the runner's memo for one attacker on the original speech
         for n, trial_list in sorted(plan.trial_lists.items()):
             trials = trial_list.trials
-            for sides in ([t.enroll for t in trials], [t.test for t in trials]):
-                missing = [side for side in dict.fromkeys(sides) if side not in memo]
-                for side, vec in zip(missing, attacker.represent_many([[corpus[i] for i in side] for side in missing])):
-                    memo[side] = vec
-            enroll = np.stack([memo[t.enroll] for t in trials])
-            test = np.stack([memo[t.test] for t in trials])
-            scores = Scores(
-                np.asarray(attacker.score(enroll, test), dtype=np.float64),
-                np.array([t.target for t in trials]),
-                np.array([t.gender or "" for t in trials]),
-                np.array([t.enroll_speaker for t in trials]),
-                np.array([t.test_speaker for t in trials]),
-                np.array([t.enroll_id for t in trials]),
-                np.array([t.test_id for t in trials]),
-            )
-            score_sets.append((n, scores))
+            enroll = represent_sides(attacker, remembered, [t.enroll for t in trials], corpus)
+            test = represent_sides(attacker, remembered, [t.test for t in trials], corpus)
+            score_sets.append((n, trial_scores(trials, attacker.score(enroll, test))))
     with open(work / "scores.pickle", "wb") as f:
         pickle.dump(score_sets, f)
     trials = sum(len(sc) for _, sc in score_sets)

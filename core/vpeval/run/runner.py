@@ -42,6 +42,7 @@ from vpeval.run.cache import StageCache, stable_key
 from vpeval.run.console import RunConsole
 from vpeval.run.folder import claim_run_folder, experiment_run_folder, run_folder_lock
 from vpeval.run.stored import SpeechFiles, Stored, StoredMetricResults, StoredPlugin, StoredScores, StoredSpeech
+from vpeval.run.trial_scoring import represent_sides, trial_scores
 from vpeval.types import Corpus, EvaluationPlan, MetricResult, Scores, TrainingData, TrainingStage, TrialList
 from vpeval.vector_table import VectorTable
 
@@ -599,40 +600,23 @@ class Runner:
                 out.append(ScoreSet(anon.label if anon else "none", att.label, att.train_on, protocol, n, scores, key))
         return out
 
-    def _represent(
-        self, attacker: Attacker, train_key: str, sides: list[tuple[str, ...]], corpus: Corpus, version: str | None
-    ) -> np.ndarray:
-        table = self.state.represented.setdefault((train_key, version), VectorTable(np.float64))
-        missing = table.missing(sides)
-        if missing:
-            vectors = attacker.represent_many([[corpus[i] for i in side] for side in missing])
-            if len(vectors) != len(missing):
-                raise PluginError(
-                    f"attacker {getattr(attacker, 'name', type(attacker).__name__)} returned {len(vectors)} "
-                    f"vectors for {len(missing)} trial sides; this is a bug in the plugin: report it to its authors."
-                )
-            table.add(missing, vectors)
-        return table.take(sides)
-
     def _score_trials(
         self, attacker, train_key, trial_list: TrialList, enroll_corpus, test_corpus, anon_key, protocol
     ) -> Scores:
         enroll_version = anon_key if protocol == "A-A" else None
         test_version = anon_key if protocol in ("O-A", "A-A") else None
         trials = trial_list.trials
-        enroll = self._represent(attacker, train_key, [t.enroll for t in trials], enroll_corpus, enroll_version)
-        test = self._represent(attacker, train_key, [t.test for t in trials], test_corpus, test_version)
-        values = np.asarray(attacker.score(enroll, test), dtype=np.float64)
-        return Scores(
-            values,
-            np.array([t.target for t in trials]),
-            np.array([t.gender or "" for t in trials]),
-            np.array([t.enroll_speaker for t in trials]),
-            np.array([t.test_speaker for t in trials]),
-            np.array([t.enroll_id for t in trials]),
-            np.array([t.test_id for t in trials]),
-            np.array([t.subset for t in trials]) if any(t.subset for t in trials) else None,
+        enroll = represent_sides(
+            attacker, self._remembered(train_key, enroll_version), [t.enroll for t in trials], enroll_corpus
         )
+        test = represent_sides(
+            attacker, self._remembered(train_key, test_version), [t.test for t in trials], test_corpus
+        )
+        return trial_scores(trials, attacker.score(enroll, test))
+
+    def _remembered(self, train_key: str, version: str | None) -> VectorTable:
+        """The side vectors of one trained attacker on one version of the speech (None: the original)."""
+        return self.state.represented.setdefault((train_key, version), VectorTable(np.float64))
 
     # -- metrics -----------------------------------------------------------------------------
     # One builder per `needs` (METRIC_INPUTS, below the class): each gives the rows of one metric plugin
