@@ -22,7 +22,7 @@ def represent_sides(
     that `remembered` lacks are given to represent_many once, together, and kept."""
     missing = remembered.missing(sides)
     if missing:
-        vectors = attacker.represent_many([[corpus[i] for i in side] for side in missing])
+        vectors = attacker.represent_many([corpus.utterances_of(side) for side in missing])
         if len(vectors) != len(missing):
             raise PluginError(
                 f"attacker {getattr(attacker, 'name', type(attacker).__name__)} returned {len(vectors)} "
