@@ -783,8 +783,8 @@ class Runner:
                     enroll_corpus, test_corpus = self._side_corpora(protocol, anonymized)
                     ev = anon_key if protocol == "A-A" else None
                     tv = anon_key if protocol != "O-O" else None
-                    r = self._represent(attacker, train_key, rows_ids, enroll_corpus, ev)
-                    c = self._represent(attacker, train_key, cols_ids, test_corpus, tv)
+                    r = represent_sides(attacker, self._remembered(train_key, ev), rows_ids, enroll_corpus)
+                    c = represent_sides(attacker, self._remembered(train_key, tv), cols_ids, test_corpus)
                     grid = attacker.score(np.repeat(r, len(c), axis=0), np.tile(c, (len(r), 1))).reshape(len(r), len(c))
                     out[protocol] = SimilarityMatrix(
                         grid,
