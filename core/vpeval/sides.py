@@ -70,9 +70,9 @@ def remembered_side_means(
 
     def vectors_of(distinct: list[Utterance]) -> np.ndarray:
         keys = [utterance_key(u) for u in distinct]
-        todo = [u for u, key in zip(distinct, keys) if key not in remembered]
+        todo = [(u, key) for u, key in zip(distinct, keys) if key not in remembered]
         if todo:
-            remembered.add([utterance_key(u) for u in todo], embed(todo))
+            remembered.add([key for _, key in todo], embed([u for u, _ in todo]))
         return remembered.take(keys)
 
     return side_means_by(sides, vectors_of, accumulate)

@@ -18,6 +18,7 @@ import torch
 
 from vpeval.api import PluginContext
 from vpeval.content_cache import ContentCache, identity_digest, source_digest
+from vpeval.sides import utterance_key
 from vpeval.types import Utterance
 from vpeval.vector_table import VectorTable
 from vpeval_asv.models import ModelConfig, build_embedding_model
@@ -135,12 +136,12 @@ class Embedder:
         in length buckets, reading only one bucket's audio at a time. On a CPU this process then uses
         every core the run has (threads or workers, whichever is more), as the old per-utterance workers did.
         """
-        keys = [_key(u) for u in utterances]
+        keys = [utterance_key(u) for u in utterances]
         todo = list({key: u for key, u in zip(keys, utterances) if key not in self.cache}.values())
         store = _ContentStore(context, self.identity()) if context is not None else None
         if store is not None and todo:
             found = store.load(todo)
-            stored = [(_key(u), v) for u, v in zip(todo, found) if v is not None]
+            stored = [(utterance_key(u), v) for u, v in zip(todo, found) if v is not None]
             if stored:
                 self.cache.add([k for k, _ in stored], [v for _, v in stored])
             todo = [u for u, v in zip(todo, found) if v is None]
@@ -157,7 +158,7 @@ class Embedder:
                 for bucket in items:
                     batch = [todo[i] for i in bucket]
                     vectors = self.embed_batch([u.load(self.config.sample_rate) for u in batch], network)
-                    self.cache.add([_key(u) for u in batch], vectors)
+                    self.cache.add([utterance_key(u) for u in batch], vectors)
                     if store is not None:
                         for u, v in zip(batch, vectors):
                             store.put(u, v)
@@ -210,14 +211,14 @@ class _ContentStore:
         for u in utterances:
             stamp = file_stamp(u.path)
             path = self.cache.path(u)
-            self.where[_key(u)] = (stamp, path)
+            self.where[utterance_key(u)] = (stamp, path)
             found.append(ContentCache.load(path))
         return found
 
     def put(self, utterance: Utterance, value: np.ndarray) -> None:
         from vpeval.data.fingerprint import file_stamp
 
-        stamp, path = self.where.get(_key(utterance), (None, None))
+        stamp, path = self.where.get(utterance_key(utterance), (None, None))
         if self.cache is not None and stamp is not None and file_stamp(utterance.path) == stamp:
             self.cache.put(utterance, value, path)
 
@@ -243,10 +244,6 @@ def _this_module():
     import sys
 
     return sys.modules[__name__]
-
-
-def _key(u: Utterance) -> tuple[str, int | None]:
-    return (u.path, u.channel)
 
 
 def length_normalise(x: np.ndarray) -> np.ndarray:
