@@ -16,7 +16,7 @@ from vpeval.types import TrainingData, TrainingStage
 from vpeval_asv.attacker import EcapaAttacker, XvectorAttacker
 from vpeval_asv.params import CPU_TEST_SIZE
 from vpeval_asv.training import EarlyStopping, cyclic_lr, linear_lr
-from vpeval_asv.validation import ValidationTrials, hold_out
+from vpeval.validation import ValidationTrials, hold_out
 
 TINY = CPU_TEST_SIZE
 

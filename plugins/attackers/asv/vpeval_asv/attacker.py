@@ -91,7 +91,7 @@ class AsvAttacker(Attacker):
         import torch
 
         from vpeval_asv.training import train_network
-        from vpeval_asv.validation import ValidationTrials, hold_out
+        from vpeval.validation import ValidationTrials, hold_out
 
         self.context.apply_threads()
         corpus = data.corpus

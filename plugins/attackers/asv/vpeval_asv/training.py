@@ -25,7 +25,7 @@ from vpeval_asv.audio import AudioCache, crops_per_utterance
 from vpeval_asv.embedding import Embedder
 from vpeval_asv.models import SpeakerClassifier
 from vpeval_asv.params import AsvParams
-from vpeval_asv.validation import ValidationTrials
+from vpeval.validation import ValidationTrials
 
 
 @dataclass

@@ -68,6 +68,31 @@ def test_save_load_round_trip_uses_weights_only(trained, heldout, tmp_path, monk
     assert curve and {e["stage"] for e in curve} == {"I"} and restored.training_curve() == curve
 
 
+def test_validation_speakers_give_a_validation_eer_per_epoch_and_change_no_weight(
+    trained, train_corpus, heldout, tmp_path, tiny_shared
+):
+    """The report's under-training alarm needs a validation EER per epoch: DAST scores the experiment's
+    validation speakers after each epoch, and only scores them (its fixed epochs are the paper's)."""
+    from vpeval.report.training import validation_points
+
+    attacker, _ = trained
+    checked = DastAttacker(
+        DastAttacker.Params(**{**tiny_shared, "fusion": "fbank"}), plugin_context(seed=1, work_dir=tmp_path / "w")
+    )
+    checked.train(TrainingData([TrainingStage("original", train_corpus)], validation=heldout))
+    curve = checked.training_curve()
+    assert [e["epoch"] for e in curve] == [e["epoch"] for e in attacker.training_curve()]
+    points = validation_points(curve)
+    assert len(points) == len(curve) and all(0.0 <= p <= 1.0 for p in points) and len(set(points)) > 1
+    assert not any("validation_eer" in e for e in attacker.training_curve())  # none without validation speakers
+    sides = [heldout.utterances[:3], heldout.utterances[3:4]]
+    np.testing.assert_array_equal(checked.represent_many(sides), attacker.represent_many(sides))
+    checked.save(tmp_path / "model")
+    restored = DastAttacker(DastAttacker.Params(**tiny_shared, fusion="fbank"), plugin_context(seed=9, work_dir=tmp_path))
+    restored.load(tmp_path / "model")
+    assert restored.training_curve() == curve
+
+
 @pytest.mark.filterwarnings("ignore:Detected pickle protocol")  # torch's note on the hostile file itself
 def test_a_pickled_object_checkpoint_is_refused(trained, tmp_path, tiny):
     import pickle

@@ -210,15 +210,37 @@ class DastAttacker(Attacker):
             self.stages_done = load_into(self._embedder.network, start, f"{self.name} init_from")
             self.context.log.info("%s: starting from %s (stages %s done there)", self.name, start, self.stages_done)
         stage_data = self.stage_utterances(data)
+        validation = self._validation_trials(data)
         torch.set_num_threads(max(1, self.context.threads, self.context.workers))
         try:
             for stage in p.stages:
-                record = train_stage(self._embedder, stage_data[stage], stage, p, self.context, self.name)
+                record = train_stage(
+                    self._embedder, stage_data[stage], stage, p, self.context, self.name, validation
+                )
                 self.stage_records.append(record)
                 self.stages_done = [*self.stages_done, stage]
                 self._snapshots[stage] = (snapshot(self._embedder.network), list(self.stages_done))
         finally:
             self.context.apply_threads()
+
+    def _validation_trials(self, data: TrainingData):
+        """Trials on the experiment's validation speakers (in the training scenario), drawn once from the
+        seed and scored after every epoch; None without validation speakers (the experiment's
+        `validation_speakers: 0`), and then the report says no validation EER was recorded."""
+        from vpeval.validation import ValidationTrials
+
+        if data.validation is None or not len(data.validation):
+            return None
+        p = self.params
+        trials = ValidationTrials.draw(
+            data.validation.utterances,
+            p.validation_trials,
+            p.validation_max_utterances,
+            self.context.rng(self.name, "validation"),
+        )
+        if trials is None:
+            self.context.log.warning("%s: too few validation utterances for target and non-target trials", self.name)
+        return trials
 
     # -- cache ------------------------------------------------------------------------------
 
@@ -244,13 +266,18 @@ class DastAttacker(Attacker):
         self._stored_records = json.loads(history.read_text()) if history.is_file() else []
 
     def training_curve(self) -> list[dict]:
-        """Each stage's epochs with their loss (DAST keeps no validation EER): after `train`, or as stored."""
+        """Each stage's epochs with their loss and, where validation speakers were given, validation EER
+        (fixed epochs: none is marked kept, the last one is used): after `train`, or as stored."""
         records = [asdict(r) for r in self.stage_records] or self._stored_records
-        return [
-            {"stage": r["stage"], "epoch": i + 1, "loss": loss}
-            for r in records
-            for i, loss in enumerate(r.get("losses", []))
-        ]
+        curve = []
+        for r in records:
+            eers = r.get("validation_eers", [])
+            for i, loss in enumerate(r.get("losses", [])):
+                epoch = {"stage": r["stage"], "epoch": i + 1, "loss": loss}
+                if i < len(eers):
+                    epoch["validation_eer"] = eers[i]
+                curve.append(epoch)
+        return curve
 
     # -- trials -----------------------------------------------------------------------------
 

@@ -202,6 +202,17 @@ class DastParams(Params):
         "per second of audio for Whisper-base, 2.4 MB for WavLM-Large) in the run cache and shared by the run's "
         "dast attackers for training and embedding: several times faster on a CPU. Not in the paper.",
     )
+    validation_trials: int = Field(
+        2000,
+        ge=10,
+        le=10_000_000,
+        description="Random trial pairs (half target) on the experiment's validation speakers, scored after every "
+        "epoch of every stage for the training curve and the report's under-training alarm; DAST trains fixed "
+        "epochs (section 3.2), so no epoch is selected by it. Without validation speakers none is recorded.",
+    )
+    validation_max_utterances: int = Field(
+        1000, ge=4, le=1_000_000, description="Most validation utterances embedded after each epoch."
+    )
     init_from: str | None = Field(
         None,
         description="A folder a dast attacker saved (or its stages/<stage> folder) to start from, for example a "

@@ -15,6 +15,7 @@ import torch
 
 from vpeval.api import PluginContext
 from vpeval.types import Utterance
+from vpeval.validation import ValidationTrials
 from vpeval_dast.embedding import Embedder
 from vpeval_dast.params import DastParams
 
@@ -28,6 +29,7 @@ class StageRecord:
     optimizer: str
     losses: list[float] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
+    validation_eers: list[float] = field(default_factory=list)  # 0-1, after each epoch, when validation trials exist
 
 
 class AamHead(torch.nn.Module):
@@ -112,15 +114,17 @@ def train_stage(
     params: DastParams,
     context: PluginContext,
     name: str,
+    validation: ValidationTrials | None = None,
 ) -> StageRecord:
-    """Train embedder.network in place on the stage's utterances (labels: their speakers)."""
+    """Train embedder.network in place on the stage's utterances (labels: their speakers); with
+    `validation`, score its trials after every epoch (recorded, not used to select an epoch)."""
     muon = params.stage(stage).optimizer == "muon" and muon_available()
     with (
         torch.random.fork_rng(devices=[]),
         convolutions_as_matrices(embedder.network) if muon else contextlib.nullcontext(),
     ):
         torch.manual_seed(context.torch_seed(name, stage, "training"))
-        return _train(embedder, utterances, stage, params, context, name)
+        return _train(embedder, utterances, stage, params, context, name, validation)
 
 
 def _train(
@@ -130,6 +134,7 @@ def _train(
     params: DastParams,
     context: PluginContext,
     name: str,
+    validation: ValidationTrials | None,
 ) -> StageRecord:
     from vpeval_dast.training_data import StageCrops
 
@@ -199,13 +204,18 @@ def _train(
                     scheduler.step()
         record.losses.append(float(np.mean(losses)))
         record.seconds.append(time.perf_counter() - started)
+        if validation is not None:
+            network.eval()  # the embedding's own mode; training resumes in train mode next epoch
+            with torch.no_grad():
+                record.validation_eers.append(validation.eer(embedder.embed_utterances(validation.utterances)))
         context.log.info(
-            "%s stage %s epoch %d/%d: loss %.4f, %.1f s",
+            "%s stage %s epoch %d/%d: loss %.4f, validation EER %s, %.1f s",
             name,
             stage,
             epoch,
             epochs,
             record.losses[-1],
+            f"{100 * record.validation_eers[-1]:.2f}%" if record.validation_eers else "-",
             record.seconds[-1],
         )
     network.eval()

@@ -1,4 +1,7 @@
-"""Validation for early stopping: a held-out split and the EER of random trial pairs on it."""
+"""Validation of a trained attacker: a held-out split and the cosine EER of random trial pairs on it.
+
+Shared by the attackers that record a validation EER per epoch (early stopping, model selection, or the
+report's under-training alarm alone)."""
 
 from __future__ import annotations
 
@@ -9,7 +12,6 @@ import numpy as np
 
 from vpeval.stats import equal_error_rate
 from vpeval.types import Corpus, Utterance
-from vpeval_asv.embedding import length_normalise
 
 
 def hold_out(corpus: Corpus, share: float, rng: np.random.Generator) -> tuple[list[Utterance], list[Utterance]]:
@@ -66,6 +68,7 @@ class ValidationTrials:
 
     def eer(self, embeddings: np.ndarray) -> float:
         """EER (0-1) of cosine scores of the pairs, given embeddings [U, D] of `utterances`."""
-        e = length_normalise(embeddings)
+        e = np.asarray(embeddings, dtype=np.float64)
+        e = e / np.maximum(np.linalg.norm(e, axis=-1, keepdims=True), 1e-12)
         scores = np.einsum("ij,ij->i", e[self.first], e[self.second])
         return equal_error_rate(scores[self.target], scores[~self.target])
