@@ -88,7 +88,9 @@ def test_validation_speakers_give_a_validation_eer_per_epoch_and_change_no_weigh
     sides = [heldout.utterances[:3], heldout.utterances[3:4]]
     np.testing.assert_array_equal(checked.represent_many(sides), attacker.represent_many(sides))
     checked.save(tmp_path / "model")
-    restored = DastAttacker(DastAttacker.Params(**tiny_shared, fusion="fbank"), plugin_context(seed=9, work_dir=tmp_path))
+    restored = DastAttacker(
+        DastAttacker.Params(**tiny_shared, fusion="fbank"), plugin_context(seed=9, work_dir=tmp_path)
+    )
     restored.load(tmp_path / "model")
     assert restored.training_curve() == curve
 

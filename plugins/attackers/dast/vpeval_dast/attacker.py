@@ -214,9 +214,7 @@ class DastAttacker(Attacker):
         torch.set_num_threads(max(1, self.context.threads, self.context.workers))
         try:
             for stage in p.stages:
-                record = train_stage(
-                    self._embedder, stage_data[stage], stage, p, self.context, self.name, validation
-                )
+                record = train_stage(self._embedder, stage_data[stage], stage, p, self.context, self.name, validation)
                 self.stage_records.append(record)
                 self.stages_done = [*self.stages_done, stage]
                 self._snapshots[stage] = (snapshot(self._embedder.network), list(self.stages_done))
