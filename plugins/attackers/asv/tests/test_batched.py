@@ -84,6 +84,31 @@ def test_buckets_and_batch_limits_do_not_change_the_embeddings(architecture):
         assert _cosine_distance(reference, embedder.embed_many(audios)).max() <= MAX_COSINE_DISTANCE
 
 
+@pytest.mark.parametrize("architecture", ["ecapa", "xvector"])
+def test_the_kept_packed_network_follows_every_weight_change(architecture):
+    """The packed layout is kept between calls and rebuilt when any weight or running statistic changes."""
+    embedder = _embedder(architecture)
+    audios = _audios(LENGTHS[:4], seed=2)
+    first = embedder.embed_many(audios)
+    network = embedder.packed_network()
+    assert embedder.packed_network() is network  # nothing changed: the same layout
+    np.testing.assert_array_equal(embedder.embed_many(audios), first)
+    state = {k: v.clone() for k, v in embedder.model.state_dict().items()}
+    with torch.no_grad():
+        next(embedder.model.parameters()).mul_(1.5)  # an optimizer step's kind of in-place update
+    changed = embedder.embed_many(audios)
+    assert embedder.packed_network() is not network and _cosine_distance(first, changed).max() > 1e-4
+    single = np.stack([embedder.embed_audio(a) for a in audios])
+    assert _cosine_distance(single, changed).max() <= MAX_COSINE_DISTANCE
+    embedder.model.load_state_dict(state)  # load_state_dict copies in place
+    assert _cosine_distance(first, embedder.embed_many(audios)).max() <= 1e-12
+    norm = next(m for m in embedder.model.modules() if isinstance(m, torch.nn.BatchNorm1d))
+    norm.running_var.mul_(3.0)  # a buffer, as training's batch norms update them
+    single = np.stack([embedder.embed_audio(a) for a in audios])
+    assert _cosine_distance(single, embedder.embed_many(audios)).max() <= MAX_COSINE_DISTANCE
+    assert _cosine_distance(first, single).max() > 1e-6
+
+
 def test_embed_max_seconds_cuts_both_ways_alike():
     embedder = _embedder("ecapa", max_seconds=0.5)
     audios = _audios([16000, 4000, 40000])

@@ -60,6 +60,7 @@ class Embedder:
         self.batch_frames = batch_frames or DEFAULT_BATCH_FRAMES[kind]
         self.autocast = autocast or nullcontext
         self.cache = VectorTable(np.float32)  # (path, channel) -> raw embedding
+        self._packed: tuple[tuple, Callable] | None = None  # (weights' state, packed network of them)
 
     def _prepare(self, audio: np.ndarray) -> np.ndarray:
         audio = np.asarray(audio, dtype=np.float32).reshape(-1)
@@ -85,10 +86,15 @@ class Embedder:
         return out.float().cpu().numpy().astype(np.float32)
 
     def packed_network(self) -> Callable[[torch.Tensor, Packing], torch.Tensor]:
-        """The network prepared for packed batches (weights laid out once): for the batches of one call."""
+        """The network prepared for packed batches (weights laid out once), kept until a weight changes:
+        every parameter and buffer is known by identity, storage and version counter, which any in-place
+        update (an optimizer step, load_state_dict, a batch norm's running statistics) advances."""
         from vpeval_asv.packed import PACKED_NETWORK
 
-        return PACKED_NETWORK[self.config.architecture](self.model)
+        state = tuple((id(t), t.data_ptr(), t._version) for t in (*self.model.parameters(), *self.model.buffers()))
+        if self._packed is None or self._packed[0] != state:
+            self._packed = (state, PACKED_NETWORK[self.config.architecture](self.model))
+        return self._packed[1]
 
     def embed_batch(self, audios: Sequence[np.ndarray], network: Callable | None = None) -> np.ndarray:
         """Raw embeddings [B, D] of several waveforms as one packed batch (no size limit: see embed_many).
