@@ -84,6 +84,7 @@ def test_validation_speakers_give_a_validation_eer_per_epoch_and_change_no_weigh
     assert [e["epoch"] for e in curve] == [e["epoch"] for e in attacker.training_curve()]
     points = validation_points(curve)
     assert len(points) == len(curve) and all(0.0 <= p <= 1.0 for p in points) and len(set(points)) > 1
+    assert [e["selected"] for e in curve] == [False] * (len(curve) - 1) + [True]  # fixed epochs: the last kept
     assert not any("validation_eer" in e for e in attacker.training_curve())  # none without validation speakers
     sides = [heldout.utterances[:3], heldout.utterances[3:4]]
     np.testing.assert_array_equal(checked.represent_many(sides), attacker.represent_many(sides))

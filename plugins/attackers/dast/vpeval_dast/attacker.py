@@ -264,14 +264,14 @@ class DastAttacker(Attacker):
         self._stored_records = json.loads(history.read_text()) if history.is_file() else []
 
     def training_curve(self) -> list[dict]:
-        """Each stage's epochs with their loss and, where validation speakers were given, validation EER
-        (fixed epochs: none is marked kept, the last one is used): after `train`, or as stored."""
+        """Each stage's epochs with their loss and, where validation speakers were given, validation EER;
+        fixed epochs, so each stage's last epoch is the one kept: after `train`, or as stored."""
         records = [asdict(r) for r in self.stage_records] or self._stored_records
         curve = []
         for r in records:
-            eers = r.get("validation_eers", [])
-            for i, loss in enumerate(r.get("losses", [])):
-                epoch = {"stage": r["stage"], "epoch": i + 1, "loss": loss}
+            eers, losses = r.get("validation_eers", []), r.get("losses", [])
+            for i, loss in enumerate(losses):
+                epoch = {"stage": r["stage"], "epoch": i + 1, "loss": loss, "selected": i == len(losses) - 1}
                 if i < len(eers):
                     epoch["validation_eer"] = eers[i]
                 curve.append(epoch)
