@@ -13,10 +13,10 @@ from vpeval.api import PluginContext
 from vpeval.errors import DataError
 from vpeval.testing.dummies import make_corpus
 from vpeval.types import TrainingData, TrainingStage
-from vpeval.validation import ValidationTrials, hold_out
 from vpeval_asv.attacker import EcapaAttacker, XvectorAttacker
 from vpeval_asv.params import CPU_TEST_SIZE
 from vpeval_asv.training import EarlyStopping, cyclic_lr, linear_lr
+from vpeval_torch.validation import ValidationTrials, hold_out
 
 TINY = CPU_TEST_SIZE
 

@@ -90,8 +90,8 @@ class AsvAttacker(Attacker):
     def train(self, data: TrainingData) -> None:
         import torch
 
-        from vpeval.validation import ValidationTrials, hold_out
         from vpeval_asv.training import train_network
+        from vpeval_torch.validation import ValidationTrials, hold_out
 
         self.context.apply_threads()
         corpus = data.corpus

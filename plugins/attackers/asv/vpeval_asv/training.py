@@ -21,11 +21,11 @@ import torch
 
 from vpeval.api import PluginContext
 from vpeval.types import Utterance
-from vpeval.validation import ValidationTrials
 from vpeval_asv.audio import AudioCache, crops_per_utterance
 from vpeval_asv.embedding import Embedder
 from vpeval_asv.models import SpeakerClassifier
 from vpeval_asv.params import AsvParams
+from vpeval_torch.validation import ValidationTrials
 
 
 @dataclass

@@ -225,7 +225,7 @@ class DastAttacker(Attacker):
         """Trials on the experiment's validation speakers (in the training scenario), drawn once from the
         seed and scored after every epoch; None without validation speakers (the experiment's
         `validation_speakers: 0`), and then the report says no validation EER was recorded."""
-        from vpeval.validation import ValidationTrials
+        from vpeval_torch.validation import ValidationTrials
 
         if data.validation is None or not len(data.validation):
             return None

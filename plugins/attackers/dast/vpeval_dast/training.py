@@ -15,9 +15,9 @@ import torch
 
 from vpeval.api import PluginContext
 from vpeval.types import Utterance
-from vpeval.validation import ValidationTrials
 from vpeval_dast.embedding import Embedder
 from vpeval_dast.params import DastParams
+from vpeval_torch.validation import ValidationTrials
 
 
 @dataclass

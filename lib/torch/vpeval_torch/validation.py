@@ -1,7 +1,8 @@
 """Validation of a trained attacker: a held-out split and the cosine EER of random trial pairs on it.
 
 Shared by the attackers that record a validation EER per epoch (early stopping, model selection, or the
-report's under-training alarm alone)."""
+report's under-training alarm alone). Needs the core (the `core` extra), as every plugin that uses it has.
+It lives here, not in the core, which keeps to its size budget (tests/test_core_size.py)."""
 
 from __future__ import annotations
 
