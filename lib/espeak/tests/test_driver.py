@@ -67,6 +67,8 @@ def test_ctrl_c_mid_synthesis_leaves_the_caller_to_report_it(tmp_path):
 
     script, ready = tmp_path / "speak.py", tmp_path / "spoke"
     script.write_text(SPEAKER)
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # the tests were started as a shell's background job:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # the child must start with Ctrl-C live
     process = subprocess.Popen(
         [sys.executable, str(script), str(ready)], stderr=subprocess.PIPE, text=True, start_new_session=True
     )

@@ -29,6 +29,8 @@ def test_ctrl_c_mid_parallel_generation_is_quiet_and_prompt(tmp_path):
     script = tmp_path / "generate.py"
     script.write_text(SCRIPT)
     work = tmp_path / "work"
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # the tests were started as a shell's background job:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # the child must start with Ctrl-C live
     process = subprocess.Popen(
         [sys.executable, str(script), str(work)],
         stderr=subprocess.PIPE,
