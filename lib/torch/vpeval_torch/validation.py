@@ -69,7 +69,12 @@ class ValidationTrials:
 
     def eer(self, embeddings: np.ndarray) -> float:
         """EER (0-1) of cosine scores of the pairs, given embeddings [U, D] of `utterances`."""
-        e = np.asarray(embeddings, dtype=np.float64)
-        e = e / np.maximum(np.linalg.norm(e, axis=-1, keepdims=True), 1e-12)
+        e = length_normalise(embeddings)
         scores = np.einsum("ij,ij->i", e[self.first], e[self.second])
         return equal_error_rate(scores[self.target], scores[~self.target])
+
+
+def length_normalise(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length, in float64 (zero rows stay zero)."""
+    x = np.asarray(x, dtype=np.float64)
+    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)

@@ -126,7 +126,7 @@ class AsvAttacker(Attacker):
 
     def _fit_backend(self, utterances: Sequence[Utterance]):
         from vpeval_asv.backends import Backend, Plda
-        from vpeval_asv.embedding import length_normalise
+        from vpeval_torch.validation import length_normalise
 
         p = self.params
         if p.backend == "cosine" and not p.as_norm:
@@ -197,7 +197,7 @@ class AsvAttacker(Attacker):
 
     def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:
         """Each side's mean length-normalised embedding [S, D]; every distinct utterance is embedded once."""
-        from vpeval_asv.embedding import length_normalise
+        from vpeval_torch.validation import length_normalise
 
         self.context.apply_threads()
         require_utterances(sides, self.name)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vpeval_asv.embedding import length_normalise
+from vpeval_torch.validation import length_normalise
 
 
 def cosine_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -250,8 +250,3 @@ def _this_module():
     import sys
 
     return sys.modules[__name__]
-
-
-def length_normalise(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
-    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
