@@ -19,6 +19,7 @@ import pytest
 from test_error_boundary import experiment
 
 from vpeval import boundary
+from vpeval.testing.interrupts import keep_ctrl_c_live_for_children
 
 HERE = Path(__file__).parent
 
@@ -28,8 +29,7 @@ def interrupt(
 ) -> tuple[subprocess.CompletedProcess, float]:
     """Start `command` in a session of its own, wait until ready() is true, Ctrl-C its whole process group;
     (its result, seconds it took to exit after the signal)."""
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # the tests were started as a shell's background job:
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # the child must start with Ctrl-C live
+    keep_ctrl_c_live_for_children()
     process = subprocess.Popen(
         command,
         env={**os.environ, **(env or {})},

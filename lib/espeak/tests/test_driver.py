@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from vpeval.testing.interrupts import keep_ctrl_c_live_for_children
 from vpeval_espeak.driver import get_engine, require_espeak
 
 
@@ -67,8 +68,7 @@ def test_ctrl_c_mid_synthesis_leaves_the_caller_to_report_it(tmp_path):
 
     script, ready = tmp_path / "speak.py", tmp_path / "spoke"
     script.write_text(SPEAKER)
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # the tests were started as a shell's background job:
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # the child must start with Ctrl-C live
+    keep_ctrl_c_live_for_children()
     process = subprocess.Popen(
         [sys.executable, str(script), str(ready)], stderr=subprocess.PIPE, text=True, start_new_session=True
     )

@@ -8,6 +8,8 @@ import sys
 import textwrap
 import time
 
+from vpeval.testing.interrupts import keep_ctrl_c_live_for_children
+
 SCRIPT = textwrap.dedent("""\
     import sys
     from pathlib import Path
@@ -29,8 +31,7 @@ def test_ctrl_c_mid_parallel_generation_is_quiet_and_prompt(tmp_path):
     script = tmp_path / "generate.py"
     script.write_text(SCRIPT)
     work = tmp_path / "work"
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # the tests were started as a shell's background job:
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # the child must start with Ctrl-C live
+    keep_ctrl_c_live_for_children()
     process = subprocess.Popen(
         [sys.executable, str(script), str(work)],
         stderr=subprocess.PIPE,
