@@ -150,6 +150,8 @@ def load_hubert(state: dict[str, Any], source: Path):
         if name.startswith(PRETRAINING_ONLY):
             continue
         target = hf_name(name, weight_norm)
+        if target == "masked_spec_embed" and target not in wanted:
+            continue  # training-time masking only; the model is built without it (mask_time_prob 0)
         if target is None or target not in wanted:
             raise MissingModelError(
                 f"{source}: the HuBERT key ssl_model.{name} has no place in transformers' HubertModel (as its "

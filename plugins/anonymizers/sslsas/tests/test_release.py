@@ -1,0 +1,153 @@
+"""A tiny random-weight folder in the release's layout: loading, lengths, determinism, conditioning,
+the fallback to soft_model.pt, refusals in one sentence."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from argparse import Namespace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from sslsas_testing import MODEL_TYPE, SPEAKER_DIM, TINY_CONFIG, write_release
+
+from vpeval.api import PluginContext
+from vpeval.errors import MissingModelError
+from vpeval_sslsas.anonymizer import MIN_SAMPLES, SslSas, load_release, synthesize
+
+
+def speech(seconds: float, seed: int = 0, rate: int = 16000) -> np.ndarray:
+    from scipy.signal import lfilter
+
+    rng = np.random.default_rng(seed)
+    n = int(seconds * rate)
+    pulses = np.zeros(n)
+    pulses[:: rate // 130] = 1.0
+    vowel = lfilter([1.0], [1.0, -1.7 * np.cos(2 * np.pi * 600 / rate), 0.8], pulses)
+    return (0.3 * vowel / np.abs(vowel).max() + 0.01 * rng.normal(size=n)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def loaded(release):
+    return load_release(str(release), MODEL_TYPE, None)
+
+
+def vector(seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=SPEAKER_DIM).astype(np.float32)
+
+
+@pytest.mark.parametrize("seconds", [0.5, 1.013, 0.05])
+def test_speaks_the_input_length(loaded, seconds):
+    content, generator, dim = loaded
+    audio = speech(seconds)
+    out = synthesize(content, generator, audio, vector(0), dim, PluginContext())
+    assert out.shape == audio.shape and out.dtype == np.float32 and np.isfinite(out).all()
+    # the release generates whole 20 ms frames, the rest stays silent; input under 0.2 s is zero-padded
+    # to 0.2 s for analysis, so all of it is generated
+    whole = len(audio) if len(audio) < MIN_SAMPLES else len(audio) // 320 * 320
+    assert np.abs(out[:whole]).max() > 1e-4
+    assert not out[whole:].any()
+
+
+def test_frames_in_give_160_samples_each(loaded):
+    """n content frames -> 2 n frames of 393-style input -> 320 n samples (no trimming needed)."""
+    from vpeval_sslsas.features import generator_input, prepare_audio, yaapt_f0
+
+    content, generator, dim = loaded
+    wave = prepare_audio(speech(0.64))
+    with torch.no_grad():
+        logits = content(torch.from_numpy(wave)[None])
+        frames = generator_input(logits, torch.from_numpy(yaapt_f0(wave))[None, None], torch.from_numpy(vector(1)))
+        assert frames.shape == (1, TINY_CONFIG["model_in_dim"], len(wave) // 160)
+        assert generator(frames).shape[-1] == len(wave)
+
+
+def test_same_input_same_output_and_a_fresh_load_agrees(release, loaded):
+    content, generator, dim = loaded
+    audio = speech(0.6, seed=3)
+    first = synthesize(content, generator, audio, vector(4), dim, PluginContext())
+    again = synthesize(content, generator, audio, vector(4), dim, PluginContext())
+    fresh = synthesize(*load_release(str(release), MODEL_TYPE, None)[:2], audio, vector(4), dim, PluginContext())
+    np.testing.assert_array_equal(first, again)
+    np.testing.assert_array_equal(first, fresh)
+
+
+def test_the_vector_conditions_the_output(loaded):
+    content, generator, dim = loaded
+    audio = speech(0.6, seed=5)
+    a = synthesize(content, generator, audio, vector(10), dim, PluginContext())
+    b = synthesize(content, generator, audio, vector(11), dim, PluginContext())
+    scaled = synthesize(content, generator, audio, 3.0 * vector(10), dim, PluginContext())
+    assert np.abs(a - b).max() > 1e-3 * np.abs(a).max()
+    np.testing.assert_allclose(a, scaled, atol=1e-5)  # the vector is instance-normalised first
+
+
+def test_content_from_soft_model_when_the_g_file_lacks_it(tmp_path, release, loaded):
+    other = write_release(tmp_path / "m", seed=0, content_in_generator=False)
+    content, generator, dim = load_release(str(other), MODEL_TYPE, None)
+    audio = speech(0.5, seed=6)
+    ours = synthesize(content, generator, audio, vector(2), dim, PluginContext())
+    np.testing.assert_allclose(ours, synthesize(*loaded[:2], audio, vector(2), dim, PluginContext()), atol=1e-6)
+
+
+def test_wrong_vector_size_is_one_sentence(loaded):
+    from vpeval.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="gives 16-d vectors where the generator takes 192-d"):
+        synthesize(*loaded[:2], speech(0.3), np.ones(16), loaded[2], PluginContext())
+
+
+def test_each_missing_file_is_one_sentence(tmp_path, release):
+    root = tmp_path / "copy"
+    shutil.copytree(release, root)
+    params = SslSas.Params(model=str(root))
+    assert SslSas.missing_paths(params) == []
+    (root / "HuBERT_soft" / "soft_model.pt").unlink()
+    (root / "ECAPA-TDNN" / "embedding_model.ckpt").unlink()
+    (root / "HiFi-GAN" / MODEL_TYPE / "g_00000001").unlink()
+    problems = SslSas.missing_paths(params)
+    assert len(problems) == 3
+    assert all(len([s for s in p.split(". ") if s]) == 1 and p.endswith(".") for p in problems)
+    for name in ("g_*", "soft_model.pt", "embedding_model.ckpt"):
+        assert sum(name in p for p in problems) == 1
+    # with an encoder of the user's own, the release's ECAPA is not needed
+    own = SslSas.Params(model=str(root), encoder={"use": "ge2e"})
+    assert not any("embedding_model.ckpt" in p for p in SslSas.missing_paths(own))
+    assert SslSas.missing_paths(SslSas.Params(model=str(tmp_path / "nowhere"))) == [
+        f"the SSL-SAS model folder {tmp_path / 'nowhere'} does not exist: unpack the release's "
+        "pretrained_models_anon_xv there (HiFi-GAN/, HuBERT_soft/, ECAPA-TDNN/)."
+    ]
+
+
+def test_a_pickled_object_is_refused_with_the_export_command(tmp_path, release):
+    root = tmp_path / "copy"
+    shutil.copytree(release, root)
+    g_path = root / "HiFi-GAN" / MODEL_TYPE / "g_00000001"
+    state = torch.load(g_path, weights_only=True)
+    torch.save({"generator": state["generator"], "args": Namespace(lr=1)}, g_path)
+    with pytest.raises(MissingModelError, match="never unpickled.*torch.save") as raised:
+        load_release(str(root), MODEL_TYPE, None)
+    assert str(g_path) in str(raised.value)
+
+
+def test_other_variants_and_hops_are_refused(tmp_path, release):
+    root = tmp_path / "copy"
+    shutil.copytree(release, root)
+    config = root / "HiFi-GAN" / MODEL_TYPE / "config.json"
+    config.write_text(json.dumps({**TINY_CONFIG, "upsample_rates": [5, 4, 4], "upsample_kernel_sizes": [11, 8, 8]}))
+    with pytest.raises(MissingModelError, match="multiply to 80, not 160"):
+        load_release(str(root), MODEL_TYPE, None)
+    config.write_text(json.dumps({**TINY_CONFIG, "f0": False}))
+    with pytest.raises(MissingModelError, match="another SSL-SAS variant"):
+        load_release(str(root), MODEL_TYPE, None)
+
+
+def test_generator_weights_that_do_not_fit_are_one_sentence(tmp_path, release):
+    root = tmp_path / "copy"
+    shutil.copytree(release, root)
+    config = root / "HiFi-GAN" / MODEL_TYPE / "config.json"
+    config.write_text(json.dumps({**TINY_CONFIG, "resblock_kernel_sizes": [5]}))
+    with pytest.raises(MissingModelError, match="do not fit its config.json"):
+        load_release(str(root), MODEL_TYPE, None)
