@@ -11,9 +11,13 @@ remove_pretraining_modules), not from vpeval's mapping.
 
 from __future__ import annotations
 
+import csv
 import json
+import tempfile
+from functools import cache
 from pathlib import Path
 
+import numpy as np
 import torch
 
 MODEL_TYPE = "libri_tts_clean_100_fbank_xv_ssl_freeze"
@@ -127,3 +131,37 @@ def write_release(root: Path, seed: int = 0, content_in_generator: bool = True, 
     torch.save({**{f"ssl_model.{k}": v for k, v in hubert.items()}, "W": W}, root / "HuBERT_soft" / "soft_model.pt")
     torch.save(ecapa, root / "ECAPA-TDNN" / "embedding_model.ckpt")
     return root
+
+
+def write_pool(folder: Path) -> str:
+    """A 4-speaker dummy pool as a manifest (speaker ids prefixed so they never meet the test speakers)."""
+    from vpeval.testing.dummies import make_corpus
+
+    corpus = make_corpus(folder, speakers=4, utterances=2, sample_rate=16000, seconds=1.0, seed=123, name="pool")
+    manifest = folder / "pool.csv"
+    with open(manifest, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["path", "speaker", "gender", "transcript", "emotion"])
+        for u in corpus.utterances:
+            writer.writerow([u.path, "pool-" + u.speaker, u.gender, u.transcript, u.emotion])
+    return str(manifest)
+
+
+@cache
+def shared() -> tuple[str, dict]:
+    """(release folder, pool spec) written once per session, for class-level contract params."""
+    folder = Path(tempfile.mkdtemp(prefix="vpeval-sslsas-"))
+    release = str(write_release(folder / "pretrained_models_anon_xv"))
+    return release, {"use": "manifest", "params": {"path": write_pool(folder)}}
+
+
+def speech(seconds: float, seed: int = 0, rate: int = 16000) -> np.ndarray:
+    """A noisy pulse-train vowel (130 Hz), peak 0.3."""
+    from scipy.signal import lfilter
+
+    rng = np.random.default_rng(seed)
+    n = int(seconds * rate)
+    pulses = np.zeros(n)
+    pulses[:: rate // 130] = 1.0
+    vowel = lfilter([1.0], [1.0, -1.7 * np.cos(2 * np.pi * 600 / rate), 0.8], pulses)
+    return (0.3 * vowel / np.abs(vowel).max() + 0.01 * rng.normal(size=n)).astype(np.float32)

@@ -24,8 +24,12 @@ def fairseq_forward(state: dict[str, torch.Tensor], wav: torch.Tensor, heads: in
     for i, stride in enumerate(STRIDES):
         x = F.conv1d(x, state[f"feature_extractor.conv_layers.{i}.0.weight"], stride=stride)
         if i == 0:
-            x = F.group_norm(x, x.shape[1], state["feature_extractor.conv_layers.0.2.weight"],
-                             state["feature_extractor.conv_layers.0.2.bias"])
+            x = F.group_norm(
+                x,
+                x.shape[1],
+                state["feature_extractor.conv_layers.0.2.weight"],
+                state["feature_extractor.conv_layers.0.2.bias"],
+            )
         x = F.gelu(x)
     x = x.transpose(1, 2)
     x = F.layer_norm(x, x.shape[-1:], state["layer_norm.weight"], state["layer_norm.bias"])
@@ -33,8 +37,13 @@ def fairseq_forward(state: dict[str, torch.Tensor], wav: torch.Tensor, heads: in
     g, v = state["encoder.pos_conv.0.weight_g"], state["encoder.pos_conv.0.weight_v"]
     weight = g * v / v.norm(dim=(0, 1), keepdim=True)
     kernel = v.shape[2]
-    conv = F.conv1d(x.transpose(1, 2), weight, state["encoder.pos_conv.0.bias"], padding=kernel // 2,
-                    groups=x.shape[-1] // v.shape[1])
+    conv = F.conv1d(
+        x.transpose(1, 2),
+        weight,
+        state["encoder.pos_conv.0.bias"],
+        padding=kernel // 2,
+        groups=x.shape[-1] // v.shape[1],
+    )
     if kernel % 2 == 0:
         conv = conv[:, :, :-1]  # SamePad
     x = x + F.gelu(conv).transpose(1, 2)
@@ -48,11 +57,19 @@ def fairseq_forward(state: dict[str, torch.Tensor], wav: torch.Tensor, heads: in
         vv = F.linear(x, state[p + "self_attn.v_proj.weight"], state[p + "self_attn.v_proj.bias"])
         q, k, vv = (t.reshape(B, T, heads, d).transpose(1, 2) for t in (q, k, vv))
         attn = torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ vv
-        attn = F.linear(attn.transpose(1, 2).reshape(B, T, H), state[p + "self_attn.out_proj.weight"],
-                        state[p + "self_attn.out_proj.bias"])
-        x = F.layer_norm(x + attn, (H,), state[p + "self_attn_layer_norm.weight"], state[p + "self_attn_layer_norm.bias"])
-        ff = F.linear(F.gelu(F.linear(x, state[p + "fc1.weight"], state[p + "fc1.bias"])), state[p + "fc2.weight"],
-                      state[p + "fc2.bias"])
+        attn = F.linear(
+            attn.transpose(1, 2).reshape(B, T, H),
+            state[p + "self_attn.out_proj.weight"],
+            state[p + "self_attn.out_proj.bias"],
+        )
+        x = F.layer_norm(
+            x + attn, (H,), state[p + "self_attn_layer_norm.weight"], state[p + "self_attn_layer_norm.bias"]
+        )
+        ff = F.linear(
+            F.gelu(F.linear(x, state[p + "fc1.weight"], state[p + "fc1.bias"])),
+            state[p + "fc2.weight"],
+            state[p + "fc2.bias"],
+        )
         x = F.layer_norm(x + ff, (H,), state[p + "final_layer_norm.weight"], state[p + "final_layer_norm.bias"])
     return x
 
@@ -104,8 +121,9 @@ def test_an_unknown_key_is_one_sentence(state):
     with pytest.raises(MissingModelError, match=r"ssl_model\.encoder\.extra\.weight has no place"):
         load_hubert({**state, "encoder.extra.weight": torch.zeros(1)}, Path("soft_model.pt"))
     with pytest.raises(MissingModelError, match="no weight for HuBERT key"):
-        load_hubert({k: v for k, v in state.items() if not k.startswith("encoder.layers.0.fc2.bias")},
-                    Path("soft_model.pt"))
+        load_hubert(
+            {k: v for k, v in state.items() if not k.startswith("encoder.layers.0.fc2.bias")}, Path("soft_model.pt")
+        )
 
 
 def test_pretraining_heads_are_ignored(state):

@@ -62,7 +62,7 @@ def test_weight_norm_equals_torchs(transposed):
     with torch.no_grad():
         ours.weight_g.uniform_(0.5, 2.0)
         ours.bias.normal_()
-    conv = (torch.nn.ConvTranspose1d(6, 4, 5, stride=3, padding=1) if transposed else torch.nn.Conv1d(6, 4, 5, padding=1))
+    conv = torch.nn.ConvTranspose1d(6, 4, 5, stride=3, padding=1) if transposed else torch.nn.Conv1d(6, 4, 5, padding=1)
     conv = torch.nn.utils.parametrizations.weight_norm(conv, dim=0)
     conv.load_state_dict(
         {
@@ -77,8 +77,15 @@ def test_weight_norm_equals_torchs(transposed):
 
 @pytest.mark.parametrize("frames", [1, 7, 23])
 def test_output_length_is_frames_times_hop(frames):
-    config = {**PUBLISHED, "model_in_dim": 11, "upsample_rates": [4, 2], "upsample_kernel_sizes": [8, 4],
-              "upsample_initial_channel": 8, "resblock_kernel_sizes": [3], "resblock_dilation_sizes": [[1, 3, 5]]}
+    config = {
+        **PUBLISHED,
+        "model_in_dim": 11,
+        "upsample_rates": [4, 2],
+        "upsample_kernel_sizes": [8, 4],
+        "upsample_initial_channel": 8,
+        "resblock_kernel_sizes": [3],
+        "resblock_dilation_sizes": [[1, 3, 5]],
+    }
     generator = Generator(GeneratorConfig.from_json(config)).eval()
     with torch.no_grad():
         out = generator(torch.randn(1, 11, frames))

@@ -6,27 +6,15 @@ from __future__ import annotations
 import json
 import shutil
 from argparse import Namespace
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from sslsas_testing import MODEL_TYPE, SPEAKER_DIM, TINY_CONFIG, write_release
+from sslsas_testing import MODEL_TYPE, SPEAKER_DIM, TINY_CONFIG, speech, write_release
 
 from vpeval.api import PluginContext
 from vpeval.errors import MissingModelError
 from vpeval_sslsas.anonymizer import MIN_SAMPLES, SslSas, load_release, synthesize
-
-
-def speech(seconds: float, seed: int = 0, rate: int = 16000) -> np.ndarray:
-    from scipy.signal import lfilter
-
-    rng = np.random.default_rng(seed)
-    n = int(seconds * rate)
-    pulses = np.zeros(n)
-    pulses[:: rate // 130] = 1.0
-    vowel = lfilter([1.0], [1.0, -1.7 * np.cos(2 * np.pi * 600 / rate), 0.8], pulses)
-    return (0.3 * vowel / np.abs(vowel).max() + 0.01 * rng.normal(size=n)).astype(np.float32)
 
 
 @pytest.fixture(scope="module")

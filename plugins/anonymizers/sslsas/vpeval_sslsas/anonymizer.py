@@ -45,7 +45,8 @@ class SslSas(Anonymizer):
             description="Subfolder of HiFi-GAN/ (libri_tts_clean_100_fbank_xv_ssl_freeze: the English model).",
         )
         checkpoint: str | None = Field(
-            None, description="The g_ file's name in that subfolder; default: the last g_* by name, as the release picks."
+            None,
+            description="The g_ file's name in that subfolder; default: the last g_* by name, as the release picks.",
         )
         anonymizer: Annotated[str, PluginRef("anonymizer", params="anonymizer_params", works_on="embedding")] = Field(
             "selection",
@@ -203,7 +204,9 @@ def load_release(model: str, model_type: str, checkpoint: str | None, device: st
     return content, generator, speaker_dim
 
 
-def synthesize(content_encoder, generator, audio16: np.ndarray, vector: np.ndarray, speaker_dim: int, context) -> np.ndarray:
+def synthesize(
+    content_encoder, generator, audio16: np.ndarray, vector: np.ndarray, speaker_dim: int, context
+) -> np.ndarray:
     """The release's gen_vpc on one utterance: float32 16 kHz audio of len(audio16) samples."""
     import torch
 

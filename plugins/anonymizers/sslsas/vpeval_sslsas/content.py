@@ -56,9 +56,7 @@ HEAD_WIDTH = 64
 def split_soft_state(state: dict[str, Any], prefix: str) -> tuple[dict[str, Any], Any]:
     """(HuBERT state dict, W) of a SoftPredictor state dict whose keys start with `prefix`
     (`latent_encoder.` inside a g_ checkpoint's generator, `` in soft_model.pt)."""
-    hubert = {
-        k[len(prefix) + len("ssl_model.") :]: v for k, v in state.items() if k.startswith(prefix + "ssl_model.")
-    }
+    hubert = {k[len(prefix) + len("ssl_model.") :]: v for k, v in state.items() if k.startswith(prefix + "ssl_model.")}
     return hubert, state.get(prefix + "W")
 
 
@@ -98,7 +96,7 @@ def hubert_config(state: dict[str, Any], source: Path):
         conv_dim=[d for d, _, _ in convs],
         conv_kernel=kernels,
         conv_stride=[STRIDE_OF_KERNEL[k] for k in kernels],
-        conv_bias=f"feature_extractor.conv_layers.0.0.bias" in state,
+        conv_bias="feature_extractor.conv_layers.0.0.bias" in state,
         do_stable_layer_norm=False,
         feat_proj_layer_norm=True,
         num_conv_pos_embeddings=int(pos[2]),

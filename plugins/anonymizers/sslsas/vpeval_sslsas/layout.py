@@ -31,7 +31,7 @@ SPEAKER_PREFIX = "xv_model."
 FEATURE_PREFIXES = ("fbank.", "mean_var_norm.")  # speechbrain feature modules: no weights, ignored if present
 MAX_CONFIG_BYTES = 1_000_000
 EXPORT_HINT = (
-    "where you trust the file, re-save its tensors with: python -c \"import torch; "
+    'where you trust the file, re-save its tensors with: python -c "import torch; '
     "c = torch.load('FILE', map_location='cpu', weights_only=False); "
     "torch.save({'generator': c['generator']} if 'generator' in c else c, 'FILE')\""
 )
@@ -62,12 +62,16 @@ def missing_paths(model: str | Path, model_type: str, checkpoint: str | None, ne
     problems = []
     folder = hifigan_folder(root, model_type)
     if not (folder / CONFIG).is_file():
-        problems.append(f"the SSL-SAS generator config {folder / CONFIG} is missing: copy the release's HiFi-GAN folder.")
+        problems.append(
+            f"the SSL-SAS generator config {folder / CONFIG} is missing: copy the release's HiFi-GAN folder."
+        )
     if generator_checkpoint(root, model_type, checkpoint) is None:
         wanted = folder / checkpoint if checkpoint else folder / (GENERATOR_PREFIX + "*")
         problems.append(f"the SSL-SAS generator checkpoint {wanted} is missing: copy the release's g_ file there.")
     if not (root / SOFT_MODEL).is_file():
-        problems.append(f"the SSL-SAS soft content encoder {root / SOFT_MODEL} is missing: copy the release's HuBERT_soft.")
+        problems.append(
+            f"the SSL-SAS soft content encoder {root / SOFT_MODEL} is missing: copy the release's HuBERT_soft."
+        )
     if need_ecapa and not (root / ECAPA).is_file():
         problems.append(f"the SSL-SAS speaker encoder {root / ECAPA} is missing: copy the release's ECAPA-TDNN folder.")
     return problems
