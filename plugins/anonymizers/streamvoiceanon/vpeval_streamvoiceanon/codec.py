@@ -90,7 +90,7 @@ class ScalarQuantizer(nn.Module):
 
 
 class FSQQuantizer(nn.Module):
-    """DownsampleFiniteScalarQuantize: downsample, grouped FSQ, upsample (keys downsample / residual_fsq.rvqs / upsample)."""
+    """DownsampleFiniteScalarQuantize: downsample, grouped FSQ (residual_fsq.rvqs), upsample."""
 
     def __init__(self, dim: int, n_groups: int, levels: list[int], factors: list[int]):
         super().__init__()
