@@ -29,6 +29,16 @@ KERNELS = (10, 3, 3, 3, 3, 2, 2)
 POS_KERNEL, POS_GROUPS = 16, 4
 FFN = 64
 LAYERS = 1
+TINY_HUBERT = {
+    "hidden": HIDDEN,
+    "conv": CONV,
+    "pos_kernel": POS_KERNEL,
+    "pos_groups": POS_GROUPS,
+    "ffn": FFN,
+    "layers": LAYERS,
+}
+# fairseq's HuBERT Base (hubert_base_ls960): what the release's soft encoder wraps.
+BASE_HUBERT = {"hidden": 768, "conv": 512, "pos_kernel": 128, "pos_groups": 16, "ffn": 3072, "layers": 12}
 # Upsampling 5 x 4 x 8 = 160 samples per 10 ms frame, as the release's 5 x 4 x 2 x 2 x 2.
 TINY_CONFIG = {
     "soft_model_path": "pretrained_models_anon_xv/HuBERT_soft/soft_model.pt",
@@ -51,8 +61,11 @@ TINY_CONFIG = {
 }
 
 
-def fairseq_hubert(generator: torch.Generator) -> dict[str, torch.Tensor]:
+def fairseq_hubert(generator: torch.Generator, shape: dict | None = None) -> dict[str, torch.Tensor]:
     """A random fairseq HuBERT state dict (group-norm extractor, post-LN transformer), fairseq's key names."""
+    shape = shape or TINY_HUBERT
+    HIDDEN, CONV, FFN = shape["hidden"], shape["conv"], shape["ffn"]  # noqa: N806
+    POS_KERNEL, POS_GROUPS, LAYERS = shape["pos_kernel"], shape["pos_groups"], shape["layers"]  # noqa: N806
 
     def rand(*shape, scale=0.2):
         return torch.randn(*shape, generator=generator) * scale
@@ -89,11 +102,11 @@ def fairseq_hubert(generator: torch.Generator) -> dict[str, torch.Tensor]:
     return state
 
 
-def tiny_ecapa(seed: int) -> dict[str, torch.Tensor]:
+def tiny_ecapa(seed: int, channels=(16, 16, 16, 16, 48), attention: int = 8) -> dict[str, torch.Tensor]:
     from vpeval_torch.ecapa import ecapa_tdnn
 
     torch.manual_seed(seed)
-    network = ecapa_tdnn(80, [16, 16, 16, 16, 48], 8, SPEAKER_DIM)
+    network = ecapa_tdnn(80, list(channels), attention, SPEAKER_DIM)
     return {k: v.clone() for k, v in network.state_dict().items()}
 
 
@@ -111,12 +124,21 @@ def tiny_generator_state(seed: int, config: dict | None = None) -> dict[str, tor
     return {k: v.clone() for k, v in generator.state_dict().items()}
 
 
-def write_release(root: Path, seed: int = 0, content_in_generator: bool = True, config: dict | None = None) -> Path:
-    """Write the tiny release under `root` and return it."""
+def write_release(
+    root: Path,
+    seed: int = 0,
+    content_in_generator: bool = True,
+    config: dict | None = None,
+    hubert_shape: dict | None = None,
+    units: int = UNITS,
+    ecapa: tuple = ((16, 16, 16, 16, 48), 8),
+) -> Path:
+    """Write a random-weight release under `root` (tiny unless told) and return it."""
     g = torch.Generator().manual_seed(seed)
-    hubert = fairseq_hubert(g)
-    W = torch.randn(UNITS, HIDDEN, generator=g)
-    ecapa = tiny_ecapa(seed)
+    hubert_shape = hubert_shape or TINY_HUBERT
+    hubert = fairseq_hubert(g, hubert_shape)
+    W = torch.randn(units, hubert_shape["hidden"], generator=g)
+    ecapa = tiny_ecapa(seed, *ecapa)
     hifigan = root / "HiFi-GAN" / MODEL_TYPE
     hifigan.mkdir(parents=True)
     (root / "HuBERT_soft").mkdir()

@@ -10,7 +10,7 @@ from argparse import Namespace
 import numpy as np
 import pytest
 import torch
-from sslsas_testing import MODEL_TYPE, SPEAKER_DIM, TINY_CONFIG, speech, write_release
+from sslsas_testing import BASE_HUBERT, MODEL_TYPE, SPEAKER_DIM, TINY_CONFIG, speech, write_release
 
 from vpeval.api import PluginContext
 from vpeval.errors import MissingModelError
@@ -139,3 +139,33 @@ def test_generator_weights_that_do_not_fit_are_one_sentence(tmp_path, release):
     config.write_text(json.dumps({**TINY_CONFIG, "resblock_kernel_sizes": [5]}))
     with pytest.raises(MissingModelError, match="do not fit its config.json"):
         load_release(str(root), MODEL_TYPE, None)
+
+
+def test_the_fingerprint_follows_the_files(tmp_path, release):
+    root = tmp_path / "copy"
+    shutil.copytree(release, root)
+    anonymizer = SslSas(SslSas.Params(model=str(root)))
+    before = anonymizer.input_fingerprint()
+    assert before == SslSas(SslSas.Params(model=str(root))).input_fingerprint()
+    g_path = root / "HiFi-GAN" / MODEL_TYPE / "g_00000001"
+    state = torch.load(g_path, weights_only=True)
+    state["generator"]["conv_post.bias"] = state["generator"]["conv_post.bias"] + 1
+    torch.save(state, g_path)
+    assert SslSas(SslSas.Params(model=str(root))).input_fingerprint() != before
+
+
+@pytest.mark.slow
+def test_the_published_sizes_load_and_speak(tmp_path):
+    """The release's shapes (HuBERT Base under fairseq's names, 200 soft units, the published HiFi-GAN
+    config, a 512-channel ECAPA), random weights: every key loads strictly and 1 s gives 16000 samples."""
+    from test_generator import PUBLISHED
+
+    config = {**TINY_CONFIG, **PUBLISHED}
+    root = write_release(
+        tmp_path / "full", config=config, hubert_shape=BASE_HUBERT, units=200, ecapa=((512, 512, 512, 512, 1536), 128)
+    )
+    content, generator, dim = load_release(str(root), MODEL_TYPE, None)
+    assert dim == 192 and content.units == 200 and content.hubert.config.num_attention_heads == 12
+    audio = speech(1.0, seed=12)
+    out = synthesize(content, generator, audio, vector(3), dim, PluginContext())
+    assert out.shape == (16000,) and np.isfinite(out).all() and np.abs(out).max() > 0

@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import Field
 
 from vpeval.api import Anonymizer, Params, PluginRef, Voice
-from vpeval.errors import ConfigError, MissingModelError
+from vpeval.errors import ConfigError, DataError, MissingModelError
 from vpeval.speakers import POOL_SEED, CorpusSpec, EncoderSpec, embedding_anonymizer_in_space
 from vpeval_sslsas import layout
 
@@ -227,11 +227,16 @@ def synthesize(
         wav = torch.from_numpy(wave).to(device)[None]
         with context.autocast():
             logits = content_encoder(wav)
-        frames = generator_input(
-            logits.float(),
-            torch.from_numpy(f0).to(device)[None, None],
-            torch.from_numpy(vector).to(device),
-        )
+        try:
+            frames = generator_input(
+                logits.float(),
+                torch.from_numpy(f0).to(device)[None, None],
+                torch.from_numpy(vector).to(device),
+            )
+        except ValueError as exc:  # the release's _upsample has no rule for it either
+            raise DataError(
+                f"ssl-sas: {logits.shape[1] + 1} content frames and {len(f0)} F0 frames for {len(wave)} samples: {exc}."
+            ) from None
         with context.autocast():
             out = generator(frames)
     out = out.float().reshape(-1).cpu().numpy()
