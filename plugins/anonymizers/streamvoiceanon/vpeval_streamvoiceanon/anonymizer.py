@@ -4,10 +4,9 @@ Per utterance (seed 000's recipe): a target speaker drawn with the voice's rng f
 utterances longer than min_target_seconds as the reference; the source converted by the dual AR model
 with a fixed `delay` (frames of look-ahead) and the speaker vectors mixed with noise by `alpha`.
 
-Built here: the content encoder, the codec, the dual AR model and its generation, the target choice and
-the noise mixing (pipeline.py). Not built: the Spark-TTS timbre encoder (spark_speaker_encoder.pth), which
-makes the 32 timbre latents of the speaker prompt; until it is, the anonymizer refuses before converting
-anything rather than speak with made-up latents.
+Parts: content encoder, codec, dual AR model (pipeline.py), Spark-TTS timbre encoder (timbre.py), all
+rebuilt here with the published key names; the CAM++ style vector comes from vpeval's `campplus`
+encoder (vpeval-3dspeaker, 3D-Speaker's network) reading campplus_cn_common.bin from the same folder.
 """
 
 from __future__ import annotations
@@ -18,14 +17,8 @@ import numpy as np
 from pydantic import Field
 
 from vpeval.api import Anonymizer, Params, Voice
-from vpeval.errors import MissingModelError, PluginError
+from vpeval.errors import ConfigError, MissingModelError
 from vpeval.speakers import CorpusSpec
-
-NOT_BUILT = (
-    "stream-voice-anon cannot convert yet: the Spark-TTS timbre encoder (spark_speaker_encoder.pth: ECAPA-TDNN, "
-    "perceiver resampler and FSQ, making the 32 timbre latents of the speaker prompt) is not built in this "
-    "plugin, and the dual AR model is never run with substitute latents."
-)
 
 
 class StreamVoiceAnon(Anonymizer):
@@ -76,11 +69,69 @@ class StreamVoiceAnon(Anonymizer):
         return missing_files(params.model_dir, params.config_dir)
 
     def prepare(self) -> None:
-        missing = self.missing_paths(self.params)
+        if getattr(self, "_pipeline", None) is not None:
+            return
+        from pathlib import Path
+
+        from vpeval_streamvoiceanon.layout import STYLE_FILE
+        from vpeval_streamvoiceanon.pipeline import Pipeline, Settings, load_timbre
+        from vpeval_streamvoiceanon.targets import TargetPool
+
+        p = self.params
+        missing = self.missing_paths(p)
         if missing:
             raise MissingModelError(missing[0])
-        raise PluginError(NOT_BUILT)
+        self.context.apply_threads()
+        device = self.context.device
+        self._pipeline = Pipeline.load(p.model_dir, p.config_dir, device)
+        self._timbre = load_timbre(p.model_dir, p.config_dir, device)
+        if self._timbre.config.latent_dim != self._pipeline.lm.config.context_dim:
+            raise ConfigError(
+                f"stream-voice-anon: the timbre encoder makes {self._timbre.config.latent_dim}-dim latents and the "
+                f"conversion model reads {self._pipeline.lm.config.context_dim}; the folder mixes two models."
+            )
+        self._style_source = str(Path(p.model_dir).expanduser() / STYLE_FILE)
+        self._style = None
+        corpus = self.context.get("corpus", p.pool.use, dict(p.pool.params)).load()
+        self._targets = TargetPool.build(corpus.utterances, p.min_target_seconds, p.pool.use)
+        self._settings = Settings(p.delay, p.alpha, p.max_prompt_frames, p.buffer_frames, p.temperature, p.top_p)
+
+    def style_vector(self, reference_16k: np.ndarray) -> np.ndarray:
+        """CAM++ of the reference (16 kHz), by vpeval's campplus encoder on campplus_cn_common.bin."""
+        if self._style is None:
+            self._style = self.context.get("encoder", "campplus", {"source": self._style_source})
+        vector = np.asarray(self._style.embed(reference_16k), dtype=np.float32)
+        want = self._pipeline.lm.config.style_dim
+        if vector.shape != (want,):
+            raise ConfigError(
+                f"stream-voice-anon: {self._style_source} gives {vector.shape[-1]}-dim style vectors and the "
+                f"conversion model reads {want}."
+            )
+        return vector
 
     def anonymize(self, audio: np.ndarray, sample_rate: int, voice: Voice) -> np.ndarray:
+        import torch
+
+        from vpeval.audio import resample
+
         self.prepare()
-        raise PluginError(NOT_BUILT)  # unreachable: prepare refuses; kept so no path converts
+        exclude = voice.utterance.speaker if voice.utterance is not None else None
+        target = self._targets.draw(voice.rng, exclude_speaker=exclude)  # the pseudo-speaker, drawn first
+        seed = int(voice.rng.integers(2**62))
+        rate = self._pipeline.sample_rate
+        timbre_rate = self._timbre.config.sample_rate
+        reference = target.load(rate)
+        reference_16k = target.load(timbre_rate)
+        style = torch.from_numpy(self.style_vector(reference_16k))
+        device = self._pipeline.device
+        timbre = self._timbre.latents(torch.from_numpy(reference_16k)[None].to(device))[0]
+        generator = torch.Generator(device=device).manual_seed(seed)
+        source = torch.from_numpy(resample(np.asarray(audio, dtype=np.float32), sample_rate, rate))
+        converted = self._pipeline.convert(
+            source, torch.from_numpy(reference), style, timbre, self._settings, generator, self.context.autocast
+        )
+        out = resample(converted.cpu().numpy().astype(np.float32), rate, sample_rate)
+        fitted = np.zeros(len(audio), dtype=np.float32)
+        fitted[: min(len(out), len(audio))] = out[: len(audio)]
+        self.context.log.debug("stream-voice-anon %s: target %s (%s)", voice.key, target.id, target.speaker)
+        return fitted

@@ -56,10 +56,12 @@ class CodecConfig:
 
 
 class ScalarQuantizer(nn.Module):
-    """One group: vector-quantize-pytorch's ResidualFSQ with one quantizer (project_in / project_out)."""
+    """A ResidualFSQ with one quantizer (project_in / project_out). double_bound: vector-quantize-pytorch
+    1.14's bound before the layer as well as inside it (the codec's groups); Spark-TTS's copy bounds once."""
 
-    def __init__(self, dim: int, levels: list[int]):
+    def __init__(self, dim: int, levels: list[int], double_bound: bool = True):
         super().__init__()
+        self.double_bound = double_bound
         width = len(levels)
         self.project_in = nn.Linear(dim, width) if dim != width else nn.Identity()
         self.project_out = nn.Linear(width, dim) if dim != width else nn.Identity()
@@ -75,12 +77,21 @@ class ScalarQuantizer(nn.Module):
         shift = torch.atanh(offset / half)
         return torch.tanh(z + shift) * half - offset
 
+    def rounded(self, x: Tensor) -> Tensor:
+        """Integer levels in [-(L // 2), L - 1 - L // 2] per projected dim."""
+        z = self.project_in(x.float())
+        if self.double_bound:
+            z = self.bound(z)
+        return torch.round(self.bound(z))
+
     def encode(self, x: Tensor) -> Tensor:
         """[B, T, dim] -> [B, T] indices."""
-        z = self.project_in(x.float())
-        rounded = torch.round(self.bound(self.bound(z)))  # integers in [-L//2, L - 1 - L//2]
-        level_index = (rounded + (self.levels // 2)).long()
+        level_index = (self.rounded(x) + (self.levels // 2)).long()
         return (level_index * self.basis).sum(-1)
+
+    def quantize(self, x: Tensor) -> Tensor:
+        """[B, T, dim] -> the quantized values projected back out, [B, T, dim]."""
+        return self.project_out(self.rounded(x) / (self.levels // 2).float())
 
     def decode(self, indices: Tensor) -> Tensor:
         """[B, T] -> [B, T, dim]."""

@@ -33,6 +33,8 @@ MODEL_FILES = {
 LM_CONFIG = "vc/firefly_arvc_bsq_8192_delay0_8.yaml"
 CONTENT_CONFIG = "speech_tokenizers/causal-encoder-lfq-8192.yaml"
 CODEC_CONFIG = "vocoders/firefly_gan_vq.yaml"
+TIMBRE_CONFIG = "sv/sparktts_speaker_encoder.yaml"
+CONFIGS = (LM_CONFIG, CONTENT_CONFIG, CODEC_CONFIG, TIMBRE_CONFIG)
 
 
 def missing_files(model_dir: str | None, config_dir: str | None) -> list[str]:
@@ -52,7 +54,7 @@ def missing_files(model_dir: str | None, config_dir: str | None) -> list[str]:
     ]
     if config_dir:
         configs = Path(config_dir).expanduser()
-        for rel in (LM_CONFIG, CONTENT_CONFIG, CODEC_CONFIG):
+        for rel in CONFIGS:
             if not (configs / rel).is_file():
                 out.append(
                     f"stream-voice-anon config_dir {config_dir} lacks {rel}; give the repository's "
@@ -85,6 +87,10 @@ _EXPECTED_TARGETS = {
         "backbone": "modules.vqgan.modules.firefly.ConvNeXtEncoder",
         "head": "modules.vqgan.modules.firefly.HiFiGANGenerator",
         "quantizer": "modules.vqgan.modules.fsq.DownsampleFiniteScalarQuantize",
+    },
+    TIMBRE_CONFIG: {
+        "": "modules.bicodec_speaker_encoder.speaker_encoder.SpeakerEncoder",
+        "mel_fn": "torchaudio.transforms.MelSpectrogram",
     },
 }
 
@@ -156,6 +162,18 @@ _FIELDS = {
         "n_codebooks": "quantizer.n_codebooks",
         "levels": "quantizer.levels",
         "downsample_factor": "quantizer.downsample_factor",
+    },
+    TIMBRE_CONFIG: {
+        "sample_rate": "mel_fn.sample_rate",
+        "n_fft": "mel_fn.n_fft",
+        "win_length": "mel_fn.win_length",
+        "hop_length": "mel_fn.hop_length",
+        "f_min": "mel_fn.f_min",
+        "n_mels": "mel_fn.n_mels",
+        "out_dim": "out_dim",
+        "latent_dim": "latent_dim",
+        "token_num": "token_num",
+        "fsq_levels": "fsq_levels",
     },
 }
 

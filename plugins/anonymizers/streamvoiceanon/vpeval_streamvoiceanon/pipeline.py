@@ -22,12 +22,15 @@ from vpeval_streamvoiceanon.layout import (
     CONTENT_FILE,
     LM_CONFIG,
     LM_FILE,
+    TIMBRE_CONFIG,
+    TIMBRE_FILE,
     fold_weight_norm,
     load_into,
     read_config,
     read_state,
 )
 from vpeval_streamvoiceanon.lm import ARVC, LMConfig, Sampler
+from vpeval_streamvoiceanon.timbre import DERIVED, OPTIONAL_KEYS, TimbreConfig, TimbreEncoder
 
 # Buffers of the published FSQ layers (levels, basis, scales): derived from the config, not weights.
 _FSQ_BUFFERS = r"quantizer\.residual_fsq\.rvqs\.\d+\.(layers\..*|scales)$"
@@ -122,3 +125,14 @@ class Pipeline:
         n = min(out.shape[0], wave.shape[0])
         out[:n] = wave[:n]
         return out
+
+
+def load_timbre(model_dir: str, config_dir: str | None = None, device: str = "cpu") -> TimbreEncoder:
+    """The Spark-TTS timbre encoder of the folder, in eval mode on `device`."""
+    import re
+
+    path = Path(model_dir).expanduser() / TIMBRE_FILE
+    encoder = TimbreEncoder(read_config(config_dir, TIMBRE_CONFIG, TimbreConfig()))
+    state = {k: v for k, v in read_state(path).items() if not re.match(DERIVED, k)}
+    load_into(encoder, state, path, optional=OPTIONAL_KEYS)
+    return encoder.eval().requires_grad_(False).to(device)
