@@ -37,6 +37,15 @@ def test_same_seed_same_target_and_corpus_order_does_not_matter():
     assert len({forward.draw(np.random.default_rng(seed)).id for seed in range(50)}) > 5
 
 
+def test_utterance_draws_weigh_speakers_by_their_long_utterances():
+    utterances = [Utterance(f"a{i}", "a", "/x.wav", duration=5.0) for i in range(9)]
+    utterances.append(Utterance("b0", "b", "/x.wav", duration=5.0))
+    targets = TargetPool.build(utterances, 4.0, "test")
+    by_utterance = [targets.draw(np.random.default_rng(s), by="utterance").speaker for s in range(300)]
+    by_speaker = [targets.draw(np.random.default_rng(s)).speaker for s in range(300)]
+    assert 0.8 < by_utterance.count("a") / 300 < 0.97 and 0.35 < by_speaker.count("a") / 300 < 0.65
+
+
 def test_the_source_speaker_is_never_its_own_target():
     targets = TargetPool.build(pool(), 4.0, "test")
     assert all(targets.draw(np.random.default_rng(seed), exclude_speaker="s2").speaker != "s2" for seed in range(200))

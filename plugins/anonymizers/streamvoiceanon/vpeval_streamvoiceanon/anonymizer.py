@@ -11,7 +11,7 @@ encoder (vpeval-3dspeaker, 3D-Speaker's network) reading campplus_cn_common.bin 
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
@@ -48,6 +48,11 @@ class StreamVoiceAnon(Anonymizer):
         )
         min_target_seconds: float = Field(
             4.0, ge=0.0, le=600.0, description="Only pool utterances longer than this are references (paper: 4 s)."
+        )
+        target_draw: Literal["speaker", "utterance"] = Field(
+            "speaker",
+            description="speaker: a target speaker uniformly, then one of its long utterances (the paper draws "
+            "a target speaker); utterance: any long utterance uniformly.",
         )
         delay: int = Field(2, ge=0, le=8, description="Frames of look-ahead of the dual AR model (paper: 2).")
         alpha: float = Field(
@@ -116,7 +121,7 @@ class StreamVoiceAnon(Anonymizer):
 
         self.prepare()
         exclude = voice.utterance.speaker if voice.utterance is not None else None
-        target = self._targets.draw(voice.rng, exclude_speaker=exclude)  # the pseudo-speaker, drawn first
+        target = self._targets.draw(voice.rng, exclude, self.params.target_draw)  # the pseudo-speaker, drawn first
         seed = int(voice.rng.integers(2**62))
         rate = self._pipeline.sample_rate
         timbre_rate = self._timbre.config.sample_rate

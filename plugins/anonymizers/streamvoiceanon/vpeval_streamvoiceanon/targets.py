@@ -44,9 +44,14 @@ class TargetPool:
             items.sort(key=lambda u: u.id)
         return cls(sorted(by_speaker), by_speaker, min_seconds)
 
-    def draw(self, rng: np.random.Generator, exclude_speaker: str | None = None) -> Utterance:
-        """A speaker uniformly (never the source's own), then one of its eligible utterances uniformly."""
+    def draw(self, rng: np.random.Generator, exclude_speaker: str | None = None, by: str = "speaker") -> Utterance:
+        """by "speaker": a speaker uniformly (never the source's own where another exists), then one of its
+        eligible utterances uniformly; by "utterance": an eligible utterance uniformly (long-talking
+        speakers come up more often)."""
         speakers = [s for s in self.speakers if s != exclude_speaker] or self.speakers
+        if by == "utterance":
+            items = [u for s in speakers for u in self.utterances[s]]
+            return items[int(rng.integers(len(items)))]
         speaker = speakers[int(rng.integers(len(speakers)))]
         items = self.utterances[speaker]
         return items[int(rng.integers(len(items)))]
