@@ -166,3 +166,76 @@ def test_the_built_modules_have_exactly_those_parameters(pipeline):
     assert set(pipeline.codec.state_dict()) == plain
     assert set(pipeline.lm.state_dict()) == set(PUBLISHED_LM_KEYS)
     assert set(pipeline.content.state_dict()) == set(PUBLISHED_CONTENT_KEYS)
+
+
+def batchnorm(prefix: str) -> list[str]:
+    return [f"{prefix}.{k}" for k in ("weight", "bias", "running_mean", "running_var", "num_batches_tracked")]
+
+
+def conv_relu_bn(prefix: str) -> list[str]:
+    """ecapa_tdnn.Conv1dReluBn: conv, bn."""
+    return [f"{prefix}.conv.weight", f"{prefix}.conv.bias", *batchnorm(f"{prefix}.bn")]
+
+
+def se_res2block(prefix: str) -> list[str]:
+    """SE_Res2Block: se_res2block = Sequential(Conv1dReluBn, Res2Conv1dReluBn (scale 8: 7 convs / bns),
+    Conv1dReluBn, SE_Connect(linear1, linear2))."""
+    p = f"{prefix}.se_res2block"
+    return [
+        *conv_relu_bn(f"{p}.0"),
+        *[k for i in range(7) for k in (f"{p}.1.convs.{i}.weight", f"{p}.1.convs.{i}.bias")],
+        *[k for i in range(7) for k in batchnorm(f"{p}.1.bns.{i}")],
+        *conv_relu_bn(f"{p}.2"),
+        *[f"{p}.3.{lin}.{w}" for lin in ("linear1", "linear2") for w in ("weight", "bias")],
+    ]
+
+
+# bicodec_speaker_encoder.speaker_encoder.SpeakerEncoder with ECAPA_TDNN_GLOB_c512, PerceiverResampler
+# (depth 2), ResidualFSQ (one quantizer; FSQ layers without projections), project, torchaudio mel_fn.
+PUBLISHED_TIMBRE_KEYS = [
+    *conv_relu_bn("speaker_encoder.layer1"),
+    *se_res2block("speaker_encoder.layer2"),
+    *se_res2block("speaker_encoder.layer3"),
+    *se_res2block("speaker_encoder.layer4"),
+    "speaker_encoder.conv.weight",
+    "speaker_encoder.conv.bias",
+    "speaker_encoder.pool.linear1.weight",
+    "speaker_encoder.pool.linear1.bias",
+    "speaker_encoder.pool.linear2.weight",
+    "speaker_encoder.pool.linear2.bias",
+    *batchnorm("speaker_encoder.bn"),
+    "speaker_encoder.linear.weight",
+    "speaker_encoder.linear.bias",
+    "perceiver_sampler.proj_context.weight",
+    "perceiver_sampler.proj_context.bias",
+    "perceiver_sampler.latents",
+    *[
+        f"perceiver_sampler.layers.{i}.{k}"
+        for i in (0, 1)
+        for k in (
+            "0.to_q.weight",
+            "0.to_kv.weight",
+            "0.to_out.weight",
+            "1.0.weight",
+            "1.0.bias",
+            "1.2.weight",
+            "1.2.bias",
+        )
+    ],
+    "perceiver_sampler.norm.gamma",
+    "quantizer.project_in.weight",
+    "quantizer.project_in.bias",
+    "quantizer.project_out.weight",
+    "quantizer.project_out.bias",
+    "project.weight",
+    "project.bias",
+    "mel_transformer.spectrogram.window",
+    "mel_transformer.mel_scale.fb",
+]
+
+
+def test_timbre_encoder_keys_are_the_published_ones(tiny):
+    from vpeval_streamvoiceanon.layout import TIMBRE_FILE
+
+    models, _ = tiny
+    assert saved_keys(models / TIMBRE_FILE) == set(PUBLISHED_TIMBRE_KEYS)
