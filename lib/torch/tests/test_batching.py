@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from vpeval_torch.batching import length_buckets, length_mask, pad_batch
+from vpeval_torch.batching import length_buckets, length_mask, packed_buckets, pad_batch
 
 
 def test_length_buckets_cover_every_index_once_in_length_order_and_deterministically():
@@ -28,6 +28,28 @@ def test_max_frames_bounds_the_padded_size_but_keeps_one_index_per_batch():
     batches = length_buckets(lengths, 64, max_frames=200)
     assert batches == [[0, 1, 2], [3, 4], [5]]
     assert all(len(b) * max(lengths[i] for i in b) <= 200 or len(b) == 1 for b in batches)
+
+
+def test_packed_buckets_bound_the_sum_of_lengths_in_the_fewest_near_equal_batches():
+    lengths = list(np.random.default_rng(1).integers(200, 600, size=32))
+    batches = packed_buckets(lengths, 64, max_frames=6500)
+    flat = [i for b in batches for i in b]
+    assert sorted(flat) == list(range(32)) and [lengths[i] for i in flat] == sorted(lengths)
+    sums = [sum(lengths[i] for i in b) for b in batches]
+    assert len(batches) == -(-sum(lengths) // 6500) and max(sums) <= 6500
+    assert max(sums) - min(sums) <= max(lengths)  # cut near the equal share, not greedily full
+    # the padded rule bounds batch-size x longest instead, and needs more batches for the same frames
+    assert len(length_buckets(lengths, 64, max_frames=6500)) > len(batches)
+    assert packed_buckets(lengths, 64, max_frames=6500) == batches
+
+
+def test_packed_buckets_keep_the_batch_size_and_give_an_overlong_index_its_own_batch():
+    assert packed_buckets([5, 5, 5, 5, 5], 2) == [[0, 1], [2, 3], [4]]
+    batches = packed_buckets([10, 10, 10, 100, 100, 1000], 64, max_frames=200)
+    assert [5] in batches and all(sum([10, 10, 10, 100, 100, 1000][i] for i in b) <= 200 for b in batches if b != [5])
+    assert packed_buckets([], 4) == []
+    with pytest.raises(ValueError):
+        packed_buckets([1, 2], 2, max_frames=0)
 
 
 def test_bad_sizes_raise():

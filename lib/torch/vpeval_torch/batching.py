@@ -20,10 +20,7 @@ def length_buckets(lengths: Sequence[int], batch_size: int, max_frames: int | No
     `batch_size`; with `max_frames`, a batch also stops growing before batch-size x longest length
     exceeds it (a batch always holds at least one index), which bounds the padded tensor's memory.
     """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    if max_frames is not None and max_frames < 1:
-        raise ValueError(f"max_frames must be at least 1, got {max_frames}")
+    _check_sizes(batch_size, max_frames)
     order = sorted(range(len(lengths)), key=lambda i: (int(lengths[i]), i))
     batches: list[list[int]] = []
     current: list[int] = []
@@ -37,6 +34,46 @@ def length_buckets(lengths: Sequence[int], batch_size: int, max_frames: int | No
     if current:
         batches.append(current)
     return batches
+
+
+def packed_buckets(lengths: Sequence[int], batch_size: int, max_frames: int | None = None) -> list[list[int]]:
+    """Indices of `lengths` grouped for packed batches (frames concatenated, no padding), each index once.
+
+    A packed batch costs the sum of its lengths, not batch-size x longest, so `max_frames` bounds that
+    sum. Sorted by length (ties by index) and cut into the fewest batches the bounds allow, of near-equal
+    frame sums: 32 utterances of 13 200 frames at 8000 make two batches of about 6600, where
+    length_buckets' padded rule makes three (the last of one utterance, a whole batch's per-call work
+    for it). A single index longer than `max_frames` is a batch of its own.
+    """
+    _check_sizes(batch_size, max_frames)
+    order = sorted(range(len(lengths)), key=lambda i: (int(lengths[i]), i))
+    if not order:
+        return []
+    total = sum(int(lengths[i]) for i in order)
+    count = max(-(-len(order) // batch_size), -(-total // max_frames) if max_frames is not None else 1)
+    target = total / count
+    batches: list[list[int]] = []
+    current: list[int] = []
+    frames = 0
+    for i in order:
+        n = int(lengths[i])
+        full = len(current) == batch_size or (max_frames is not None and frames + n > max_frames)
+        # cut where the batch ends nearest the target sum (the last batch takes the rest)
+        balanced = len(batches) < count - 1 and frames + n / 2 > target
+        if current and (full or balanced):
+            batches.append(current)
+            current, frames = [], 0
+        current.append(i)
+        frames += n
+    batches.append(current)
+    return batches
+
+
+def _check_sizes(batch_size: int, max_frames: int | None) -> None:
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    if max_frames is not None and max_frames < 1:
+        raise ValueError(f"max_frames must be at least 1, got {max_frames}")
 
 
 def pad_batch(arrays: Sequence[np.ndarray], device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:

@@ -105,14 +105,17 @@ def test_pooling_with_the_mfa_norm_folded_in_equals_speechbrain(score_gain):
     norm = _randomise_norms(BatchNorm1d(input_size=24), seed=5)
     packing = Packing(SHORT)
     relu_out = torch.randn(packing.total, 24).relu_()  # the MFA's output before its norm
-    pooling = _AttentivePooling(asp, norm, torch.float32)
+    centre = norm.norm.running_mean.clone()  # PackedEcapa hands the pooling the MFA's output minus it
+    pooling = _AttentivePooling(asp, norm, torch.float32, centre)
     assert pooling.bounded == (score_gain == 1.0)
     with torch.no_grad():
         expected = torch.cat(
             [asp(norm(part.unsqueeze(0)).transpose(1, 2))[0, :, 0].unsqueeze(0) for part in packing.parts(relu_out)]
         )
-        got = pooling(relu_out, packing)
+        got = pooling(relu_out - centre, packing)
+        uncentred = _AttentivePooling(asp, norm, torch.float32, torch.zeros_like(centre))(relu_out, packing)
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(uncentred, expected, rtol=1e-4, atol=1e-5)
 
 
 def test_banded_product_equals_the_dense_one():

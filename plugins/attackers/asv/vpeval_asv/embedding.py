@@ -22,7 +22,7 @@ from vpeval.sides import utterance_key
 from vpeval.types import Utterance
 from vpeval.vector_table import VectorTable
 from vpeval_asv.models import ModelConfig, build_embedding_model
-from vpeval_torch.batching import length_buckets
+from vpeval_torch.batching import packed_buckets
 from vpeval_torch.fbank import FbankFeatures
 
 if TYPE_CHECKING:
@@ -30,9 +30,10 @@ if TYPE_CHECKING:
 
 MIN_SAMPLES = 400  # one 25 ms window at 16 kHz: shorter input is zero-padded to it
 HOP = 160  # speechbrain Fbank's 10 ms hop: frames = 1 + samples // HOP
-# Frames (10 ms each) of one packed batch when the parameters leave it open. On a CPU about 80 s of
-# speech per batch: 4000 to 16000 frames measured within 3 % of each other for ECAPA 128/384 (one
-# thread, benchmarks/batching.py; 2000 was 5-10 % slower: more calls; far bigger batches leave the
+# Frames (10 ms each) of one packed batch when the parameters leave it open: the sum of its utterances'
+# frames (vpeval_torch.batching.packed_buckets; packed batches have no padding). On a CPU about 80 s of
+# speech per batch: 3000 to 14000 frames measured within 5 % of each other for ECAPA 128/384 (one
+# thread, benchmarks/batching.py; 1000 was 25 % slower: more calls; far bigger batches leave the
 # caches); a GPU wants large batches (200000 frames: about 2 GB of ECAPA activations).
 DEFAULT_BATCH_FRAMES = {"cpu": 8000, "cuda": 200_000}
 
@@ -127,7 +128,7 @@ class Embedder:
         """Batches of indices of similar length for inputs of these sample counts."""
         cut = [min(n, self.max_samples) if self.max_samples is not None else n for n in samples]
         frames = [1 + max(n, MIN_SAMPLES) // HOP for n in cut]
-        return length_buckets(frames, self.batch_size, self.batch_frames)
+        return packed_buckets(frames, self.batch_size, self.batch_frames)
 
     def embed_utterances(
         self,

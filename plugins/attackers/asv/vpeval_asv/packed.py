@@ -119,12 +119,14 @@ def packed_features(features: torch.nn.Module, waves: Sequence[torch.Tensor]) ->
     for view, part in zip(framed, packing.parts(frames)):
         torch.mul(view[: len(part)], window, out=part)
     spectrum = torch.view_as_real(torch.fft.rfft(frames))  # [N, freq, 2]
-    power = torch.mul(spectrum[..., 0], spectrum[..., 0]).addcmul_(spectrum[..., 1], spectrum[..., 1])
     columns = filterbank.all_freqs_mat.shape[1]
     matrix = filterbank._create_fbank_matrix(
         filterbank.f_central.repeat(columns, 1).transpose(0, 1), filterbank.band.repeat(columns, 1).transpose(0, 1)
     ).to(device)
-    db = _banded_product(power, matrix.t())  # [N, n_mels]
+    # the power re^2 + im^2 summed by the mel product itself: squares in place, each triangle's weight
+    # repeated for a bin's two parts (one contiguous pass instead of two over strided halves)
+    squares = spectrum.view(packing.total, -1).square_()  # [N, 2 freq]
+    db = _banded_product(squares, matrix.t().repeat_interleave(2, dim=1))  # [N, n_mels]
     db.clamp_(min=filterbank.amin).log10_().mul_(filterbank.multiplier)
     if filterbank.db_multiplier:
         db -= filterbank.multiplier * filterbank.db_multiplier
@@ -310,16 +312,24 @@ _LOG2_E = 1.4426950408889634
 
 class _AttentivePooling:
     """speechbrain's AttentiveStatisticsPooling per utterance ([N, C] -> [B, 2C]) on the MFA's activation
-    before its batch norm: that per-channel affine map (scale s, shift t) is folded into the products that
-    read the frames and into the pooled statistics (mean s m + t, std |s| sd), which saves a pass over
-    the widest tensor of the network; tanh is computed as 2 sigmoid(2 h) - 1 (torch's CPU tanh is 3-4x
-    slower than its sigmoid), the doubling in the attention norm's multiply-add and the "2 s" in the score
-    convolution's weights."""
+    before its batch norm, received centred: r - c with c that norm's running mean (see PackedEcapa). The
+    norm's per-channel affine map (scale s, shift t) is folded into the products that read the frames and
+    into the pooled statistics (mean s m + t + s c, std |s| sd), which saves a pass over the widest tensor
+    of the network; tanh is computed as 2 sigmoid(2 h) - 1 (torch's CPU tanh is 3-4x slower than its
+    sigmoid), the doubling in the attention norm's multiply-add and the "2 s" in the score convolution's
+    weights.
 
-    def __init__(self, asp: torch.nn.Module, mfa_norm: torch.nn.Module, dtype: torch.dtype):
+    The global context's plain variances are E[x^2] - E[x]^2 of the centred frames, two passes fewer
+    over them than E[(x - m)^2]: centred on the running mean, a channel's utterance mean and its spread
+    are of one order in a trained network, so the subtraction loses a few float roundings, and that
+    context only shifts the attention's scores. The weighted statistics, which are the embedding, keep
+    two passes (_weighted_moments). The sums are taken in fp32 under autocast too."""
+
+    def __init__(self, asp: torch.nn.Module, mfa_norm: torch.nn.Module, dtype: torch.dtype, centre: torch.Tensor):
         tdnn = asp.tdnn
         self.eps, self.global_context = asp.eps, asp.global_context
-        self.scale, self.shift = _affine(mfa_norm, dtype)  # of the MFA, applied to what comes in
+        self.scale, shift = _affine(mfa_norm, dtype)  # of the MFA, applied to what comes in
+        self.shift = shift + self.scale * centre  # s (r - c) + (t + s c) = s r + t
         conv = tdnn.conv.conv
         if conv.weight.shape[-1] != 1 or asp.conv.conv.weight.shape[-1] != 1:
             raise ValueError("packed inference expects the attention's kernel-1 convolutions")
@@ -343,20 +353,16 @@ class _AttentivePooling:
         self.bounded = bool((low > -100).all() and (high < 100).all())
 
     def __call__(self, r: torch.Tensor, packing: Packing) -> torch.Tensor:
-        parts = packing.parts(r)
-        scratch = torch.empty(max(packing.sizes), r.shape[1], dtype=r.dtype, device=r.device)  # one utterance
+        scratch = torch.empty(max(packing.sizes), r.shape[1], dtype=torch.float32, device=r.device)  # one utterance
         hidden = torch.mm(r, self.frames.t())  # its bias goes in with each utterance's constant below
         constant = self.bias.unsqueeze(0).expand(packing.batch, -1)
         if self.global_context:
             # each utterance's plain mean and std (speechbrain's weights mask / total: the population
-            # variance; two passes: torch.var_mean over rows is 6x slower on one core), of s r + t
-            mean = packing.mean(r)
-            deviations = (torch.sub(part, m, out=scratch[: len(part)]) for part, m in zip(parts, mean))
-            variance = torch.stack([torch.linalg.vecdot(d, d, dim=0) for d in deviations]) / packing.lengths_as(r)
+            # variance) of s r + t: the attention TDNN sees [x; mean; std], so its kernel-1 product splits
+            # into the product over the frames and one over each utterance's constant rows
+            mean, variance = _moments(r, packing)
             mean = mean * self.scale + self.shift
             std = torch.sqrt((variance * self.scale.square()).clamp(self.eps))
-            # the attention TDNN sees [x; mean; std]: its kernel-1 product splits into the product over
-            # the frames and one over each utterance's constant rows, added per utterance
             constant = F.linear(mean, self.context[0]) + F.linear(std, self.context[1]) + self.bias
         for part, c in zip(packing.parts(hidden), constant):
             part.add_(c)
@@ -368,23 +374,37 @@ class _AttentivePooling:
         return torch.cat([mean, torch.sqrt((variance * self.scale.square()).clamp(self.eps))], dim=1)
 
 
+def _moments(x: torch.Tensor, packing: Packing) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each utterance's mean and population variance [B, C] of x [N, C], as E[x^2] - E[x]^2 in fp32."""
+    means, squares = [], []
+    for part in packing.parts(x):
+        part = part.float()
+        means.append(part.sum(dim=0))
+        squares.append(torch.linalg.vecdot(part, part, dim=0))
+    lengths = packing.lengths_as(means[0])
+    mean = torch.stack(means) / lengths
+    return mean, (torch.stack(squares) / lengths - mean.square()).clamp_(min=0)
+
+
 def _weighted_moments(x: torch.Tensor, scores: torch.Tensor, packing: Packing, scratch: torch.Tensor, shifted: bool):
     """speechbrain's softmax over each utterance's frames of x [N, C] and its _compute_statistics before
-    the square root: weighted means sum(w x) and variances sum(w (x - mean)^2) [B, C], w = 2^(s - max) /
-    total for scores in base 2 (the division applied to the sums; the scores are overwritten). With
-    `shifted`, the scores are already below a bound that keeps exp2 finite: no maximum to subtract, and
-    one exp2 over the whole batch. `scratch` holds one utterance's rows."""
+    the square root: weighted means sum(w x) and variances sum(w (x - mean)^2) [B, C] in fp32, w = 2^(s -
+    max) / total for scores in base 2 (the division applied to the sums; the scores are overwritten).
+    With `shifted`, the scores are already below a bound that keeps exp2 finite: no maximum to subtract,
+    and one exp2 over the whole batch. `scratch` [longest, C] (fp32) holds one utterance's rows.
+
+    Two passes here, unlike the plain moments: the attention may weight a few frames, whose spread is
+    then far below their mean's distance from any centre, and E[w x^2] - E[w x]^2 moved such
+    embeddings by 2e-5 of their size (the two passes: 3e-7)."""
     weights = scores.float()  # the softmax in fp32 under autocast too
     if not shifted:
         for part in packing.parts(weights):
             part.sub_(part.amax(dim=0))
     weights = weights.exp2_()
-    normalise = x.dtype != torch.float32  # a reduced-precision x (autocast): normalised weights, as unbatched
     means, variances = [], []
     for part, w in zip(packing.parts(x), packing.parts(weights)):
+        part = part.float()
         total = w.sum(dim=0)
-        if normalise:
-            w, total = w.div(total).to(x.dtype), torch.ones_like(total, dtype=x.dtype)
         mean = torch.linalg.vecdot(w, part, dim=0).div_(total)
         deviation = torch.sub(part, mean, out=scratch[: len(part)]).square_()
         means.append(mean)
@@ -409,7 +429,13 @@ class PackedEcapa:
             self.first = _Tdnn(blocks[0])
             self.blocks = [_SERes2Net(b) for b in blocks[1:]]
             self.mfa = _Tdnn(model.mfa)
-            self.pooling = _AttentivePooling(model.asp, model.mfa.norm, model.mfa.conv.conv.weight.dtype)
+            # the MFA's activation reaches the pooling centred on its batch norm's running mean c (see
+            # _AttentivePooling): after a ReLU, max(h, 0) - c is max(h - c, -c), the product with bias
+            # b - c and a floor of -c, no extra pass (another activation is centred by a subtraction)
+            dtype = model.mfa.conv.conv.weight.dtype
+            self.centre = model.mfa.norm.norm.running_mean.to(dtype).clone()
+            self.mfa_bias = (self.mfa.bias if self.mfa.bias is not None else 0) - self.centre
+            self.pooling = _AttentivePooling(model.asp, model.mfa.norm, dtype, self.centre)
             self.pooled_norm = _affine(model.asp_bn, model.mfa.conv.conv.weight.dtype)
             self.fc = model.fc
 
@@ -421,9 +447,11 @@ class PackedEcapa:
         for block in self.blocks:
             x = block(x, packing, outputs[:, start : start + block.width])
             start += block.width
-        mfa = _product(outputs, self.mfa.weight, self.mfa.bias, self.mfa.relu)  # its norm goes into the pooling
-        if not self.mfa.relu:
-            mfa = _activation_(mfa, self.mfa.activation)
+        mfa = F.linear(outputs, self.mfa.weight, self.mfa_bias if self.mfa.relu else self.mfa.bias)
+        if self.mfa.relu:  # its norm goes into the pooling
+            mfa = torch.maximum(mfa, -self.centre.to(mfa.dtype), out=mfa)
+        else:
+            mfa = _activation_(mfa, self.mfa.activation).sub_(self.centre.to(mfa.dtype))
         pooled = self.pooling(mfa, packing)
         scale, shift = self.pooled_norm
         return _linear(torch.addcmul(shift.to(pooled.dtype), pooled, scale.to(pooled.dtype)), self.fc)
