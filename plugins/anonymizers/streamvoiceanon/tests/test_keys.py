@@ -132,7 +132,7 @@ PUBLISHED_CODEC_KEYS = [
         k
         for r in (0, 1)
         for convs in ("convs1", "convs2")
-        for i in (0, 1)
+        for i in (0, 1, 2)
         for k in weight_normed(f"head.resblocks.{r}.blocks.0.{convs}.{i}")
     ],
     *weight_normed("head.conv_post"),

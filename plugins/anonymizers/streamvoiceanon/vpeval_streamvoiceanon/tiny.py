@@ -117,7 +117,7 @@ CODEC_YAML = {
         "upsample_rates": [4, 4],
         "upsample_kernel_sizes": [8, 4],
         "resblock_kernel_sizes": [3],
-        "resblock_dilation_sizes": [[1, 2]],
+        "resblock_dilation_sizes": [[1, 2, 3]],
         "num_mels": 16,
         "upsample_initial_channel": 16,
         "pre_conv_kernel_size": 3,
@@ -151,7 +151,7 @@ TIMBRE_YAML = {
     "input_dim": 16,
     "out_dim": 8,
     "latent_dim": 4,  # the conversion model's context_dim
-    "token_num": 5,
+    "token_num": 32,  # the published tokenize_wav hard-codes 32 latents in its mask
     "fsq_levels": [4, 4, 4],
     "fsq_num_quantizers": 1,
 }
