@@ -130,3 +130,20 @@ def test_missing_files_stop_prepare_with_the_first_sentence(tmp_path):
     assert (params.delay, params.alpha, params.min_target_seconds) == (2, 1.0, 4.0)
     with pytest.raises(MissingModelError, match=LM_FILE):
         StreamVoiceAnon(params).prepare()
+
+
+def test_the_fingerprint_follows_the_checkpoint_contents(tiny, tmp_path):
+    models, configs = tiny
+    copy = tmp_path / "copy"
+    shutil.copytree(models, copy)
+
+    def fingerprint(folder):
+        params = {"model_dir": str(folder), "config_dir": str(configs), "pool": {"use": "synth"}}
+        return StreamVoiceAnon(StreamVoiceAnon.Params.model_validate(params)).input_fingerprint()
+
+    first = fingerprint(copy)
+    assert first == fingerprint(models)  # same bytes, another folder
+    state = torch.load(copy / LM_FILE, weights_only=True)
+    state["style_in.bias"] = state["style_in.bias"] + 1
+    torch.save(state, copy / LM_FILE)
+    assert fingerprint(copy) != first

@@ -73,6 +73,29 @@ class StreamVoiceAnon(Anonymizer):
 
         return missing_files(params.model_dir, params.config_dir)
 
+    def input_fingerprint(self) -> str | None:
+        """The contents of the checkpoints and configs: other weights in the same folder make a new cache entry."""
+        import hashlib
+        from pathlib import Path
+
+        from vpeval.data.fingerprint import FileIndex, file_hash
+        from vpeval_streamvoiceanon.layout import CONFIGS, MODEL_FILES
+
+        p = self.params
+        if not p.model_dir:
+            return None
+        paths = [Path(p.model_dir).expanduser() / name for name in MODEL_FILES]
+        if p.config_dir:
+            paths += [Path(p.config_dir).expanduser() / rel for rel in CONFIGS]
+        cache_root = self.context.options.get("cache_root")
+        index = FileIndex(Path(cache_root) / "fingerprints") if cache_root else None
+        try:
+            rows = [f"{path.name}:{index.file_hash(path) if index else file_hash(path)}" for path in paths]
+        finally:
+            if index:
+                index.close()
+        return hashlib.sha256("\n".join(rows).encode()).hexdigest()
+
     def prepare(self) -> None:
         if getattr(self, "_pipeline", None) is not None:
             return
