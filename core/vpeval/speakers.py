@@ -136,3 +136,10 @@ def embedding_anonymizer_in_space(
     if not shared:
         return anonymizer
     return context.get("anonymizer", name, {**shared, **params})
+
+
+def speaker_vector(encoder: Any, audio: np.ndarray, rate: int) -> np.ndarray:
+    """`encoder`'s speaker vector of `audio` (at `rate`, resampled to the encoder's), as float64."""
+    from vpeval.audio import resample
+
+    return np.asarray(encoder.embed(resample(audio, rate, encoder.sample_rate)), dtype=np.float64)

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from vpeval.api import Anonymizer, Params, PluginRef, Voice
 from vpeval.errors import ConfigError, DataError, MissingModelError
-from vpeval.speakers import POOL_SEED, CorpusSpec, EncoderSpec, embedding_anonymizer_in_space
+from vpeval.speakers import POOL_SEED, CorpusSpec, EncoderSpec, embedding_anonymizer_in_space, speaker_vector
 from vpeval_sslsas import layout
 
 DEFAULT_POOL = {"preset": "tiny", "speakers": 20, "seed": POOL_SEED}
@@ -121,9 +121,7 @@ class SslSas(Anonymizer):
 
     # -- one utterance ---------------------------------------------------------------------------------
     def embed(self, audio: np.ndarray, rate: int) -> np.ndarray:
-        from vpeval.audio import resample
-
-        return np.asarray(self._encoder.embed(resample(audio, rate, self._encoder.sample_rate)), dtype=np.float64)
+        return speaker_vector(self._encoder, audio, rate)
 
     def requested_vector(self, audio: np.ndarray, rate: int, voice: Voice) -> np.ndarray:
         """The pseudo-speaker vector the embedding anonymizer makes from the source's vector."""

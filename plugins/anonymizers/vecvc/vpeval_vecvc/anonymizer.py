@@ -26,7 +26,14 @@ from pydantic import Field
 
 from vpeval.api import Anonymizer, Params, PluginRef, Voice
 from vpeval.errors import ConfigError, DataError
-from vpeval.speakers import POOL_SEED, CorpusSpec, EncoderSpec, embed_corpus, embedding_anonymizer_in_space
+from vpeval.speakers import (
+    POOL_SEED,
+    CorpusSpec,
+    EncoderSpec,
+    embed_corpus,
+    embedding_anonymizer_in_space,
+    speaker_vector,
+)
 from vpeval_vecvc.mixing import fit_weights, nearest_weights, unit
 from vpeval_vecvc.pool import Analysis, PoolVoices
 from vpeval_world.matching import envelope_cepstra, knn_average, mean_normalised
@@ -122,9 +129,7 @@ class VectorVC(Anonymizer):
         )
 
     def embed(self, audio: np.ndarray, rate: int) -> np.ndarray:
-        from vpeval.audio import resample
-
-        return np.asarray(self._encoder.embed(resample(audio, rate, self._encoder.sample_rate)), dtype=np.float64)
+        return speaker_vector(self._encoder, audio, rate)
 
     def requested_vector(self, audio: np.ndarray, rate: int, voice: Voice) -> np.ndarray:
         """The pseudo-speaker vector the embedding anonymizer makes from the source's vector."""
