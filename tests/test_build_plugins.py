@@ -224,6 +224,9 @@ NEEDS = {
     "frontend:hubert": {"model": "exp/hubert"},
     "frontend:wav2vec2": {"model": "exp/wav2vec2"},
     "asr:speechbrain-asr": {"source": "exp/asr"},
+    "anonymizer:ssl-sas": {"model": "exp/pretrained_models_anon_xv"},
+    "encoder:ssl-sas-ecapa": {"model": "exp/pretrained_models_anon_xv"},
+    "anonymizer:stream-voice-anon": {"pool": {"use": "synth"}},
 }
 
 
