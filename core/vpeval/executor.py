@@ -129,12 +129,15 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
         process.join()
     pool.shutdown(wait=True)
     # Python 3.11's exit hook wakes every pool's manager thread it still lists, and the wake-up pipe of a pool
-    # ended this way may already be closed: "Exception ignored ... Bad file descriptor" after the run's own
-    # message. The thread has ended (shutdown waited), so it needs no wake-up.
+    # ended this way may be closing at that moment: "Exception ignored ... Bad file descriptor" after the
+    # run's own message. The first shutdown (wait=False) forgot the thread without joining it, so it may
+    # still be winding down here: join it (its workers are dead, so it ends at once), then unlist it.
     from concurrent.futures import process as pool_module
 
-    if manager is not None and not manager.is_alive():
-        getattr(pool_module, "_threads_wakeups", {}).pop(manager, None)
+    if manager is not None:
+        manager.join(timeout=10)
+        if not manager.is_alive():
+            getattr(pool_module, "_threads_wakeups", {}).pop(manager, None)
 
 
 class LocalExecutor:
