@@ -141,7 +141,7 @@ def test_workers_are_spawned_once_cuda_has_started(monkeypatch):
     monkeypatch.setattr(
         executor_module.multiprocessing, "get_context", lambda method: used.append(method) or real(method)
     )
-    results = sorted(LocalExecutor(2).map(_pid, [1, 2, 3]))
+    results = sorted(LocalExecutor(2).map(_pid, [1, 2, 3]), key=lambda result: result[1])  # (pid, item): by item
     assert used == ["spawn"] and [item for _, item in results] == [1, 2, 3]
     assert all(pid != os.getpid() for pid, _ in results)
 
