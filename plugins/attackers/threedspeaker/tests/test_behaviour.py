@@ -66,14 +66,16 @@ def read_through_plugin(net: torch.nn.Module, folder) -> object:
     return make_encoder("campplus", tiny_params("campplus", folder, feat_dim=FEAT_DIM), folder)
 
 
-@pytest.mark.slow  # about 30 s on one CPU thread: a research behaviour test (conftest.py, .ci/run -m research)
+@pytest.mark.slow  # about 20 s on one CPU thread: a research behaviour test (conftest.py, .ci/run -m research)
 def test_a_trained_campplus_tells_held_out_speakers_apart_through_the_plugin(tmp_path):
     audios = [utterances(s) for s in range(SPEAKERS)]
     _, untrained_margin = scores(read_through_plugin(train_published_campplus(audios, 0), tmp_path / "a"), audios)
-    accuracy, margin = scores(read_through_plugin(train_published_campplus(audios, 45), tmp_path / "b"), audios)
+    # 90 steps: 45 gave 0.75 / 0.71 on an AMD EPYC but 0.50 / 0.46 on an Intel AVX-512 core (the same seed
+    # trains to other weights on another CPU); 90 gave 0.83 / 1.09 there, 150 the same accuracy
+    accuracy, margin = scores(read_through_plugin(train_published_campplus(audios, 90), tmp_path / "b"), audios)
     assert untrained_margin < 0.05  # measured: 0.001 (every utterance near the same vector)
-    assert margin > 0.25, margin  # measured: 0.71
-    assert accuracy >= 0.6, accuracy  # chance 1/3; measured: 0.75
+    assert margin > 0.25, margin
+    assert accuracy >= 0.6, accuracy  # chance 1/3
 
 
 def test_the_same_waveform_gives_the_same_vector_whatever_its_gain(tmp_path):
