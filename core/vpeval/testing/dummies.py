@@ -104,3 +104,16 @@ def seeded_voice(key: str, level: str = "utterance", seed: int = 0, utterance=No
     from vpeval.api import PluginContext, Voice
 
     return Voice(key, level, PluginContext(seed=seed).rng("voice", key), utterance)
+
+
+def write_pool_manifest(folder: Path, speakers: int = 4, seconds: float = 1.5) -> str:
+    """A dummy pool (2 utterances per speaker, seed 123) as a manifest CSV, its speaker ids prefixed "pool-"
+    so they never meet a test corpus's; returns the manifest's path."""
+    import csv
+
+    corpus = make_corpus(folder, speakers, utterances=2, seconds=seconds, seed=123, name="pool")
+    with open(Path(folder) / "pool.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["path", "speaker", "gender", "transcript", "emotion"])
+        writer.writerows([u.path, "pool-" + u.speaker, u.gender, u.transcript, u.emotion] for u in corpus.utterances)
+    return str(Path(folder) / "pool.csv")

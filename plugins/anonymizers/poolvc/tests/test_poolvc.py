@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import functools
 import tempfile
 from pathlib import Path
@@ -14,23 +13,11 @@ import soundfile as sf
 from vpeval.api import PluginContext, SpeakerEncoder
 from vpeval.plugins import plugin_context
 from vpeval.testing.contracts import AnonymizerContract
-from vpeval.testing.dummies import make_corpus, seeded_voice
+from vpeval.testing.dummies import make_corpus, seeded_voice, write_pool_manifest
 from vpeval.testing.scorers import mfcc_eers, mfcc_mean
 from vpeval_poolvc.anonymizer import PoolVC, convert_f0
 
-
-def write_pool(folder: Path, speakers: int = 6) -> str:
-    corpus = make_corpus(folder, speakers=speakers, utterances=2, sample_rate=16000, seconds=1.5, seed=123, name="pool")
-    manifest = folder / "pool.csv"
-    with open(manifest, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["path", "speaker", "gender", "transcript", "emotion"])
-        for u in corpus.utterances:
-            writer.writerow([u.path, "pool-" + u.speaker, u.gender, u.transcript, u.emotion])
-    return str(manifest)
-
-
-POOL_MANIFEST = write_pool(Path(tempfile.mkdtemp(prefix="vpeval-poolvc-")))
+POOL_MANIFEST = write_pool_manifest(Path(tempfile.mkdtemp(prefix="vpeval-poolvc-")), speakers=6)
 POOL = {"use": "manifest", "params": {"path": POOL_MANIFEST}}
 
 

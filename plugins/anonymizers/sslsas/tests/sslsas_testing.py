@@ -11,7 +11,6 @@ remove_pretraining_modules), not from vpeval's mapping.
 
 from __future__ import annotations
 
-import csv
 import json
 import tempfile
 from functools import cache
@@ -19,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from vpeval.testing.dummies import write_pool_manifest
 
 MODEL_TYPE = "libri_tts_clean_100_fbank_xv_ssl_freeze"
 UNITS = 8
@@ -155,26 +156,12 @@ def write_release(
     return root
 
 
-def write_pool(folder: Path) -> str:
-    """A 4-speaker dummy pool as a manifest (speaker ids prefixed so they never meet the test speakers)."""
-    from vpeval.testing.dummies import make_corpus
-
-    corpus = make_corpus(folder, speakers=4, utterances=2, sample_rate=16000, seconds=1.0, seed=123, name="pool")
-    manifest = folder / "pool.csv"
-    with open(manifest, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["path", "speaker", "gender", "transcript", "emotion"])
-        for u in corpus.utterances:
-            writer.writerow([u.path, "pool-" + u.speaker, u.gender, u.transcript, u.emotion])
-    return str(manifest)
-
-
 @cache
 def shared() -> tuple[str, dict]:
     """(release folder, pool spec) written once per session, for class-level contract params."""
     folder = Path(tempfile.mkdtemp(prefix="vpeval-sslsas-"))
     release = str(write_release(folder / "pretrained_models_anon_xv"))
-    return release, {"use": "manifest", "params": {"path": write_pool(folder)}}
+    return release, {"use": "manifest", "params": {"path": write_pool_manifest(folder, seconds=1.0)}}
 
 
 def speech(seconds: float, seed: int = 0, rate: int = 16000) -> np.ndarray:
