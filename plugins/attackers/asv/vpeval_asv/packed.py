@@ -436,7 +436,7 @@ class PackedEcapa:
             self.centre = model.mfa.norm.norm.running_mean.to(dtype).clone()
             self.mfa_bias = (self.mfa.bias if self.mfa.bias is not None else 0) - self.centre
             self.pooling = _AttentivePooling(model.asp, model.mfa.norm, dtype, self.centre)
-            self.pooled_norm = _affine(model.asp_bn, model.mfa.conv.conv.weight.dtype)
+            self.pooled_norm = _affine(model.asp_bn, dtype)
             self.fc = model.fc
 
     def __call__(self, frames: torch.Tensor, packing: Packing) -> torch.Tensor:
