@@ -95,6 +95,17 @@ _EXPECTED_TARGETS = {
 }
 
 # Our config field <- dotted path in the published YAML.
+# The content encoder and the codec read the same spectrogram and ConvNeXt backbone fields.
+_SPECTROGRAM_AND_BACKBONE = {
+    "sample_rate": "spec_transform.sample_rate",
+    "n_mels": "spec_transform.n_mels",
+    "n_fft": "spec_transform.n_fft",
+    "hop_length": "spec_transform.hop_length",
+    "win_length": "spec_transform.win_length",
+    "backbone_depths": "backbone.depths",
+    "backbone_dims": "backbone.dims",
+    "backbone_kernel": "backbone.kernel_size",
+}
 _FIELDS = {
     LM_CONFIG: {
         "content_vocab": "embedding.num_embeddings",
@@ -120,14 +131,7 @@ _FIELDS = {
         "delay": "decoder.model.config.delay",
     },
     CONTENT_CONFIG: {
-        "sample_rate": "spec_transform.sample_rate",
-        "n_mels": "spec_transform.n_mels",
-        "n_fft": "spec_transform.n_fft",
-        "hop_length": "spec_transform.hop_length",
-        "win_length": "spec_transform.win_length",
-        "backbone_depths": "backbone.depths",
-        "backbone_dims": "backbone.dims",
-        "backbone_kernel": "backbone.kernel_size",
+        **_SPECTROGRAM_AND_BACKBONE,
         "quantizer_input_dim": "quantizer.input_dim",
         "codebook_size": "quantizer.codebook_size",
         "downsample_factor": "quantizer.downsample_factor",
@@ -141,14 +145,7 @@ _FIELDS = {
         "rope_base": "quantizer.pre_module.config.rope_base",
     },
     CODEC_CONFIG: {
-        "sample_rate": "spec_transform.sample_rate",
-        "n_mels": "spec_transform.n_mels",
-        "n_fft": "spec_transform.n_fft",
-        "hop_length": "spec_transform.hop_length",
-        "win_length": "spec_transform.win_length",
-        "backbone_depths": "backbone.depths",
-        "backbone_dims": "backbone.dims",
-        "backbone_kernel": "backbone.kernel_size",
+        **_SPECTROGRAM_AND_BACKBONE,
         "upsample_rates": "head.upsample_rates",
         "upsample_kernel_sizes": "head.upsample_kernel_sizes",
         "resblock_kernel_sizes": "head.resblock_kernel_sizes",
