@@ -109,6 +109,19 @@ def test_the_kept_packed_network_follows_every_weight_change(architecture):
     assert _cosine_distance(first, single).max() > 1e-6
 
 
+@pytest.mark.parametrize("architecture", ["ecapa", "ecapa-wide"])
+def test_packed_ecapa_under_reduced_precision_stays_near_fp32(architecture):
+    """A GPU runs the packed network under bf16 autocast; on this CPU the same branches run under the
+    CPU's autocast (products in bf16, the softmax and moments in fp32), which GPU-less CI can test."""
+    audios = _audios(LENGTHS, seed=3)
+    reference = np.stack([_embedder(architecture).embed_audio(a) for a in audios])
+    bf16 = _embedder(architecture, autocast=lambda: torch.autocast("cpu", dtype=torch.bfloat16))
+    reduced = bf16.embed_many(audios)
+    assert np.isfinite(reduced).all()
+    distance = _cosine_distance(reference, reduced).max()
+    assert 1e-9 < distance <= 1e-4  # bf16 products moved it (7e-6 measured), as far as the GPU test allows
+
+
 def test_embed_max_seconds_cuts_both_ways_alike():
     embedder = _embedder("ecapa", max_seconds=0.5)
     audios = _audios([16000, 4000, 40000])

@@ -94,13 +94,43 @@ def test_in_place_se_res2net_block_equals_speechbrain(dilation):
     assert wide[:, :32].abs().max() == 0 and wide[:, 64:].abs().max() == 0
 
 
-@pytest.mark.parametrize("score_gain", [1.0, 200.0])  # 200: a score range too wide for the fixed shift
-def test_pooling_with_the_mfa_norm_folded_in_equals_speechbrain(score_gain):
+@pytest.mark.parametrize("variant", ["positive scales", "leaky relu"])
+def test_se_res2net_block_with_carried_biases_or_speechbrains_order_equals_speechbrain(variant):
+    """ReLU blocks carry tdnn1's and the chunks' biases into tdnn2's (with all scales positive, each clamp
+    is a plain maximum); a block with another activation runs speechbrain's order of operations."""
+    from speechbrain.lobes.models.ECAPA_TDNN import SERes2NetBlock
+
+    torch.manual_seed(11)
+    activation = torch.nn.LeakyReLU if variant == "leaky relu" else torch.nn.ReLU
+    block = SERes2NetBlock(32, 32, res2net_scale=8, se_channels=8, kernel_size=3, dilation=3, activation=activation)
+    block = _randomise_norms(block)
+    if variant == "positive scales":
+        for module in block.modules():
+            if isinstance(module, torch.nn.BatchNorm1d):
+                module.weight.data.abs_()
+    packing = Packing([n for n in SHORT if n > 3] + [4])
+    x = torch.randn(packing.total, 32)
+    with torch.no_grad():
+        prepared = _SERes2Net(block)
+        out = prepared(x, packing, torch.zeros(packing.total, 32))
+        expected = _each_alone(block, x, packing)
+    assert prepared.carried == (variant == "positive scales")
+    if prepared.carried:
+        assert prepared.tdnn1_bounds[1] is None and all(high is None for _, (_, high) in prepared.chunk_steps)
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("score_gain,activation", [(1.0, "relu"), (200.0, "relu"), (1.0, "leaky relu")])
+def test_pooling_with_the_mfa_norm_folded_in_equals_speechbrain(score_gain, activation):
+    """200: a score range too wide for the fixed shift; leaky relu: an attention activation whose norm
+    is not folded into the product."""
     from speechbrain.lobes.models.ECAPA_TDNN import AttentiveStatisticsPooling
     from speechbrain.nnet.normalization import BatchNorm1d
 
     torch.manual_seed(3)
     asp = _randomise_norms(AttentiveStatisticsPooling(24, attention_channels=16))
+    if activation == "leaky relu":
+        asp.tdnn.activation = torch.nn.LeakyReLU(0.1)
     asp.conv.conv.weight.data.mul_(score_gain)
     norm = _randomise_norms(BatchNorm1d(input_size=24), seed=5)
     packing = Packing(SHORT)
@@ -108,6 +138,7 @@ def test_pooling_with_the_mfa_norm_folded_in_equals_speechbrain(score_gain):
     centre = norm.norm.running_mean.clone()  # PackedEcapa hands the pooling the MFA's output minus it
     pooling = _AttentivePooling(asp, norm, torch.float32, centre)
     assert pooling.bounded == (score_gain == 1.0)
+    assert pooling.relu == (activation == "relu")
     with torch.no_grad():
         expected = torch.cat(
             [asp(norm(part.unsqueeze(0)).transpose(1, 2))[0, :, 0].unsqueeze(0) for part in packing.parts(relu_out)]
@@ -132,11 +163,15 @@ def test_banded_product_equals_the_dense_one():
     torch.testing.assert_close(_banded_product(y, holes, groups=4), F.linear(y, holes))
 
 
-def test_packed_features_equal_fbank_features_at_frame_boundaries():
-    features = FbankFeatures(40)
+@pytest.mark.parametrize("n_mels", [40, 80])
+def test_packed_features_equal_fbank_features_at_frame_boundaries(n_mels):
+    """Also: each filterbank keeps its own mel product (laid out once per filterbank and device), so
+    two sizes in one process, in turn, each equal their own Fbank."""
+    features, other = FbankFeatures(n_mels), FbankFeatures(120 - n_mels)
     generator = torch.Generator().manual_seed(0)
     waves = [torch.randn(n, generator=generator) * 0.1 for n in (400, 401, 559, 560, 719, 1000, 16000)]
-    frames, packing = packed_features(features, waves)
-    assert packing.sizes == [1 + n // 160 for n in (400, 401, 559, 560, 719, 1000, 16000)]
-    expected = torch.cat([features(w.unsqueeze(0))[0] for w in waves])
-    torch.testing.assert_close(frames, expected, rtol=0, atol=1e-4)  # dB, values of tens
+    for module in (features, other, features):
+        frames, packing = packed_features(module, waves)
+        assert packing.sizes == [1 + n // 160 for n in (400, 401, 559, 560, 719, 1000, 16000)]
+        expected = torch.cat([module(w.unsqueeze(0))[0] for w in waves])
+        torch.testing.assert_close(frames, expected, rtol=0, atol=1e-4)  # dB, values of tens

@@ -1,8 +1,8 @@
 """Batched inference of the ECAPA-TDNN and x-vector networks on packed frames, equal to one at a time.
 
 The frames of a batch of utterances are concatenated along time, [N, channels] with N the sum of their
-lengths (frames as rows: matrix products in this layout run 1.3-1.5x faster on one CPU core than in
-channels-first order): no padding at all, and every convolution is one matrix product over all of
+lengths (frames as rows: matrix products in this layout ran 1.3-1.5x faster on one AMD EPYC core than
+in channels-first order, and as fast on an Intel Xeon's): no padding at all, and every convolution is one matrix product over all of
 them. Where a layer looks across time, it looks within each utterance only:
 - each convolution's "same" padding reflects at that utterance's own ends (speechbrain pads each
   unbatched input with F.pad(mode="reflect")), built as one gather of the kernel's taps;
@@ -13,16 +13,19 @@ them. Where a layer looks across time, it looks within each utterance only:
   per utterance.
 
 The weights are read from the speechbrain modules themselves, so any trained or loaded network runs
-this way; PackedEcapa lays them out once per embedding call (batch norms as one multiply-add, the
-MFA's folded into the pooling, tanh as a sigmoid, the softmax in base 2) for all its batches. Results
-equal the per-utterance forward up to float rounding (sums in another order): the tests bound the
-cosine distance at 1e-5 (measured ~1e-13). On one CPU thread this is 2.5-2.8x faster than one forward
-per utterance (benchmarks/batching.py; about two thirds of the batched time are the matrix products
-themselves, at ~60 GF/s of the core's 72), and on a GPU it is a handful of large kernels.
+this way; PackedEcapa lays them out once per embedding call (batch norms folded into the products or
+as one multiply-add, biases carried past the Res2Net into tdnn2's, the MFA's norm folded into the
+pooling, tanh as a sigmoid, the softmax in base 2) for all its batches. Results equal the
+per-utterance forward up to float rounding (sums in another order): the tests bound the cosine
+distance at 1e-5 (measured ~1e-13). On one CPU thread this is about 3x faster than one forward per
+utterance (benchmarks/batching.py, BENCHMARKS.md: the matrix products at MKL's peak are about half of
+the batched time, the rest passes over the frames), and on a GPU it is a handful of large kernels.
 """
 
 from __future__ import annotations
 
+import functools
+import weakref
 from collections.abc import Sequence
 
 import torch
@@ -39,25 +42,46 @@ class Packing:
         self.lengths = torch.as_tensor(self.sizes, dtype=torch.int64, device=device)
         self.batch = len(self.sizes)
         self.total = sum(self.sizes)
-        self.offsets = torch.cumsum(self.lengths, 0) - self.lengths
-        self.segment = torch.repeat_interleave(torch.arange(self.batch, device=device), self.lengths)
-        self.local = torch.arange(self.total, device=device) - self.offsets[self.segment]
         self._taps: dict[tuple[int, int], torch.Tensor] = {}
+
+    @functools.cached_property
+    def offsets(self) -> torch.Tensor:
+        """Each utterance's first row [B]."""
+        return torch.cumsum(self.lengths, 0) - self.lengths
+
+    @functools.cached_property
+    def segment(self) -> torch.Tensor:
+        """Each row's utterance [N]."""
+        return torch.repeat_interleave(torch.arange(self.batch, device=self.lengths.device), self.lengths)
+
+    @functools.cached_property
+    def local(self) -> torch.Tensor:
+        """Each row's frame index within its utterance [N]."""
+        return torch.arange(self.total, device=self.lengths.device) - self.offsets[self.segment]
 
     def taps(self, kernel: int, dilation: int) -> torch.Tensor:
         """Row indices [N * kernel]: tap j of frame n at n * kernel + j, reflected at its utterance's ends."""
         key = (kernel, dilation)
         if key not in self._taps:
-            device = self.local.device
+            device = self.lengths.device
             half = dilation * (kernel - 1) // 2
             steps = torch.arange(kernel, device=device) * dilation - half
             rows = torch.arange(self.total, device=device).unsqueeze(1) + steps  # [N, kernel]: inside the utterance
-            # only frames within `half` of an end reach past it (a few per utterance): reflect those
-            lengths = self.lengths[self.segment]
-            edge = torch.nonzero((self.local < half) | (self.local >= lengths - half)).squeeze(1)
-            positions = self.local[edge].unsqueeze(1) + steps
-            reflected = _reflect(positions, lengths[edge].unsqueeze(1))
-            rows[edge] = self.offsets[self.segment[edge]].unsqueeze(1) + reflected
+            # only frames within `half` of an end reach past it (a few per utterance): reflect those,
+            # listed from the sizes (no pass over all N frames to find them)
+            edge, starts, sizes = [], [], []
+            start = 0
+            for size in self.sizes:
+                near = sorted(set(range(min(half, size))) | set(range(max(size - half, 0), size)))
+                edge += [start + i for i in near]
+                starts += [start] * len(near)
+                sizes += [size] * len(near)
+                start += size
+            if edge:
+                edge_rows, first = (torch.tensor(v, dtype=torch.int64, device=device) for v in (edge, starts))
+                lengths = torch.tensor(sizes, dtype=torch.int64, device=device).unsqueeze(1)
+                reflected = _reflect((edge_rows - first).unsqueeze(1) + steps, lengths)
+                rows[edge_rows] = first.unsqueeze(1) + reflected
             self._taps[key] = rows.reshape(-1)
         return self._taps[key]
 
@@ -107,9 +131,11 @@ def packed_features(features: torch.nn.Module, waves: Sequence[torch.Tensor]) ->
     hop, n_fft = stft.hop_length, stft.n_fft
     packing = Packing([1 + int(w.numel()) // hop for w in waves], device)
     # torch.stft with center=True: n_fft // 2 zeros before, every frame of the longest inside the row
-    padded = torch.zeros(len(waves), (max(packing.sizes) - 1) * hop + n_fft, dtype=torch.float32, device=device)
-    for row, wave in enumerate(waves):
-        padded[row, n_fft // 2 : n_fft // 2 + wave.numel()] = wave
+    padded = torch.empty(len(waves), (max(packing.sizes) - 1) * hop + n_fft, dtype=torch.float32, device=device)
+    for row, wave in zip(padded, waves):  # zeros around each wave only (no pass over the whole buffer)
+        row[: n_fft // 2].zero_()
+        row[n_fft // 2 : n_fft // 2 + wave.numel()] = wave
+        row[n_fft // 2 + wave.numel() :].zero_()
     window = stft.window.to(device)
     if window.numel() < n_fft:  # torch.stft centres a shorter window in the frame
         left = (n_fft - window.numel()) // 2
@@ -119,38 +145,64 @@ def packed_features(features: torch.nn.Module, waves: Sequence[torch.Tensor]) ->
     for view, part in zip(framed, packing.parts(frames)):
         torch.mul(view[: len(part)], window, out=part)
     spectrum = torch.view_as_real(torch.fft.rfft(frames))  # [N, freq, 2]
-    columns = filterbank.all_freqs_mat.shape[1]
-    matrix = filterbank._create_fbank_matrix(
-        filterbank.f_central.repeat(columns, 1).transpose(0, 1), filterbank.band.repeat(columns, 1).transpose(0, 1)
-    ).to(device)
     # the power re^2 + im^2 summed by the mel product itself: squares in place, each triangle's weight
     # repeated for a bin's two parts (one contiguous pass instead of two over strided halves)
     squares = spectrum.view(packing.total, -1).square_()  # [N, 2 freq]
-    db = _banded_product(squares, matrix.t().repeat_interleave(2, dim=1))  # [N, n_mels]
+    db = _mel_product(filterbank, device)(squares)  # [N, n_mels]
     db.clamp_(min=filterbank.amin).log10_().mul_(filterbank.multiplier)
     if filterbank.db_multiplier:
         db -= filterbank.multiplier * filterbank.db_multiplier
-    # speechbrain's top_db floor per sentence, then the sentence mean normalisation
-    floors = torch.stack([part.max() for part in packing.parts(db)]) - filterbank.top_db
-    torch.maximum(db, floors[packing.segment].unsqueeze(1), out=db)
-    return db.sub_(packing.mean(db)[packing.segment]), packing
+    # speechbrain's top_db floor per sentence, then the sentence mean normalisation, on each utterance's
+    # rows while they are in cache (gathering [N, n_mels] floors and means was two more passes)
+    for part in packing.parts(db):
+        torch.maximum(part, part.max() - filterbank.top_db, out=part)
+        part.sub_(part.mean(dim=0))
+    return db, packing
+
+
+_MEL_PRODUCTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # filterbank -> {device: product}
+
+
+def _mel_product(filterbank: torch.nn.Module, device: torch.device) -> _BandedProduct:
+    """The frozen filterbank's mel product of squared spectra, laid out once per filterbank and device."""
+    products = _MEL_PRODUCTS.setdefault(filterbank, {})
+    if device not in products:
+        columns = filterbank.all_freqs_mat.shape[1]
+        central = filterbank.f_central.repeat(columns, 1).transpose(0, 1)
+        matrix = filterbank._create_fbank_matrix(central, filterbank.band.repeat(columns, 1).transpose(0, 1))
+        products[device] = _BandedProduct(matrix.t().repeat_interleave(2, dim=1).to(device))
+    return products[device]
+
+
+class _BandedProduct:
+    """x [N, K] @ weight [O, K].T for a weight whose rows are nonzero on short runs of columns (the mel
+    triangles: 2.4 % of the entries): a product per group of rows over the columns they use only, 1.4x
+    faster than the dense product at 80 mels (the skipped terms are exact zeros). Each group's weights
+    are laid out once, [columns, rows] as torch.mm reads them fastest."""
+
+    def __init__(self, weight: torch.Tensor, groups: int = 4):
+        nonzero = weight != 0
+        bounds = [round(i * weight.shape[0] / groups) for i in range(groups + 1)]
+        self.groups: list[tuple[int, int, int, torch.Tensor | None]] = []  # (rows, first column, end, weight)
+        for first, last in zip(bounds, bounds[1:]):
+            used = torch.nonzero(nonzero[first:last].any(dim=0)).squeeze(1)
+            if used.numel() == 0:
+                self.groups.append((last - first, 0, 0, None))
+                continue
+            lo, hi = int(used[0]), int(used[-1]) + 1
+            self.groups.append((last - first, lo, hi, weight[first:last, lo:hi].t().contiguous()))
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        outs = [
+            x.new_zeros(x.shape[0], rows) if part is None else torch.mm(x[:, lo:hi], part.to(x.dtype))
+            for rows, lo, hi, part in self.groups
+        ]
+        return torch.cat(outs, dim=1)
 
 
 def _banded_product(x: torch.Tensor, weight: torch.Tensor, groups: int = 4) -> torch.Tensor:
-    """x [N, K] @ weight [O, K].T for a weight whose rows are nonzero on short runs of columns (the mel
-    triangles: 2.4 % of the entries): a product per group of rows over the columns they use only, 1.4x
-    faster than the dense product at 80 mels (the skipped terms are exact zeros)."""
-    nonzero = weight != 0
-    bounds = [round(i * weight.shape[0] / groups) for i in range(groups + 1)]
-    outs = []
-    for first, last in zip(bounds, bounds[1:]):
-        used = torch.nonzero(nonzero[first:last].any(dim=0)).squeeze(1)
-        if used.numel() == 0:
-            outs.append(x.new_zeros(x.shape[0], last - first))
-            continue
-        lo, hi = int(used[0]), int(used[-1]) + 1
-        outs.append(F.linear(x[:, lo:hi], weight[first:last, lo:hi]))
-    return torch.cat(outs, dim=1)
+    """_BandedProduct of `weight` applied to x once."""
+    return _BandedProduct(weight, groups)(x)
 
 
 # -- layers -----------------------------------------------------------------------------------------
@@ -240,17 +292,36 @@ class _Tdnn:
             # s b + t: one clamp pass after the product instead of a ReLU and a multiply-add
             scale, shift = self.scale, self.shift
             self.folded = (self.weight * scale.unsqueeze(1)).contiguous()
+            self.folded_t = self.folded.t().contiguous()  # [k C, O]: torch.mm's layout, 2-9 % faster than F.linear's
             self.folded_bias = shift + (scale * self.bias if self.bias is not None else 0)
             infinite = torch.full_like(shift, float("inf"))
             self.floor = None if (scale < 0).any() else shift  # then a plain maximum
             self.bounds = (torch.where(scale < 0, -infinite, shift), torch.where(scale < 0, shift, infinite))
 
+    def columns(self, x: torch.Tensor, packing: Packing) -> torch.Tensor:
+        """[N, C] -> the product's input [N, k * C]: each frame's taps side by side."""
+        if self.kernel == 1:
+            return x
+        return x.index_select(0, packing.taps(self.kernel, self.dilation)).view(packing.total, -1)
+
+    def input_offset(self, offset: torch.Tensor) -> torch.Tensor:
+        """What a constant `offset` [C] on every input frame adds to the product [O] (a reflected constant
+        is that constant: every tap sees it)."""
+        return self.folded @ offset.repeat(self.kernel)
+
+    def clamp_bounds(self, carried: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(low, high) of the clamp after the product, high None where nothing is bounded above; with
+        `carried` [O], for the product without that bias: clamp(h + b, lo, hi) - b."""
+        low, high = self.bounds if self.floor is None else (self.floor, None)
+        if carried is None:
+            return low, high
+        return low - carried, (None if high is None else high - carried)
+
     def __call__(self, x: torch.Tensor, packing: Packing, out: torch.Tensor | None = None) -> torch.Tensor:
         """[N, C] -> [N, O], written into `out` (a column slice is fine) if given."""
-        if self.kernel > 1:
-            x = x.index_select(0, packing.taps(self.kernel, self.dilation)).view(packing.total, -1)
+        x = self.columns(x, packing)
         if self.relu:
-            y = F.linear(x, self.folded, self.folded_bias)
+            y = torch.addmm(self.folded_bias.to(x.dtype), x, self.folded_t.to(x.dtype))
             target = y if out is None else out
             if self.floor is not None:
                 return torch.maximum(y, self.floor.to(y.dtype), out=target)
@@ -275,23 +346,74 @@ class _SERes2Net:
         self.chunks = [_Tdnn(b) for b in block.res2net_block.blocks]
         self.se = block.se_block
         self.width = block.tdnn2.conv.conv.weight.shape[0]
+        self.carried = self.tdnn1.relu and self.tdnn2.relu and all(c.relu for c in self.chunks)
+        if self.carried:
+            self._carry_biases()
+
+    def _carry_biases(self) -> None:
+        """Leave the biases of tdnn1 and of the Res2Net chunks out of their products and carry them
+        forward as constants: a bias-free product needs no pass to write the bias first (addmm copies it
+        into the output before MKL adds the product), its clamp takes bounds lowered by the bias, and
+        every consumer is linear, so a constant on its input becomes a constant on its output (chunk i's
+        input carries tdnn1's bias for chunk i plus chunk i-1's carried constant), until tdnn2's product
+        takes them all into its own bias. Same sums, another order: within float rounding."""
+        tdnn1, width = self.tdnn1, self.tdnn1.folded.shape[0] // self.scale
+        offsets = list(tdnn1.folded_bias.split(width))  # what each stored column block lacks
+        self.tdnn1_bounds = tdnn1.clamp_bounds(tdnn1.folded_bias)
+        self.chunk_steps = []
+        previous = None
+        for i, chunk in enumerate(self.chunks, start=1):
+            lacking = offsets[i] if previous is None else offsets[i] + previous
+            carried = chunk.folded_bias + chunk.input_offset(lacking)
+            self.chunk_steps.append((chunk, chunk.clamp_bounds(carried)))
+            offsets[i] = previous = carried
+        self.tdnn2_bias = self.tdnn2.folded_bias + self.tdnn2.input_offset(torch.cat(offsets))
 
     def __call__(self, x: torch.Tensor, packing: Packing, out: torch.Tensor) -> torch.Tensor:
         """[N, C] -> `out` [N, O] (may be a column slice of a wider tensor)."""
         residual = self.shortcut(x, packing) if self.shortcut else x
-        y = self.tdnn1(x, packing)
-        # Res2Net in place: chunk i's TDNN sees chunk i plus chunk i-1's output, which takes chunk i-1's
-        # columns once they are read (chunk 0 passes through as it is)
-        chunks = torch.chunk(y, self.scale, dim=1)
-        for i, tdnn in enumerate(self.chunks, start=1):
-            tdnn(chunks[1] if i == 1 else torch.add(chunks[i], chunks[i - 1]), packing, out=chunks[i])
-        y = self.tdnn2(y, packing)
+        if self.carried:
+            y = self._res2net_carried(x, packing)
+        else:
+            y = self._res2net(x, packing)
         # the SE gates of each utterance's own mean, and the residual, in one multiply-add per utterance
         se = self.se
         gates = se.sigmoid(_linear(se.relu(_linear(packing.mean(y), se.conv1)), se.conv2))
         for gate, part, rest, target in zip(gates, packing.parts(y), packing.parts(residual), packing.parts(out)):
             torch.addcmul(rest, part, gate, out=target)
         return out
+
+    def _res2net_carried(self, x: torch.Tensor, packing: Packing) -> torch.Tensor:
+        """tdnn1, Res2Net and tdnn2 with the biases carried (see _carry_biases): tdnn2's output [N, O]."""
+        low, high = self.tdnn1_bounds
+        y = _clamp_(torch.mm(self.tdnn1.columns(x, packing), self.tdnn1.folded_t.to(x.dtype)), low, high)
+        chunks = torch.chunk(y, self.scale, dim=1)
+        for i, (chunk, (low, high)) in enumerate(self.chunk_steps, start=1):
+            source = chunks[1] if i == 1 else torch.add(chunks[i], chunks[i - 1])
+            product = torch.mm(chunk.columns(source, packing), chunk.folded_t.to(source.dtype))
+            _clamp_(product, low, high, out=chunks[i])
+        tdnn2 = self.tdnn2
+        z = torch.addmm(self.tdnn2_bias.to(y.dtype), tdnn2.columns(y, packing), tdnn2.folded_t.to(y.dtype))
+        return _clamp_(z, *tdnn2.clamp_bounds())
+
+    def _res2net(self, x: torch.Tensor, packing: Packing) -> torch.Tensor:
+        """tdnn1, Res2Net and tdnn2 as speechbrain orders them, for blocks with other activations."""
+        y = self.tdnn1(x, packing)
+        # Res2Net in place: chunk i's TDNN sees chunk i plus chunk i-1's output, which takes chunk i-1's
+        # columns once they are read (chunk 0 passes through as it is)
+        chunks = torch.chunk(y, self.scale, dim=1)
+        for i, tdnn in enumerate(self.chunks, start=1):
+            tdnn(chunks[1] if i == 1 else torch.add(chunks[i], chunks[i - 1]), packing, out=chunks[i])
+        return self.tdnn2(y, packing)
+
+
+def _clamp_(y: torch.Tensor, low: torch.Tensor, high: torch.Tensor | None, out: torch.Tensor | None = None):
+    """clamp(y, low, high) per channel into `out` (default: in place); a plain maximum for high None
+    (all the batch norm scales after a ReLU positive: the usual case)."""
+    target = y if out is None else out
+    if high is None:
+        return torch.maximum(y, low.to(y.dtype), out=target)
+    return torch.clamp(y, low.to(y.dtype), high.to(y.dtype), out=target)
 
 
 class _Conv:
@@ -316,8 +438,8 @@ class _AttentivePooling:
     norm's per-channel affine map (scale s, shift t) is folded into the products that read the frames and
     into the pooled statistics (mean s m + t + s c, std |s| sd), which saves a pass over the widest tensor
     of the network; tanh is computed as 2 sigmoid(2 h) - 1 (torch's CPU tanh is 3-4x slower than its
-    sigmoid), the doubling in the attention norm's multiply-add and the "2 s" in the score convolution's
-    weights.
+    sigmoid), the doubling in the attention norm (folded into the attention's product after a ReLU)
+    and the "2 s" in the score convolution's weights.
 
     The global context's plain variances are E[x^2] - E[x]^2 of the centred frames, two passes fewer
     over them than E[(x - m)^2]: centred on the running mean, a channel's utterance mean and its spread
@@ -342,6 +464,18 @@ class _AttentivePooling:
         self.activation = tdnn.activation
         scale, shift = _affine(tdnn.norm, dtype)
         self.norm = (2 * scale, 2 * shift)
+        self.relu = isinstance(tdnn.activation, torch.nn.ReLU)
+        if self.relu:
+            # as _Tdnn folds its norm: 2 s relu(h) + 2 t is a clamp of the product with weights 2 s W and
+            # constant 2 s c + 2 t at 2 t (from below where s >= 0, from above where s < 0): one pass
+            # instead of a ReLU and a multiply-add
+            self.frames = self.frames * self.norm[0].unsqueeze(1)
+            infinite = torch.full_like(shift, float("inf"))
+            negative = scale < 0
+            self.hidden_bounds = (
+                torch.where(negative, -infinite, self.norm[1]),
+                torch.where(negative, self.norm[1], infinite) if bool(negative.any()) else None,
+            )
         # scores in base 2 (times log2 e): torch's exp2 is 1.6x faster than its exp, the softmax the same.
         # The score bias (and the "- 1" of the tanh) is a constant per channel, which a softmax over time
         # cancels exactly: no bias at all. The sigmoid lies in (0, 1), so each channel's scores lie between
@@ -349,66 +483,83 @@ class _AttentivePooling:
         # raw scores is finite and nonzero (and a sum of 2^17 frames of it too), and no utterance maximum
         # needs subtracting first.
         self.score = (2 * _LOG2_E * asp.conv.conv.weight[:, :, 0]).contiguous()
+        self.frames_t, self.score_t = self.frames.t().contiguous(), self.score.t().contiguous()  # torch.mm's layout
         low, high = self.score.clamp(max=0).sum(dim=1), self.score.clamp(min=0).sum(dim=1)
         self.bounded = bool((low > -100).all() and (high < 100).all())
 
     def __call__(self, r: torch.Tensor, packing: Packing) -> torch.Tensor:
         scratch = torch.empty(max(packing.sizes), r.shape[1], dtype=torch.float32, device=r.device)  # one utterance
-        hidden = torch.mm(r, self.frames.t())  # its bias goes in with each utterance's constant below
+        hidden = torch.mm(r, self.frames_t.to(r.dtype))  # its bias goes in with each utterance's constant below
         constant = self.bias.unsqueeze(0).expand(packing.batch, -1)
         if self.global_context:
             # each utterance's plain mean and std (speechbrain's weights mask / total: the population
             # variance) of s r + t: the attention TDNN sees [x; mean; std], so its kernel-1 product splits
             # into the product over the frames and one over each utterance's constant rows
-            mean, variance = _moments(r, packing)
+            mean, variance = _moments(r, packing, scratch)
             mean = mean * self.scale + self.shift
             std = torch.sqrt((variance * self.scale.square()).clamp(self.eps))
             constant = F.linear(mean, self.context[0]) + F.linear(std, self.context[1]) + self.bias
+        if self.relu:  # the norm folded in (see __init__)
+            constant = constant * self.norm[0] + self.norm[1]
         for part, c in zip(packing.parts(hidden), constant):
             part.add_(c)
-        hidden = _activation_(hidden, self.activation)
-        torch.addcmul(self.norm[1], hidden, self.norm[0], out=hidden).sigmoid_()
-        scores = torch.mm(hidden, self.score.t())
-        mean, variance = _weighted_moments(r, scores, packing, scratch, shifted=self.bounded)
+        if self.relu:
+            _clamp_(hidden, *self.hidden_bounds).sigmoid_()
+        else:
+            hidden = _activation_(hidden, self.activation)
+            torch.addcmul(self.norm[1], hidden, self.norm[0], out=hidden).sigmoid_()
+        mean, variance = _weighted_moments(r, hidden, self.score_t, packing, scratch, shifted=self.bounded)
         mean = mean * self.scale + self.shift
         return torch.cat([mean, torch.sqrt((variance * self.scale.square()).clamp(self.eps))], dim=1)
 
 
-def _moments(x: torch.Tensor, packing: Packing) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each utterance's mean and population variance [B, C] of x [N, C], as E[x^2] - E[x]^2 in fp32."""
+def _moments(x: torch.Tensor, packing: Packing, scratch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each utterance's mean and population variance [B, C] of x [N, C], as E[x^2] - E[x]^2 in fp32;
+    `scratch` [longest, C] (fp32) holds one utterance's squares."""
     means, squares = [], []
     for part in packing.parts(x):
         part = part.float()
         means.append(part.sum(dim=0))
-        squares.append(torch.linalg.vecdot(part, part, dim=0))
+        squares.append(torch.mul(part, part, out=scratch[: len(part)]).sum(dim=0))
     lengths = packing.lengths_as(means[0])
     mean = torch.stack(means) / lengths
     return mean, (torch.stack(squares) / lengths - mean.square()).clamp_(min=0)
 
 
-def _weighted_moments(x: torch.Tensor, scores: torch.Tensor, packing: Packing, scratch: torch.Tensor, shifted: bool):
+def _weighted_moments(
+    x: torch.Tensor, hidden: torch.Tensor, score_t: torch.Tensor, packing: Packing, scratch: torch.Tensor, shifted: bool
+):
     """speechbrain's softmax over each utterance's frames of x [N, C] and its _compute_statistics before
     the square root: weighted means sum(w x) and variances sum(w (x - mean)^2) [B, C] in fp32, w = 2^(s -
-    max) / total for scores in base 2 (the division applied to the sums; the scores are overwritten).
-    With `shifted`, the scores are already below a bound that keeps exp2 finite: no maximum to subtract,
-    and one exp2 over the whole batch. `scratch` [longest, C] (fp32) holds one utterance's rows.
+    max) / total for the scores s = hidden @ score_t in base 2 (the division applied to the sums). With
+    `shifted`, the scores are already below a bound that keeps exp2 finite: no maximum to subtract.
+    `scratch` [longest, C] (fp32) holds one utterance's rows.
+
+    One utterance at a time from the score product on: its [L, C] scores stay in the core's cache
+    through the exp2 and the sums, where a whole batch's went out to memory and back (2.5 % of a CPU
+    embedding call, benchmarks/batching.py).
 
     Two passes here, unlike the plain moments: the attention may weight a few frames, whose spread is
     then far below their mean's distance from any centre, and E[w x^2] - E[w x]^2 moved such
     embeddings by 2e-5 of their size (the two passes: 3e-7)."""
-    weights = scores.float()  # the softmax in fp32 under autocast too
-    if not shifted:
-        for part in packing.parts(weights):
-            part.sub_(part.amax(dim=0))
-    weights = weights.exp2_()
+    score_rows = torch.empty_like(scratch)
+    in_place = hidden.dtype == scratch.dtype and not torch.is_autocast_enabled(hidden.device.type)
     means, variances = [], []
-    for part, w in zip(packing.parts(x), packing.parts(weights)):
-        part = part.float()
-        total = w.sum(dim=0)
-        mean = torch.linalg.vecdot(w, part, dim=0).div_(total)
-        deviation = torch.sub(part, mean, out=scratch[: len(part)]).square_()
+    for part, h in zip(packing.parts(x), packing.parts(hidden)):
+        part, rows = part.float(), scratch[: len(part)]
+        if in_place:
+            w = torch.mm(h, score_t, out=score_rows[: len(part)])
+        else:  # the softmax in fp32 under autocast too
+            w = torch.mm(h, score_t.to(h.dtype)).float()
+        if not shifted:
+            w.sub_(w.amax(dim=0))
+        total = w.exp2_().sum(dim=0)
+        # products into the scratch rows, then sums: torch's vecdot makes a new tensor of the products
+        # each time (the same sums, 1.4x slower)
+        mean = torch.mul(w, part, out=rows).sum(dim=0).div_(total)
+        torch.sub(part, mean, out=rows).square_().mul_(w)
         means.append(mean)
-        variances.append(torch.linalg.vecdot(w, deviation, dim=0).div_(total))
+        variances.append(rows.sum(dim=0).div_(total))
     return torch.stack(means), torch.stack(variances)
 
 
@@ -435,6 +586,7 @@ class PackedEcapa:
             dtype = model.mfa.conv.conv.weight.dtype
             self.centre = model.mfa.norm.norm.running_mean.to(dtype).clone()
             self.mfa_bias = (self.mfa.bias if self.mfa.bias is not None else 0) - self.centre
+            self.mfa_weight_t = self.mfa.weight.t().contiguous()  # [3C, C']: torch.mm's layout
             self.pooling = _AttentivePooling(model.asp, model.mfa.norm, dtype, self.centre)
             self.pooled_norm = _affine(model.asp_bn, dtype)
             self.fc = model.fc
@@ -447,10 +599,11 @@ class PackedEcapa:
         for block in self.blocks:
             x = block(x, packing, outputs[:, start : start + block.width])
             start += block.width
-        mfa = F.linear(outputs, self.mfa.weight, self.mfa_bias if self.mfa.relu else self.mfa.bias)
         if self.mfa.relu:  # its norm goes into the pooling
+            mfa = torch.addmm(self.mfa_bias.to(outputs.dtype), outputs, self.mfa_weight_t.to(outputs.dtype))
             mfa = torch.maximum(mfa, -self.centre.to(mfa.dtype), out=mfa)
         else:
+            mfa = F.linear(outputs, self.mfa.weight, self.mfa.bias)
             mfa = _activation_(mfa, self.mfa.activation).sub_(self.centre.to(mfa.dtype))
         pooled = self.pooling(mfa, packing)
         scale, shift = self.pooled_norm
