@@ -2,8 +2,8 @@
 
 The frames of a batch of utterances are concatenated along time, [N, channels] with N the sum of their
 lengths (frames as rows: matrix products in this layout ran 1.3-1.5x faster on one AMD EPYC core than
-in channels-first order, and as fast on an Intel Xeon's): no padding at all, and every convolution is one matrix product over all of
-them. Where a layer looks across time, it looks within each utterance only:
+in channels-first order, and as fast on an Intel Xeon's): no padding at all, and every convolution is
+one matrix product over all of them. Where a layer looks across time, it looks within each utterance only:
 - each convolution's "same" padding reflects at that utterance's own ends (speechbrain pads each
   unbatched input with F.pad(mode="reflect")), built as one gather of the kernel's taps;
 - the SE blocks' means, the attentive statistics pooling (global context, softmax, weighted mean and
