@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from vpeval_asv.packed import (
     Packing,
     _AttentivePooling,
-    _banded_product,
+    _BandedProduct,
     _reflect,
     _SERes2Net,
     _Tdnn,
@@ -44,9 +44,11 @@ def _each_alone(module, x: torch.Tensor, packing: Packing) -> torch.Tensor:
 def _old_taps(packing: Packing, kernel: int, dilation: int) -> torch.Tensor:
     """The reflection computed for every row (what the edge-only fast path must reproduce)."""
     half = dilation * (kernel - 1) // 2
-    positions = packing.local.unsqueeze(1) - half + torch.arange(kernel) * dilation
-    lengths = packing.lengths[packing.segment].unsqueeze(1)
-    return (packing.offsets[packing.segment].unsqueeze(1) + _reflect(positions, lengths)).reshape(-1)
+    offsets = torch.cumsum(packing.lengths, 0) - packing.lengths
+    segment = torch.repeat_interleave(torch.arange(packing.batch), packing.lengths)  # each row's utterance
+    local = torch.arange(packing.total) - offsets[segment]  # each row's frame within it
+    positions = local.unsqueeze(1) - half + torch.arange(kernel) * dilation
+    return (offsets[segment].unsqueeze(1) + _reflect(positions, packing.lengths[segment].unsqueeze(1))).reshape(-1)
 
 
 @pytest.mark.parametrize("kernel,dilation", [(3, 1), (3, 2), (3, 3), (3, 4), (5, 1), (5, 3)])
@@ -59,7 +61,7 @@ def test_taps_reflect_near_the_ends_only_and_as_torch_pads(kernel, dilation):
     gathered = frames[taps].view(packing.total, kernel)
     for part, size in zip(packing.parts(gathered), packing.sizes):
         if size > half:  # where torch's reflect padding is defined (speechbrain's unbatched forward)
-            start = int(packing.offsets[packing.sizes.index(size)])
+            start = sum(packing.sizes[: packing.sizes.index(size)])
             padded = F.pad(frames[start : start + size].view(1, 1, -1), (half, half), mode="reflect").view(-1)
             expected = padded.unfold(0, dilation * (kernel - 1) + 1, 1)[:, ::dilation]
             assert torch.equal(part, expected)
@@ -156,11 +158,11 @@ def test_banded_product_equals_the_dense_one():
         fbank.f_central.repeat(columns, 1).transpose(0, 1), fbank.band.repeat(columns, 1).transpose(0, 1)
     ).t()  # [80, 201], the mel triangles
     x = torch.rand(50, 201) * 100
-    torch.testing.assert_close(_banded_product(x, matrix), F.linear(x, matrix), rtol=1e-6, atol=1e-4)
+    torch.testing.assert_close(_BandedProduct(matrix)(x), F.linear(x, matrix), rtol=1e-6, atol=1e-4)
     holes = torch.zeros(8, 12)
     holes[:2, 3:5], holes[6:, 10:] = 1.0, 2.0  # a group of rows that are all zeros
     y = torch.randn(5, 12)
-    torch.testing.assert_close(_banded_product(y, holes, groups=4), F.linear(y, holes))
+    torch.testing.assert_close(_BandedProduct(holes, groups=4)(y), F.linear(y, holes))
 
 
 @pytest.mark.parametrize("n_mels", [40, 80])

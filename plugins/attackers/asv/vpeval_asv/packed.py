@@ -24,7 +24,6 @@ the batched time, the rest passes over the frames), and on a GPU it is a handful
 
 from __future__ import annotations
 
-import functools
 import weakref
 from collections.abc import Sequence
 
@@ -43,21 +42,6 @@ class Packing:
         self.batch = len(self.sizes)
         self.total = sum(self.sizes)
         self._taps: dict[tuple[int, int], torch.Tensor] = {}
-
-    @functools.cached_property
-    def offsets(self) -> torch.Tensor:
-        """Each utterance's first row [B]."""
-        return torch.cumsum(self.lengths, 0) - self.lengths
-
-    @functools.cached_property
-    def segment(self) -> torch.Tensor:
-        """Each row's utterance [N]."""
-        return torch.repeat_interleave(torch.arange(self.batch, device=self.lengths.device), self.lengths)
-
-    @functools.cached_property
-    def local(self) -> torch.Tensor:
-        """Each row's frame index within its utterance [N]."""
-        return torch.arange(self.total, device=self.lengths.device) - self.offsets[self.segment]
 
     def taps(self, kernel: int, dilation: int) -> torch.Tensor:
         """Row indices [N * kernel]: tap j of frame n at n * kernel + j, reflected at its utterance's ends."""
@@ -96,9 +80,6 @@ class Packing:
     def mean(self, x: torch.Tensor) -> torch.Tensor:
         """[N, C] -> per-utterance means [B, C] (over contiguous rows, as an unbatched forward sums)."""
         return torch.stack([part.mean(dim=0) for part in self.parts(x)])
-
-    def max(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.stack([part.amax(dim=0) for part in self.parts(x)])
 
 
 def _reflect(positions: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -198,11 +179,6 @@ class _BandedProduct:
             for rows, lo, hi, part in self.groups
         ]
         return torch.cat(outs, dim=1)
-
-
-def _banded_product(x: torch.Tensor, weight: torch.Tensor, groups: int = 4) -> torch.Tensor:
-    """_BandedProduct of `weight` applied to x once."""
-    return _BandedProduct(weight, groups)(x)
 
 
 # -- layers -----------------------------------------------------------------------------------------
