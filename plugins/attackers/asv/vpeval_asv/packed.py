@@ -270,9 +270,7 @@ class _Tdnn:
             self.folded = (self.weight * scale.unsqueeze(1)).contiguous()
             self.folded_t = self.folded.t().contiguous()  # [k C, O]: torch.mm's layout, 2-9 % faster than F.linear's
             self.folded_bias = shift + (scale * self.bias if self.bias is not None else 0)
-            infinite = torch.full_like(shift, float("inf"))
-            self.floor = None if (scale < 0).any() else shift  # then a plain maximum
-            self.bounds = (torch.where(scale < 0, -infinite, shift), torch.where(scale < 0, shift, infinite))
+            self.clamp = _relu_norm_bounds(scale, shift)
 
     def columns(self, x: torch.Tensor, packing: Packing) -> torch.Tensor:
         """[N, C] -> the product's input [N, k * C]: each frame's taps side by side."""
@@ -288,7 +286,7 @@ class _Tdnn:
     def clamp_bounds(self, carried: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(low, high) of the clamp after the product, high None where nothing is bounded above; with
         `carried` [O], for the product without that bias: clamp(h + b, lo, hi) - b."""
-        low, high = self.bounds if self.floor is None else (self.floor, None)
+        low, high = self.clamp
         if carried is None:
             return low, high
         return low - carried, (None if high is None else high - carried)
@@ -298,11 +296,7 @@ class _Tdnn:
         x = self.columns(x, packing)
         if self.relu:
             y = torch.addmm(self.folded_bias.to(x.dtype), x, self.folded_t.to(x.dtype))
-            target = y if out is None else out
-            if self.floor is not None:
-                return torch.maximum(y, self.floor.to(y.dtype), out=target)
-            low, high = self.bounds
-            return torch.clamp(y, low.to(y.dtype), high.to(y.dtype), out=target)
+            return _clamp_(y, *self.clamp, out=out)
         y = _activation_(_product(x, self.weight, self.bias), self.activation)
         scale, shift = (
             (self.scale, self.shift)
@@ -383,6 +377,16 @@ class _SERes2Net:
         return self.tdnn2(y, packing)
 
 
+def _relu_norm_bounds(scale: torch.Tensor, shift: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The clamp of s h + t that a batch norm after a ReLU is, s relu(h) + t: from below at t where s >= 0,
+    from above at t where s < 0; high None where no scale is negative (then a plain maximum)."""
+    negative = scale < 0
+    if not bool(negative.any()):
+        return shift, None
+    infinite = torch.full_like(shift, float("inf"))
+    return torch.where(negative, -infinite, shift), torch.where(negative, shift, infinite)
+
+
 def _clamp_(y: torch.Tensor, low: torch.Tensor, high: torch.Tensor | None, out: torch.Tensor | None = None):
     """clamp(y, low, high) per channel into `out` (default: in place); a plain maximum for high None
     (all the batch norm scales after a ReLU positive: the usual case)."""
@@ -446,12 +450,7 @@ class _AttentivePooling:
             # constant 2 s c + 2 t at 2 t (from below where s >= 0, from above where s < 0): one pass
             # instead of a ReLU and a multiply-add
             self.frames = self.frames * self.norm[0].unsqueeze(1)
-            infinite = torch.full_like(shift, float("inf"))
-            negative = scale < 0
-            self.hidden_bounds = (
-                torch.where(negative, -infinite, self.norm[1]),
-                torch.where(negative, self.norm[1], infinite) if bool(negative.any()) else None,
-            )
+            self.hidden_bounds = _relu_norm_bounds(*self.norm)
         # scores in base 2 (times log2 e): torch's exp2 is 1.6x faster than its exp, the softmax the same.
         # The score bias (and the "- 1" of the tanh) is a constant per channel, which a softmax over time
         # cancels exactly: no bias at all. The sigmoid lies in (0, 1), so each channel's scores lie between
