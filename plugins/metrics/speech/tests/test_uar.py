@@ -113,7 +113,7 @@ def test_feature_sets_prosody_functionals_and_both(tmp_path, make_emotional_corp
 def test_level_normalization_removes_a_gain_change(tmp_path, make_emotional_corpus, make_context):
     import soundfile as sf
 
-    from vpeval_speech.uar import normalise_level
+    from vpeval_speech.level import normalise_level
 
     audio = np.random.default_rng(0).normal(scale=0.3, size=16000).astype(np.float32)
     assert np.sqrt(np.mean(normalise_level(audio, "rms") ** 2)) == pytest.approx(0.1, rel=1e-5)

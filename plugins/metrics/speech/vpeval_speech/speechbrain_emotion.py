@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from vpeval.errors import MetricInputError, MissingModelError
+from vpeval_speech.level import normalise_level
 from vpeval_speech.speechbrain_folder import (
     WAV2VEC2,
     Graph,
@@ -177,7 +178,6 @@ def predictions(metric, utterances: list, folders: dict[str, Path], speech: str)
     """The classifier label of each utterance (its speaker's fold model), cached by audio and model."""
     from vpeval.content_cache import JsonCache, cache_key
     from vpeval.data.fingerprint import file_hash
-    from vpeval_speech.uar import normalise_level
 
     params = metric.params
     cache = JsonCache(metric.context.folder("speechbrain-emotion"))

@@ -24,26 +24,11 @@ from vpeval_speech.emotion_evaluator import (
     speaker_folds,
     weighted_fold_uar,
 )
+from vpeval_speech.level import normalise_level
 
 # Seed 003's Table 3 column order; other labels follow alphabetically.
 TABLE3_ORDER = ("sad", "neutral", "angry", "happy")
 FEATURE_RATE = 16000
-# Levels the evaluator's input is brought to by `level_normalization` (per utterance, before features).
-RMS_TARGET = 0.1  # -20 dBFS
-PEAK_TARGET = 0.99
-
-
-def normalise_level(audio: np.ndarray, mode: str) -> np.ndarray:
-    """The utterance scaled to RMS_TARGET ('rms') or its largest sample to PEAK_TARGET ('peak'); 'none' and
-    silent audio unchanged. Only the gain changes, so what the evaluator then reads is not the level."""
-    if mode == "none":
-        return audio
-    level = (
-        float(np.sqrt(np.mean(np.square(audio, dtype=np.float64)))) if mode == "rms" else float(np.max(np.abs(audio)))
-    )
-    if not np.isfinite(level) or level <= 1e-9:
-        return audio
-    return (audio * ((RMS_TARGET if mode == "rms" else PEAK_TARGET) / level)).astype(audio.dtype, copy=False)
 
 
 def table_order(labels: list[str]) -> list[str]:
