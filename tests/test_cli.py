@@ -72,6 +72,20 @@ def test_describe_shows_parameters_and_defaults(fake_plugins):
     assert result.exit_code == 2 and "did you mean 'fake-shift'" in result.output
 
 
+def test_describe_lists_a_literal_parameters_choices_and_fits_the_width():
+    from vpeval.describe import describe_plugin
+
+    out = describe_plugin("anonymizer", "asr-tts", width=72)
+    assert 'gender: one of "random", "f", "m" = "random"' in out
+    assert max(len(line) for line in out.splitlines()) <= 72
+
+
+def test_plugins_table_fits_the_terminal_width(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "90")
+    out = invoke("plugins").output
+    assert "asr-tts" in out and max(len(line) for line in out.splitlines()) <= 90
+
+
 def test_report_across_runs(tmp_path, fake_plugins):
     from tests_runner_helpers import run_small
 

@@ -115,7 +115,7 @@ def plugins(kind, as_json):
     table = Table("kind", "name", "distribution", "version", "summary")
     for e in entries:
         table.add_row(e["kind"], e["name"], e["distribution"], e["version"], e["summary"])
-    console = Console(width=max(120, Console().width))
+    console = Console()  # the terminal's width (80 when piped, or $COLUMNS): rich wraps the cells
     console.print(table)
     for b in broken:
         console.print(
