@@ -142,8 +142,17 @@ class KaldiCorpus(CorpusSource):
             name: {u.id: f"{name}-{u.id}" for u in c.utterances if counts[u.id] > 1} for name, c in folders.items()
         }
         utterances, genders, origin = [], {}, {}
+        listed_in: dict[str, str] = {}
         for name, c in folders.items():
             utterances += [u.replace(id=renamed[name][u.id]) if u.id in renamed[name] else u for u in c.utterances]
+            for u in c.utterances:
+                final = renamed[name].get(u.id, u.id)
+                if final in listed_in:  # a prefixed id met an id written so in another folder
+                    raise DataError(
+                        f"The id {final} stands for two utterances after prefixing ids found in several folders: "
+                        f"{listed_in[final]} and {name}/wav.scp ({u.id}); rename one in its folder's files."
+                    )
+                listed_in[final] = f"{name}/wav.scp" + ("" if final == u.id else f" ({u.id})")
             genders.update(c.speaker_gender)
             origin.update((renamed[name].get(i, i), where) for i, where in c.info.get("origin", {}).items())
         info: dict[str, Any] = {

@@ -63,6 +63,11 @@ def read_data_dir(
     listed: dict[str, int] = {}  # file -> the wav.scp line that lists it
     for line, (utt, rest) in read_table(scp, ("utt-id", "path"), last="rest"):
         where = f"{scp} line {line}"
+        if os.path.isabs(utt) or Path(utt).suffix.lower() in (".wav", ".flac", ".sph", ".mp3", ".ogg"):  # swapped
+            raise DataError(
+                f"{where} reads '{quoted(utt + ' ' + rest)}', whose first field is a path, not an utterance id; "
+                "a wav.scp line is 'utt-id path'."
+            )
         paths[utt] = _audio_path(scp, line, rest, folder, allow_pipes, cache)
         if not rest.endswith("|"):
             check_listed_path(where, rest, paths[utt])
@@ -73,7 +78,7 @@ def read_data_dir(
                 )
             listed[key] = line
         origin[utt] = where
-    speakers = _speakers(folder, paths)
+    speakers = _speakers(folder, paths, origin)
     speaker_gender = _genders(folder / "spk2gender", {speakers[utt] for utt in paths})
     text = _column(folder / "text", "transcript", allow_empty_value=True)
     emotions = _column(folder / "utt2emo", "emotion")
@@ -230,7 +235,7 @@ def _genders(path: Path, speakers: set[str]) -> dict[str, str]:
     return out
 
 
-def _speakers(folder: Path, paths: dict[str, str]) -> dict[str, str]:
+def _speakers(folder: Path, paths: dict[str, str], origin: dict[str, str]) -> dict[str, str]:
     """utt -> speaker from utt2spk and/or spk2utt; when both are there they must say the same."""
     utt2spk, spk2utt = folder / "utt2spk", folder / "spk2utt"
     from_utt2spk = from_spk2utt = None
@@ -256,8 +261,8 @@ def _speakers(folder: Path, paths: dict[str, str]) -> dict[str, str]:
     missing = [utt for utt in paths if utt not in table]
     if missing:
         raise DataError(
-            f"{source} does not give a speaker for {missing[0]} (and {len(missing) - 1} more) listed in wav.scp; "
-            "add them."
+            f"{source} does not give a speaker for {missing[0]} (and {len(missing) - 1} more), which "
+            f"{origin[missing[0]]} lists; add them, or correct the id in wav.scp."
         )
     return {utt: spk for utt, (_, spk) in table.items()}
 

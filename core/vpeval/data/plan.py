@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from vpeval.data.fingerprint import file_hash
 from vpeval.data.kaldi import numbered_trials
 from vpeval.data.textfile import read_table
 from vpeval.errors import DataError
@@ -471,6 +473,7 @@ def predefined_plan(
         utterances.update((u.id, u) for u in s.enrolls.utterances)
         genders.update(s.enrolls.speaker_gender)
         seen_trials: dict[tuple[str, str], str] = {}
+        contradicted: dict[str, set[str]] = {}  # trial folder -> enrollment speakers whose gender it contradicts
         for folder in s.trials:
             _refuse_shared_files(s.enrolls, folder.corpus)
             test_ids += [u.id for u in folder.corpus.utterances]
@@ -501,6 +504,8 @@ def predefined_plan(
                     )
                 side = enroll_sides[spk]
                 gender = folder_gender or s.enrolls.gender_of(spk)
+                if folder_gender and s.enrolls.gender_of(spk) not in (None, folder_gender):
+                    contradicted.setdefault(folder.name, set()).add(spk)
                 test_speaker = folder.corpus[uid].speaker
                 if target != (test_speaker == spk):
                     raise DataError(
@@ -509,6 +514,13 @@ def predefined_plan(
                     )
                 subset = s.subset if len(sets) > 1 else ""  # one set: no dataset coordinate (results as before)
                 trials.append(Trial(side, (uid,), target, gender, spk, test_speaker, prefix + spk, uid, subset))
+        for name, speakers in contradicted.items():
+            first = sorted(speakers)[0]
+            notes.append(
+                f"{name} enrolls {len(speakers)} speaker(s) ({first} first) whose gender in "
+                f"{s.enrolls.name}/spk2gender is not its suffix's {name[-1]}; their trials count as {name[-1]} "
+                "(the folder's suffix), so check the folder name or spk2gender"
+            )
     overlap = set(enroll_ids) & set(test_ids)
     if overlap:
         raise DataError(
@@ -548,18 +560,45 @@ def predefined_plan(
 def _refuse_shared_files(enrolls: Corpus, trials: Corpus) -> None:
     """An utterance tested against an enrollment that holds it would be scored against itself.
 
-    Ids cannot tell (an id in two folders gets each folder's name as prefix), so compare the files.
+    Ids cannot tell (an id in two folders gets each folder's name as prefix), so compare the files: the
+    same path, the same file under two names (a hard link), or the same bytes (a copy: hashed, with the
+    fingerprint's hash, only where a trial file has the size of an enrollment file).
     """
-    enrolled = {os.path.realpath(u.path): u for u in enrolls.utterances}
+    enrolled: dict[tuple, Utterance] = {}
+    by_size: dict[int, list[Utterance]] = {}
+    for u in enrolls.utterances:
+        enrolled[("path", os.path.realpath(u.path))] = u
+        if (st := _stat(u.path)) is not None:
+            enrolled[("inode", st.st_dev, st.st_ino)] = u
+            by_size.setdefault(st.st_size, []).append(u)
+    hashed: set[int] = set()
     for u in trials.utterances:
-        twin = enrolled.get(os.path.realpath(u.path))
+        st = _stat(u.path)
+        keys = [("path", os.path.realpath(u.path))] + ([("inode", st.st_dev, st.st_ino)] if st else [])
+        if st is not None and st.st_size in by_size:
+            if st.st_size not in hashed:  # hash an enrollment file only when a trial file has its size
+                hashed.add(st.st_size)
+                enrolled.update((("bytes", file_hash(e.path)), e) for e in by_size[st.st_size])
+            keys.append(("bytes", file_hash(u.path)))
+        twin = next((enrolled[k] for k in keys if k in enrolled), None)
         if twin is not None:
             where = trials.info.get("origin", {}).get(u.id, f"trial folder {trials.name}")
             there = enrolls.info.get("origin", {}).get(twin.id, f"enrollment folder {enrolls.name}")
+            same = (
+                "" if os.path.realpath(u.path) == os.path.realpath(twin.path) else f" (the same audio as {twin.path})"
+            )
             raise DataError(
-                f"{where} lists {u.path}, which {there} lists for enrollment; an utterance cannot be tested "
+                f"{where} lists {u.path}{same}, which {there} lists for enrollment; an utterance cannot be tested "
                 "against an enrollment that holds it, so remove it from one of the folders."
             )
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None  # the scan names a missing file
+    return st if stat.S_ISREG(st.st_mode) else None
 
 
 def plan_summary(plan: EvaluationPlan) -> dict[str, Any]:

@@ -225,7 +225,7 @@ def read_table(
     first_line: dict[str, int] = {}
     for number, text in read_lines(path, label):
         if last == "rest":
-            parts = text.split(maxsplit=len(columns) - 1)
+            parts = text.rstrip().split(maxsplit=len(columns) - 1)  # Kaldi trims the rest of the line too
             fields = tuple(parts) + (("",) if empty_ok and len(parts) == len(columns) - 1 else ())
             ok = len(fields) == len(columns)
         else:
