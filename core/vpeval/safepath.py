@@ -77,6 +77,36 @@ def regular_file(
     return Path(path)
 
 
+def output_target(path: str | os.PathLike, overwrite: bool, option: str = "--output") -> Path:
+    """Where writing the file `path` lands, judged before any work: a link's target (written through, so the
+    link and whatever else points at the file see the new text), or DataError with one sentence.
+
+    Refused: a folder; a device, FIFO or socket even with `overwrite` (replacing one by a regular file is
+    never what was meant); an existing file without `overwrite`; a missing folder to write in.
+    """
+    target = Path(os.path.realpath(path))
+    linked = target != Path(os.path.abspath(path))  # a link, or a folder of the path that is one
+    shown, through = (target, f" (the link {os.fspath(path)} leads there)") if linked else (os.fspath(path), "")
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise DataError(f"{option} {shown}{through} cannot be examined ({exc.strerror or exc}).") from None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise DataError(f"{option} {shown}{through} is a folder; give the path of a file in it.")
+    if mode is not None and not stat.S_ISREG(mode):
+        kind, _ = _kind(mode)
+        raise DataError(f"{option} {shown}{through} is {kind}, not a regular file; give the path of a file.")
+    if mode is not None and not overwrite:
+        raise DataError(
+            f"{option} {shown}{through} already exists; choose another file, or pass --overwrite to replace it."
+        )
+    if not target.parent.is_dir():
+        raise DataError(f"{option} {shown}{through}: the folder {target.parent} does not exist; create it first.")
+    return target
+
+
 def _kind(mode: int) -> tuple[str, str]:
     """What a non-regular file is (and why it cannot be read), and what to give instead."""
     if stat.S_ISDIR(mode):

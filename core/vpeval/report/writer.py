@@ -15,7 +15,6 @@ import yaml
 
 from vpeval import __version__
 from vpeval.atomic import write_json_atomic, write_text_atomic
-from vpeval.errors import DataError
 from vpeval.names import file_name
 from vpeval.report import declared
 from vpeval.report.figures import FIGURES_DIR, SCORE_INDEX, Figure, report_figures
@@ -24,6 +23,7 @@ from vpeval.report.tables import attack_tables, speech_tables
 from vpeval.report.training import curve_entries, flagged, training_markdown
 from vpeval.report.vpc_results import vpc_results_text
 from vpeval.report.worst_case import worst_case_tables
+from vpeval.safepath import output_target
 
 CSV_FIELDS = [
     "anonymizer",
@@ -223,24 +223,20 @@ def combined_report(run_folders: list[Path]) -> str:
     return "\n".join(parts)
 
 
-def check_report_target(path: Path, overwrite: bool = False) -> None:
-    """Refuse an --output that would destroy a file, or that cannot be written, before any work is done.
+def check_report_target(path: Path, overwrite: bool = False) -> Path:
+    """Refuse an --output that would destroy a file, or that cannot be written, before any work is done;
+    the file that will be written (a link's target: vpeval.safepath.output_target).
 
     An existing file is the user's until they say otherwise (`--overwrite`), even one an earlier
     `vpeval report` wrote: a report is often edited after it is written, and vpeval cannot tell.
     """
-    if path.is_dir():
-        raise DataError(f"--output {path} is a folder; give the path of a file (such as {path / 'report.md'}).")
-    if (path.exists() or path.is_symlink()) and not overwrite:
-        raise DataError(f"--output {path} already exists; choose another file, or pass --overwrite to replace it.")
-    if not path.parent.is_dir():
-        raise DataError(f"--output {path}: the folder {path.parent} does not exist; create it or choose another path.")
+    return output_target(path, overwrite)
 
 
 def write_report_file(path: Path, text: str, overwrite: bool = False) -> None:
     """Write `text` to `path` atomically: a temporary file beside it, renamed into place when complete,
     so a full disk or a Ctrl-C mid-write leaves the old file (or none), never half of one."""
-    check_report_target(path, overwrite)
+    path = check_report_target(path, overwrite)  # through a link, so the link keeps leading to the report
     # os.open rather than mkstemp: the file gets the usual permissions (umask), not mkstemp's 0600.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
