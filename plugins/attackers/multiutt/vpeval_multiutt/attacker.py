@@ -22,6 +22,7 @@ from vpeval.sides import require_utterances
 from vpeval.types import Corpus, TrainingData, Utterance
 from vpeval_multiutt.memory_cache import MemoryCache
 from vpeval_multiutt.params import MultiUttParams
+from vpeval_multiutt.parts import to_numpy
 from vpeval_multiutt.systems import System, system_for
 
 CONFIG = "config.json"
@@ -741,8 +742,6 @@ def file_digest(u: Utterance) -> str:
 
 def _audio_vector(attacker: MultiUttAttacker, side: list[Utterance]) -> np.ndarray:
     """A side through the audio network's own aggregation (the encoder stage's validation)."""
-    from vpeval_multiutt.systems import to_numpy
-
     if attacker.audio.aggregation == "frame-concat":
         return to_numpy(attacker.audio_side(side))
     return to_numpy(attacker.audio.aggregate(attacker.audio_utterances(side)))
@@ -752,8 +751,6 @@ def _text_vector(attacker: MultiUttAttacker, side: list[Utterance]) -> np.ndarra
     """A side through the authorship encoder alone (the text stage's validation): its episode of N
     transcripts, or the mean of its per-transcript unit vectors for per-utterance text."""
     import torch
-
-    from vpeval_multiutt.systems import to_numpy
 
     texts = attacker.texts(side)
     if attacker.speaker_level:

@@ -10,8 +10,8 @@ checkpoints) and asks its strategy, chosen once from the params by `system_for`,
   encoders (the paper's two-stage training; only systems whose params.trains_fusion is true);
 - `side`: one speaker vector for a trial side of N utterances.
 
-Hooks read the attacker's public parts: params, frames, cross_frames, audio, text, fusion and its helpers
-texts, frame_maps, audio_side, audio_utterances, crops, prosody and prosody_input.
+Hooks read the attacker's public parts, named by parts.AttackerParts: params, frames, cross_frames, audio, text,
+fusion and its helpers texts, frame_maps, audio_side, audio_utterances, crops, prosody and prosody_input.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ import numpy as np
 from vpeval.errors import DataError
 from vpeval.types import Utterance
 from vpeval_multiutt.params import MultiUttParams
+from vpeval_multiutt.parts import AttackerParts, to_numpy
 
 if TYPE_CHECKING:
     import torch
 
-    from vpeval_multiutt.attacker import MultiUttAttacker
 
 # picks [S, N] of utterance indices and the epoch's generator -> (embeddings, rows per speaker), as train_aam reads
 FusionStep = Callable[[np.ndarray, np.random.Generator], tuple["torch.Tensor", int]]
@@ -66,7 +66,7 @@ class System:
         batched inference precomputes."""
         return self.audio_aggregation == "frame-concat"
 
-    def build_fusion(self, attacker: MultiUttAttacker):
+    def build_fusion(self, attacker: AttackerParts):
         """The fusion layers (the attacker seeds torch first)."""
         raise NotImplementedError(f"system {self.name} has no fusion layers")
 
@@ -74,18 +74,13 @@ class System:
         """train_aam's epochs and optimiser settings for the fusion layers, over the attacker's defaults."""
         return {"epochs": self.params.fusion_epochs, "lr": self.params.fusion_lr}
 
-    def fusion_step(self, attacker: MultiUttAttacker, utterances: list[Utterance]) -> FusionStep:
+    def fusion_step(self, attacker: AttackerParts, utterances: list[Utterance]) -> FusionStep:
         """What one fusion training batch computes on the frozen encoders, for these training utterances."""
         raise NotImplementedError(f"system {self.name} has no fusion layers")
 
-    def side(self, attacker: MultiUttAttacker, side: list[Utterance]) -> np.ndarray:
+    def side(self, attacker: AttackerParts, side: list[Utterance]) -> np.ndarray:
         """One speaker vector for a trial side (called under torch.no_grad)."""
         raise NotImplementedError
-
-
-def to_numpy(tensor) -> np.ndarray:
-    """A result tensor (on any device, in any precision) as float32 numpy on the CPU."""
-    return tensor.detach().float().cpu().numpy()
 
 
 def _mean_of_unit(fused) -> np.ndarray:
@@ -95,7 +90,7 @@ def _mean_of_unit(fused) -> np.ndarray:
     return to_numpy(torch.nn.functional.normalize(fused.float(), dim=-1).mean(dim=0))
 
 
-def _transcripts(attacker: MultiUttAttacker, utterances: list[Utterance]) -> list[str]:
+def _transcripts(attacker: AttackerParts, utterances: list[Utterance]) -> list[str]:
     return attacker.texts(utterances, "transcribe fusion speech")
 
 
@@ -334,7 +329,7 @@ class HybridSystem(System):
         p = self.params
         return {"epochs": p.hybrid_epochs, "lr": p.hybrid_lr, "weight_decay": p.hybrid_weight_decay}
 
-    def inputs(self, attacker: MultiUttAttacker, frame_maps: list, texts: list[str]) -> tuple:
+    def inputs(self, attacker: AttackerParts, frame_maps: list, texts: list[str]) -> tuple:
         """What HybridFusion reads for utterances with these frame maps ([C, T] each, equal T) and transcripts."""
         import torch
 
@@ -377,7 +372,7 @@ class RjcaSystem(System):
     def speaker_level(self) -> bool:
         return False
 
-    def text_sequence(self, attacker: MultiUttAttacker, sides: list[list[str]]):
+    def text_sequence(self, attacker: AttackerParts, sides: list[list[str]]):
         """[S, N, text_dim]: each utterance's text vector."""
         n = len(sides[0])
         return attacker.text([[t] for side in sides for t in side]).view(len(sides), n, -1)
@@ -458,7 +453,7 @@ class SslWhisperSystem(System):
         )
 
     def aligned_crops(
-        self, attacker: MultiUttAttacker, utterances: Sequence[Utterance], picks: np.ndarray, rng: np.random.Generator
+        self, attacker: AttackerParts, utterances: Sequence[Utterance], picks: np.ndarray, rng: np.random.Generator
     ):
         """Crops of the ECAPA frames and of the Whisper frames over the same stretch of each utterance."""
 
