@@ -22,10 +22,13 @@ from pydantic import model_validator
 
 from vpeval import config_checks, hookimpl
 from vpeval.api import Anonymizer, Params, PluginContext
-from vpeval.build import build_resolved, round_trip_problem, validate_params
-from vpeval.config import ResolvedExperiment, load_experiment, load_experiment_text, named_plugins
+from vpeval.build import build_resolved
+from vpeval.config import load_experiment, load_experiment_text
 from vpeval.errors import ConfigError
+from vpeval.params import round_trip_problem, validate_params
 from vpeval.plugins import get_plugin_manager, plugin_context
+from vpeval.references import named_plugins
+from vpeval.schema import ResolvedExperiment
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENT_FILES = sorted((ROOT / "experiments").glob("*.yaml"))

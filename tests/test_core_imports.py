@@ -1,6 +1,7 @@
 """The core's import graph: floors, lowest first, where no module imports a higher floor; no cycles among
-modules nor between folders; vpeval.api on the ground floor, cheap to import for plugins. Lazy imports
-inside functions count too, since they hide cycles."""
+modules nor between folders; vpeval.api on the ground floor, cheap to import for plugins. Every import
+counts: lazy ones inside functions and TYPE_CHECKING ones too, since both hide cycles
+(tests/test_import_cycles.py checks the core, the plugins and lib/ for cycles with grimp)."""
 
 import ast
 import json
@@ -16,13 +17,17 @@ CORE = Path(vpeval.__file__).parent
 # higher one. A package (data/, builtin/, report/, run/, testing/) lies whole on one floor; a top-level
 # module not named here is on the ground floor, which holds the leaves that plugins and every floor
 # above use: vpeval.api and what it imports (errors, settings, types, audio, executor, keys), names,
-# atomic, codehash, build, report_spec, ...
+# atomic, codehash, report_spec, params (strict validation), schema (the experiment and its resolved form),
+# references and config_checks, ...
 GROUND = "ground"
 FLOORS = [
     (GROUND, set()),
     ("data readers", {"vpeval.data", "vpeval.content_cache", "vpeval.scorefile"}),
     ("built-in plugins", {"vpeval.builtin"}),
-    ("plugin registry and experiment", {"vpeval.plugins", "vpeval.config", "vpeval.boundary"}),
+    (
+        "plugin registry and experiment",
+        {"vpeval.registry", "vpeval.build", "vpeval.plugins", "vpeval.config", "vpeval.boundary"},
+    ),
     ("report", {"vpeval.report"}),
     ("run", {"vpeval.run"}),
     ("commands", {"vpeval.cli", "vpeval.__main__", "vpeval.metrics_cli", "vpeval.describe", "vpeval.scaffold"}),
@@ -39,23 +44,12 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(p): p for p in CORE.rglob("*.py")}
 
 
-def _type_checking_only(node: ast.AST, parents: dict) -> bool:
-    while node in parents:
-        node = parents[node]
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            return True
-    return False
-
-
 def imports_of(name: str, source: str | None = None) -> set[str]:
-    """Core modules that `name` imports anywhere (top level or inside functions), TYPE_CHECKING aside."""
+    """Core modules that `name` imports anywhere: top level, inside functions, under TYPE_CHECKING."""
     tree = ast.parse(source if source is not None else MODULES[name].read_text(encoding="utf-8"))
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     package = name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(tree):
-        if _type_checking_only(node, parents):
-            continue
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -173,9 +167,11 @@ def test_the_rules_catch_an_upward_import_and_a_cycle_between_folders():
     graph["vpeval.api"].add("vpeval.run.runner")  # api.py once imported vpeval.run.executor
     graph["vpeval.types"].add("vpeval.data.kaldi")  # types.py once imported vpeval.data.audio
     graph["vpeval.config"].add("vpeval.report.writer")  # config.py once imported vpeval.report.spec
+    graph["vpeval.config_checks"].add("vpeval.config")  # its types, under TYPE_CHECKING, before vpeval.schema
     assert upward_imports(graph) == [
         "vpeval.api (floor 'ground') imports vpeval.run.runner (floor 'run')",
         "vpeval.config (floor 'plugin registry and experiment') imports vpeval.report.writer (floor 'report')",
+        "vpeval.config_checks (floor 'ground') imports vpeval.config (floor 'plugin registry and experiment')",
         "vpeval.types (floor 'ground') imports vpeval.data.kaldi (floor 'data readers')",
     ]
     loop = {m: set(imported) for m, imported in GRAPH.items()}
@@ -184,8 +180,9 @@ def test_the_rules_catch_an_upward_import_and_a_cycle_between_folders():
     assert find_cycle(loop) is None  # no cycle among the modules themselves: only the folder rule sees it
 
 
-def test_the_walk_sees_lazy_relative_and_dynamic_imports_but_not_type_checking_ones():
-    """Imports inside functions are where the old api -> plugins cycle hid."""
+def test_the_walk_sees_lazy_relative_dynamic_and_type_checking_imports():
+    """Imports inside functions are where the old api -> plugins cycle hid, and TYPE_CHECKING ones are where
+    build.py and config_checks.py once reached up to config.py."""
     source = (
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from vpeval.config import Experiment\n"
@@ -193,4 +190,9 @@ def test_the_walk_sees_lazy_relative_and_dynamic_imports_but_not_type_checking_o
         "def local():\n    from .errors import ConfigError\n"
         "def dynamic():\n    importlib.import_module('vpeval.builtin.plugin')\n"
     )
-    assert imports_of("vpeval.api", source) == {"vpeval.plugins", "vpeval.errors", "vpeval.builtin.plugin"}
+    assert imports_of("vpeval.api", source) == {
+        "vpeval.config",
+        "vpeval.plugins",
+        "vpeval.errors",
+        "vpeval.builtin.plugin",
+    }

@@ -157,7 +157,7 @@ def test_hook_kinds_cover_the_hookspecs():
 def test_hooks_are_called_through_pluggy_with_argument_subsetting():
     """An implementation declares the hook arguments it uses; one written before `core_version` existed
     (only `register`) keeps working next to one that reads it."""
-    from vpeval.plugins import _core_version
+    from vpeval.registry import core_version
 
     class Old(Metric):
         """Registered by an old-style hook."""
@@ -188,7 +188,7 @@ def test_hooks_are_called_through_pluggy_with_argument_subsetting():
     manager.register_module(module, "vpeval-two-styles", "1.0")
     assert not manager.broken, manager.broken
     assert manager.get("metric", "old-style") is Old and manager.get("corpus", "new-style") is New
-    assert seen["core_version"] == _core_version()
+    assert seen["core_version"] == core_version()
     assert Old.distribution == New.distribution == "vpeval-two-styles"
 
 

@@ -155,10 +155,11 @@ def test_labels_made_from_params_never_break_tables():
         "exp.yaml",
     )
     assert [m.label for m in exp.metrics] == ["eer(variant=step)", "min-dcf(p_target=0.01)"]
-    from vpeval.config import _label, table_breaking
+    from vpeval.config import default_label
+    from vpeval.schema import table_breaking
 
-    assert _label("manifest", {"path": "a|b.csv"}).startswith("manifest#")
-    assert _label("manifest", {"path": "a\nb.csv"}).startswith("manifest#")
+    assert default_label("manifest", {"path": "a|b.csv"}).startswith("manifest#")
+    assert default_label("manifest", {"path": "a\nb.csv"}).startswith("manifest#")
     assert table_breaking("mcadams(alpha=0.8)") is None and table_breaking("ecapa/semi-informed") is None
     assert table_breaking("anonymiseur é") is None  # letters of any script are fine
 

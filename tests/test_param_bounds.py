@@ -269,7 +269,7 @@ def test_largest_seed_and_idiolect_alpha_work():
     probabilities numpy accepts (1e308 did not), and the largest seed validates."""
     import numpy as np
 
-    from vpeval.build import validate_params
+    from vpeval.params import validate_params
     from vpeval.plugins import get_plugin_manager
     from vpeval_synth.grammar import Idiolect
 
@@ -360,8 +360,8 @@ def test_the_walk_finds_a_missing_bound():
 
 
 def test_every_number_of_every_plugin_and_of_the_experiment_has_an_upper_bound():
-    from vpeval.config import Experiment
     from vpeval.plugins import get_plugin_manager
+    from vpeval.schema import Experiment
 
     missing = [f"Experiment.{p}" for p in unbounded_numbers(Experiment) if f"Experiment.{p}" not in EXEMPT]
     checked = 0

@@ -49,7 +49,7 @@ def metric_module(metric_name: str, *more: str):
 
 
 def manager_with(monkeypatch, entry_points):
-    monkeypatch.setattr("vpeval.plugins.metadata.entry_points", lambda group: entry_points)
+    monkeypatch.setattr("vpeval.registry.metadata.entry_points", lambda group: entry_points)
     manager = PluginManager()
     manager.load_entry_points()
     return manager

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 from one_plugin_experiment import PLACE, experiment
 
-from vpeval.build import validate_params
 from vpeval.config import load_experiment_text
 from vpeval.errors import ConfigError
+from vpeval.params import validate_params
 from vpeval.plugins import get_plugin_manager
 
 # (slot, plugin text, field below params, words the sentence holds)

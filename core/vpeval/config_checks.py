@@ -1,8 +1,9 @@
 """The experiment file's cross-field rules, one named check each.
 
 `vpeval.config.resolve` validates the schema and each plugin's own params first, then runs every check
-in CHECKS on the resolved pieces. A check returns sentences, each starting with the file, line and field
-it is about (empty: the rule holds); a new rule is one more function here and one more entry.
+in CHECKS on the resolved pieces (vpeval.schema's types: the checks import the schema, never the
+reverse). A check returns sentences, each starting with the file, line and field it is about (empty: the
+rule holds); a new rule is one more function here and one more entry.
 """
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from vpeval.api import Attacker, Metric
+from vpeval.device import device_problem
+from vpeval.params import validate_params
+from vpeval.references import named_plugins
+from vpeval.schema import Experiment, ResolvedAnonymizer, ResolvedAttacker, ResolvedPlugin
 from vpeval.yamlsource import YamlDocument
-
-if TYPE_CHECKING:
-    from vpeval.api import Attacker, Metric
-    from vpeval.config import Experiment, ResolvedAnonymizer, ResolvedAttacker, ResolvedPlugin
 
 RESERVED_LABELS = ("none", "original")  # results and data/evaluation_original use these for unanonymized speech
 
@@ -235,9 +237,6 @@ def _labels(entries: list) -> list[str]:
 def paths_exist(p: Pieces) -> list[str]:
     """The files and folders each plugin's params name exist (Plugin.missing_paths): data roots, model
     folders, checkpoints; one sentence each, at the plugin's params, before anything loads."""
-    from vpeval.build import validate_params
-    from vpeval.references import named_plugins
-
     errors, seen = [], set()
     for loc, plugin in _plugins_with_locations(p):
         cls = p.manager.get(plugin.kind, plugin.use)
@@ -271,8 +270,6 @@ def _plugins_with_locations(p: Pieces):
 
 def device_available(p: Pieces) -> list[str]:
     """The experiment's `device` exists on this machine (`auto` always does)."""
-    from vpeval.device import device_problem
-
     problem = device_problem(p.exp.device)
     return [f"{p.doc.where(('device',))}: {problem}"] if problem else []
 

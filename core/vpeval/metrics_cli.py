@@ -22,7 +22,7 @@ def run_metrics_on_scores(path: str, metric_names: list[str] | None, as_json: bo
     sets the replicates of metrics that have a `bootstrap` parameter (0: no confidence intervals, which
     keeps a million trials to seconds).
     """
-    from vpeval.build import validate_params
+    from vpeval.params import validate_params
     from vpeval.plugins import get_plugin_manager
     from vpeval.scorefile import read_score_file
 

@@ -9,13 +9,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from vpeval.api import PluginRef
-from vpeval.build import validate_params
+from vpeval.params import validate_params
 
 Loc = tuple[str | int, ...]
 MAX_NESTING = 8  # a plugin whose defaults name itself would otherwise recurse forever
 
 
-def _reference_target(ref: PluginRef, params: BaseModel, field_name: str, loc: Loc) -> tuple[Any, Any, Loc, Loc]:
+def reference_target(ref: PluginRef, params: BaseModel, field_name: str, loc: Loc) -> tuple[Any, Any, Loc, Loc]:
     """(name, its params, location of the name, location of its params) of the plugin a PluginRef field names."""
     value = getattr(params, field_name)
     if ref.name is not None:  # a fixed plugin: the field holds its params
@@ -42,23 +42,23 @@ def named_plugins(manager, params: BaseModel, depth: int = 0) -> list[tuple[str,
     for field_name, info in type(params).model_fields.items():
         ref = next((m for m in info.metadata if isinstance(m, PluginRef)), None)
         if ref is not None:
-            name, nested, _, _ = _reference_target(ref, params, field_name, ())
+            name, nested, _, _ = reference_target(ref, params, field_name, ())
             if isinstance(name, str) and name not in ref.keywords:
                 nested = nested.model_dump(mode="json") if isinstance(nested, BaseModel) else nested
                 found.append((ref.kind, name, nested))
                 found += named_plugins(manager, validate_params(manager.get(ref.kind, name), nested), depth + 1)
-        for _, model in _models_in(getattr(params, field_name), ()):
+        for _, model in models_in(getattr(params, field_name), ()):
             found += named_plugins(manager, model, depth)
     return found
 
 
-def _models_in(value: Any, loc: Loc):
+def models_in(value: Any, loc: Loc):
     """Pydantic models inside a params value (nested models, lists and dicts of them), with their loc."""
     if isinstance(value, BaseModel):
         yield loc, value
     elif isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
-            yield from _models_in(item, loc + (i,))
+            yield from models_in(item, loc + (i,))
     elif isinstance(value, dict):
         for key, item in value.items():
-            yield from _models_in(item, loc + (key,))
+            yield from models_in(item, loc + (key,))

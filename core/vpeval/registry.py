@@ -1,4 +1,6 @@
-"""Finding plugins: entry points in the `vpeval` group, registration, lookup with clear errors."""
+"""Finding plugins: entry points in the `vpeval` group, registration, lookup with clear errors.
+
+Lookup only: making a plugin from its class is vpeval.build's, which imports this module, never the reverse."""
 
 from __future__ import annotations
 
@@ -9,14 +11,12 @@ import os
 import traceback
 from dataclasses import dataclass, field
 from importlib import metadata
-from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pluggy
 
 from vpeval import hookspecs
-from vpeval.api import KINDS, Plugin, PluginContext
+from vpeval.api import KINDS, Plugin
 from vpeval.errors import PluginError, did_you_mean
 
 ENTRY_POINT_GROUP = "vpeval"
@@ -93,7 +93,7 @@ class PluginManager:
                 # pluggy's own caller, limited to this module so each class keeps its distribution; it
                 # passes each implementation only the arguments it declares (old plugins keep working).
                 caller = self.pm.subset_hook_caller(hook_name, remove_plugins=others)
-                caller(register=lambda cls, _k=kind: new.append((_k, cls)), core_version=_core_version())
+                caller(register=lambda cls, _k=kind: new.append((_k, cls)), core_version=core_version())
             for kind, cls in new:
                 self._check_class(kind, cls)
         except Exception as exc:
@@ -226,41 +226,14 @@ def get_plugin_manager(refresh: bool = False) -> PluginManager:
     if _manager is None or refresh:
         manager = PluginManager()
         builtins = importlib.import_module("vpeval.builtin.plugin")
-        manager.register_module(builtins, "vpeval", _core_version(), name="vpeval:builtins")
+        manager.register_module(builtins, "vpeval", core_version(), name="vpeval:builtins")
         manager.load_entry_points()
         _manager = manager
     return _manager
 
 
-def plugin_context(
-    seed: int = 0, work_dir: str | Path = ".vpeval-work", manager: PluginManager | None = None, **fields: Any
-) -> PluginContext:
-    """A PluginContext whose `get` makes plugins from the installed registry, for scripts and tests.
-
-    The runner makes its own contexts (with its cache folders and progress bars); anything else that
-    hands a plugin a context from which it may `get` another plugin makes it here. `fields` are other
-    PluginContext fields (threads, workers, options, ...). Without an `executor`, `map` runs on the `local`
-    executor sized by `workers`, as in a run (forked worker processes when there are more than one).
-    """
-    if fields.get("executor") is None:
-        from vpeval.builtin.local_executor import LocalProcesses
-
-        fields["executor"] = LocalProcesses(context=PluginContext(workers=fields.get("workers", 1)))
-    context = PluginContext(seed=seed, work_dir=Path(work_dir), **fields)
-    registry = manager
-
-    def make(kind: str, name: str, params: dict | None) -> Plugin:
-        from vpeval.build import build_helper
-
-        cls = (registry or get_plugin_manager()).get(kind, name)
-        return build_helper(cls, params, lambda _validated: context.child(f"{kind}-{name}"))
-
-    context.plugin_factory = make
-    return context
-
-
 @functools.cache
-def _core_version() -> str:
+def core_version() -> str:
     try:
         return metadata.version("vpeval")
     except metadata.PackageNotFoundError:

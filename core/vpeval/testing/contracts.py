@@ -29,8 +29,8 @@ from vpeval.api import (
     Transcript,
     Voice,
 )
-from vpeval.build import round_trip_problem, validate_params
 from vpeval.errors import MetricInputError
+from vpeval.params import round_trip_problem, validate_params
 from vpeval.plugins import LOAD_ENV, plugin_context
 from vpeval.settings import PlanSettings
 from vpeval.testing.dummies import make_corpus, speaker_voice, synthesize
