@@ -72,7 +72,7 @@ def test_stage_objectives_eq6_and_eq12_weigh_every_term():
         name: torch.tensor(value)
         for name, value in {"align": 1.0, "rel": 2.0, "dino": 3.0, "var": 4.0, "cov": 5.0, "spk": 6.0}.items()
     }
-    from vpeval_spinv.attacker import STAGE_A_WEIGHTS, STAGE_B_WEIGHTS
+    from vpeval_spinv.params import STAGE_A_WEIGHTS, STAGE_B_WEIGHTS
 
     assert weighted_sum(terms, STAGE_A_WEIGHTS).item() == pytest.approx(1 * 1 + 0.5 * 2 + 1 * 3 + 25 * 4 + 1 * 5)
     assert weighted_sum(terms, STAGE_B_WEIGHTS).item() == pytest.approx(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -14,11 +13,9 @@ from torch import nn
 from vpeval.errors import DataError
 from vpeval.types import Corpus
 from vpeval_spinv.model import DinoHead, Layout, Recovery, Sizes
+from vpeval_spinv.parts import SpInvParts
 from vpeval_spinv.training import DistillSettings, SpInvNetworks, StageSettings, Views, run_stage
 from vpeval_spinv.views import FrameStore, collate, crop_waveform, layout_of, slice_output
-
-if TYPE_CHECKING:
-    from vpeval_spinv.attacker import SpInv
 
 AUDIO_CACHE_BYTES = 1 << 30  # training waveforms kept in memory between epochs (small corpora are read once)
 FRAME_SLACK = 2  # frontends may emit a frame or two more than ceil(seconds * rate)
@@ -29,7 +26,9 @@ def build_recovery(config: dict) -> Recovery:
     return Recovery(layout, Sizes(**config["sizes"])).eval()
 
 
-def fit_spinv(attacker: SpInv, corpus: Corpus, validation: Corpus | None = None) -> tuple[Recovery, dict, list[dict]]:
+def fit_spinv(
+    attacker: SpInvParts, corpus: Corpus, validation: Corpus | None = None
+) -> tuple[Recovery, dict, list[dict]]:
     """Stage A then Stage B on `corpus`; returns G (eval mode, on the CPU), its config and the loss history.
 
     With a validation corpus (and select_stage_a: validation) Stage B starts from the Stage A epoch
@@ -185,7 +184,9 @@ def _scaler(context):
     return None
 
 
-def validation_cossim(attacker: SpInv, student: Recovery, corpus: Corpus, layout: Layout, max_frames: int, batch: int):
+def validation_cossim(
+    attacker: SpInvParts, student: Recovery, corpus: Corpus, layout: Layout, max_frames: int, batch: int
+):
     """A function giving the mean cosine of G's recovery of a local-view-length slice of every validation
     utterance with its target embedding (slices seeded by the utterance id, as the attack's; their length
     is the one G trains on, not observed_seconds, so that training does not depend on the attack)."""

@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from vpeval.content_cache import identity_digest, source_digest
+from vpeval.content_cache import identity_digest
 from vpeval.data.fingerprint import file_hash
 from vpeval.types import Corpus
 
@@ -26,30 +26,14 @@ ATTACK_ONLY = ("compare", "observed_seconds", "trial_list", "max_pairs")  # para
 SAVED = "recovery.pt"
 
 
-def training_identity(attacker, corpus: Corpus, validation: Corpus | None) -> str:
+def training_identity(attacker, corpus: Corpus, validation: Corpus | None, code: str) -> str:
     """Digest of everything a training depends on: the training parameters, the experiment seed, this
-    package's code, the frontend (code, parameters and fitted state), the target encoder's code, and the
-    training and validation speech (ids, speakers and audio bytes)."""
-    import vpeval_spinv.attacker
-    import vpeval_spinv.fit
-    import vpeval_spinv.losses
-    import vpeval_spinv.model
-    import vpeval_spinv.teacher
-    import vpeval_spinv.training
-    import vpeval_spinv.views
-
+    package's training code (`code`: the attacker's `training_code()`), the frontend (code, parameters and
+    fitted state), the target encoder's code, and the training and validation speech (ids, speakers and
+    audio bytes)."""
     params = attacker.params.model_dump(mode="json")
     for name in ATTACK_ONLY:
         params.pop(name)
-    code = source_digest(
-        vpeval_spinv.attacker,
-        vpeval_spinv.fit,
-        vpeval_spinv.losses,
-        vpeval_spinv.model,
-        vpeval_spinv.teacher,
-        vpeval_spinv.training,
-        vpeval_spinv.views,
-    )
     frontend = attacker.attacked_frontend()
     encoder = attacker.encoder
     return identity_digest(
