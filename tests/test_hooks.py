@@ -9,7 +9,18 @@ import numpy as np
 import pytest
 
 from vpeval import hookimpl, hookspecs
-from vpeval.api import ASR, Anonymizer, Attacker, CorpusSource, Executor, Frontend, Metric, SpeakerEncoder, Transcript
+from vpeval.api import (
+    ASR,
+    Anonymizer,
+    Attacker,
+    CorpusSource,
+    Executor,
+    Frontend,
+    Metric,
+    Report,
+    SpeakerEncoder,
+    Transcript,
+)
 from vpeval.plugins import PluginManager
 from vpeval.types import Corpus, FrontendOutput, MetricResult
 
@@ -129,6 +140,21 @@ def test_hook_register_executors():
     manager = register_through("register_executors", Serial)
     assert manager.get("executor", "serial") is Serial
     assert list(Serial().map(lambda x: x * 2, [1, 2, 3])) == [2, 4, 6]
+
+
+def test_hook_register_reports(tmp_path):
+    class Counts(Report):
+        """How many result rows each metric has, as one Markdown table."""
+
+        name = "counts"
+
+        def table(self, folders, fmt, options):
+            return "| metric | rows |\n|---|---:|\n" if fmt == "md" else None
+
+    manager = register_through("register_reports", Counts)
+    assert manager.get("report", "counts") is Counts
+    assert Counts().table([tmp_path], "md", {}).startswith("| metric |")
+    assert Counts().table([tmp_path], "latex", {}) is None and Counts().figures([], tmp_path) == []
 
 
 HOOKS = sorted(hookspecs.HOOK_KINDS)

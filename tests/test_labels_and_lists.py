@@ -11,7 +11,7 @@ import pytest
 
 from vpeval.config import load_experiment_text
 from vpeval.errors import ConfigError
-from vpeval.report.paper_tables import build_table, latex_escape, render_latex
+from vpeval_paper_report.tables import build_table, latex_escape, render_latex
 
 HEAD = """\
 name: {name}

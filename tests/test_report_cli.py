@@ -13,7 +13,7 @@ import yaml
 from click.testing import CliRunner
 
 from vpeval.cli import main
-from vpeval.report.paper_tables import latex_escape
+from vpeval_paper_report.tables import latex_escape
 
 ANONYMIZERS = ("mc_adams 50%", "pool#vc & co")  # LaTeX specials in labels must come out escaped
 

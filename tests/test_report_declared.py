@@ -7,9 +7,9 @@ import pytest
 
 from vpeval.config import load_experiment_text
 from vpeval.errors import ConfigError
-from vpeval.report import declared
 from vpeval.report_spec import FindingSpec, ReportSpec
 from vpeval.run.runner import Runner
+from vpeval_paper_report import declared
 
 EXPERIMENT = """\
 name: declared-test

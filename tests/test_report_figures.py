@@ -13,6 +13,7 @@ from vpeval.config import load_experiment_text
 from vpeval.report import figures
 from vpeval.run.runner import Runner
 from vpeval.types import MetricResult
+from vpeval_paper_report import figures as paper_figures
 
 pytest.importorskip("matplotlib")
 
@@ -139,7 +140,7 @@ def test_privacy_utility_points_carry_the_intervals_as_error_bars(fake_run, tmp_
         return original(self, x, y, *args, **kwargs)
 
     monkeypatch.setattr(Axes, "errorbar", spy)
-    (figure,) = figures.privacy_utility_figure(fake_run.rows, tmp_path)
+    (figure,) = paper_figures.privacy_utility_figure(fake_run.rows, tmp_path)
     assert len(drawn) == 4, "one point per anonymizer and attacker"
     wer = {r["anonymizer"]: r for r in fake_run.rows if r["metric"] == "wer"}
     for x, _y, xerr, _yerr, label in drawn:
@@ -170,12 +171,12 @@ def test_det_points_follow_the_scores():
 def test_sweep_curves_share_the_module_and_are_reproducible(tmp_path):
     panels = {
         "O-A": [
-            figures.Curve("dast", [1, 10, 100], [40.0, 30.0, 20.0], [35.0, 25.0, 15.0], [45.0, 35.0, 25.0]),
-            figures.Curve("spinv", [1, 10, 100], [45.0, 41.0, 38.0]),
+            paper_figures.Curve("dast", [1, 10, 100], [40.0, 30.0, 20.0], [35.0, 25.0, 15.0], [45.0, 35.0, 25.0]),
+            paper_figures.Curve("spinv", [1, 10, 100], [45.0, 41.0, 38.0]),
         ],
-        "A-A": [figures.Curve("spinv", [1, 10, 100], [30.0, 22.0, 12.0])],
+        "A-A": [paper_figures.Curve("spinv", [1, 10, 100], [30.0, 22.0, 12.0])],
     }
-    first = figures.curve_figure(
+    first = paper_figures.curve_figure(
         panels,
         tmp_path / "a",
         "sweep",
@@ -185,7 +186,7 @@ def test_sweep_curves_share_the_module_and_are_reproducible(tmp_path):
         xticks=[1, 10, 100],
         xscale="log",
     )
-    second = figures.curve_figure(
+    second = paper_figures.curve_figure(
         panels,
         tmp_path / "b",
         "sweep",

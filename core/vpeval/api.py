@@ -538,6 +538,44 @@ class Executor(Plugin):
         """Release workers and connections (default: nothing to release)."""
 
 
+@dataclass
+class ReportSections:
+    """What report plugins add to a run's report.md: the verdicts of the experiment's findings (also written
+    to results.json), Markdown blocks for the findings and tables, figures and one-line notes."""
+
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    findings_markdown: list[str] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
+    figures: list[Any] = field(default_factory=list)  # vpeval.report.figures.Figure
+    notes: list[str] = field(default_factory=list)
+
+
+class Report(Plugin):
+    """Reporting beyond the run's own tables: the experiment's `report:` section (declared tables, curves and
+    findings) in report.md, and tables across run folders (`vpeval report --format`). The core asks every
+    installed report plugin, in name order; a method that returns None leaves the work to the others."""
+
+    kind: ClassVar[str] = "report"
+
+    def declared(
+        self, spec: Any, rows: list[dict[str, Any]], figures_out: Path, caption: Callable[..., str]
+    ) -> ReportSections | None:
+        """The sections of `spec` (a vpeval.report_spec.ReportSpec) from the run's result rows; figures go to
+        `figures_out`, and `caption(anonymizers=, attackers=, protocols=, n=, metric=)` says what made a table."""
+        return None
+
+    def figures(self, rows: list[dict[str, Any]], out: Path) -> list[Any]:
+        """Figures every run gets from its result rows (pooled over evaluation sets), drawn into `out` with
+        vpeval.report.figures' style() and save(); a list of vpeval.report.figures.Figure."""
+        return []
+
+    def table(self, folders: list[Path], fmt: str, options: dict[str, Any]) -> str | None:
+        """One table of the runs in `folders` as `fmt` (md, csv, latex); `options` holds the command's
+        metric, rows, columns and best (None where not given)."""
+        return None
+
+
 KINDS: dict[str, type[Plugin]] = {
-    cls.kind: cls for cls in (Anonymizer, Attacker, Frontend, Metric, SpeakerEncoder, ASR, CorpusSource, Executor)
+    cls.kind: cls
+    for cls in (Anonymizer, Attacker, Frontend, Metric, SpeakerEncoder, ASR, CorpusSource, Executor, Report)
 }

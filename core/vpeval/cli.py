@@ -84,7 +84,9 @@ def validate(file, var):
 
 
 @main.command()
-@click.option("--kind", help="Only this kind (anonymizer, attacker, frontend, metric, encoder, asr, corpus, executor).")
+@click.option(
+    "--kind", help="Only this kind (anonymizer, attacker, frontend, metric, encoder, asr, corpus, executor, report)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def plugins(kind, as_json):
     """List installed plugins with kind, distribution and version, and broken ones with their error."""
@@ -183,12 +185,13 @@ def report(runs, fmt, metric, row_dims, col_dims, best, output, overwrite):
         note_place(output, "the report file", "--output")
         check_report_target(Path(output), overwrite)  # before the work, not after it
     if fmt or metric or row_dims or col_dims or best:
-        from vpeval.report.paper_tables import paper_table
+        from vpeval.report.extensions import plugin_table
 
         def dims(text):
             return None if text is None else [d.strip() for d in text.split(",") if d.strip()]
 
-        text = paper_table([Path(r) for r in runs], fmt or "md", metric, dims(row_dims), dims(col_dims), best)
+        options = {"metric": metric, "rows": dims(row_dims), "columns": dims(col_dims), "best": best}
+        text = plugin_table([Path(r) for r in runs], fmt or "md", options)
     else:
         text = combined_report([Path(r) for r in runs])
     if output:

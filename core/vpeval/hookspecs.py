@@ -111,6 +111,18 @@ def register_executors(register, core_version):
     """
 
 
+@hookspec
+def register_reports(register, core_version):
+    """Register report classes (subclasses of `vpeval.api.Report`).
+
+    A report plugin computes the experiment's declared `report:` section (tables, curves, findings) for
+    report.md and draws tables across run folders for `vpeval report --format`.
+
+    :param register: call `register(cls)` for each class.
+    :param core_version: the installed vpeval version (declare it only if the plugin needs it).
+    """
+
+
 # Which kind each hook registers; the plugin manager checks registered classes against it.
 HOOK_KINDS = {
     "register_anonymizers": "anonymizer",
@@ -121,4 +133,5 @@ HOOK_KINDS = {
     "register_asr": "asr",
     "register_corpora": "corpus",
     "register_executors": "executor",
+    "register_reports": "report",
 }

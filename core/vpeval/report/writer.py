@@ -14,9 +14,10 @@ from typing import Any
 import yaml
 
 from vpeval import __version__
+from vpeval.api import ReportSections
 from vpeval.atomic import write_json_atomic, write_text_atomic
 from vpeval.names import file_name
-from vpeval.report import declared
+from vpeval.report.extensions import declared_sections
 from vpeval.report.figures import FIGURES_DIR, SCORE_INDEX, Figure, report_figures
 from vpeval.report.provenance import RunInfo
 from vpeval.report.tables import attack_tables, speech_tables
@@ -86,9 +87,9 @@ def write_outputs(exp, result, plan, score_sets) -> None:
     }
     figures = report_figures(folder, result.rows)
     info = RunInfo.from_run(exp.to_dict(), payload)
-    paper = declared.build(exp.experiment.report, result.rows, folder / FIGURES_DIR, info.caption)
+    paper = declared_sections(exp.experiment.report, result.rows, folder / FIGURES_DIR, info.caption)
     if paper.findings:  # machine-readable verdicts beside the rows
-        payload["findings"] = [f.to_json() for f in paper.findings]
+        payload["findings"] = paper.findings
     write_json_atomic(folder / "results.json", payload)
     write_json_atomic(folder / "timings.json", {"seconds": result.timings, "computed": result.executed})
     write_text_atomic(folder / "results.csv", rows_csv(result.rows))
@@ -120,7 +121,7 @@ def report_markdown(
     payload: dict[str, Any],
     info: RunInfo,
     figures: list[Figure] = (),
-    paper: declared.DeclaredReport | None = None,
+    paper: ReportSections | None = None,
 ) -> str:
     """The worst case first, then the experiment's findings and paper tables (its `report:` section), the
     figures, every table, and under each what produced it."""
@@ -172,7 +173,7 @@ def report_markdown(
             "Each finding of the experiment's `report:` section, checked on this run's results.",
             "",
         ]
-        lines += [f + "\n" for f in declared.findings_markdown(paper.findings)]
+        lines += [f + "\n" for f in paper.findings_markdown]
     if paper is not None and paper.tables:
         lines += ["", "## Paper tables", ""] + [t + "\n" for t in paper.tables]
     if exp.experiment.report is not None and exp.experiment.report.preset == "vpc":

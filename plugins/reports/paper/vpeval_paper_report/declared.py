@@ -1,6 +1,6 @@
 """What the experiment's `report:` section asks for, computed from the run's result rows.
 
-Tables reuse the paper-table builder (`vpeval report`), curves the shared figure module, and each finding
+Tables reuse the paper-table builder (`vpeval report --format`), curves the shared figure module, and each finding
 becomes a verdict with the values that decide it. A value is the headline one (the female/male average
 where the metric gives one, else pooled), unless a selection names `gender`. Nothing here stops a run:
 a table or curve that the results cannot fill becomes one sentence in the report instead.
@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vpeval.api import ReportSections
 from vpeval.errors import ConfigError
 from vpeval.names import file_name
-from vpeval.report.figures import Curve, Figure, available, curve_figure
-from vpeval.report.paper_tables import build_table, render_markdown
+from vpeval.report.figures import Figure, available
 from vpeval.report.select import coordinate, first_setting, headline, pooled
 from vpeval.report_spec import CurveSpec, Delta, FindingSpec, ReportSpec, TableSpec
+from vpeval_paper_report.figures import Curve, curve_figure
+from vpeval_paper_report.tables import build_table, render_markdown
 
 
 def matches(row: dict[str, Any], where: dict[str, list[str]]) -> bool:
@@ -314,17 +316,8 @@ def _value(value: float | None, rows: list[dict[str, Any]], side) -> str:
 # -- the report's sections ----------------------------------------------------------------------------
 
 
-@dataclass
-class DeclaredReport:
-    findings: list[FindingResult]
-    tables: list[str]
-    figures: list[Figure]
-    notes: list[str]
-
-
-def build(spec: ReportSpec | None, rows: list[dict[str, Any]], figures_out: Path, caption) -> DeclaredReport:
-    if spec is None:
-        return DeclaredReport([], [], [], [])
+def build(spec: ReportSpec, rows: list[dict[str, Any]], figures_out: Path, caption) -> ReportSections:
     tables = [table_markdown(t, rows, caption) for t in spec.tables]
     figures, notes = curve_figures(spec.curves, rows, figures_out)
-    return DeclaredReport(check_findings(spec.findings, rows), tables, figures, notes)
+    findings = check_findings(spec.findings, rows)
+    return ReportSections([f.to_json() for f in findings], findings_markdown(findings), tables, figures, notes)

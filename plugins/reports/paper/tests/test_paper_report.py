@@ -1,0 +1,62 @@
+"""The `paper` report plugin as the core finds it: through the `vpeval` entry point, answering for the
+experiment's `report:` section, the run's figure kinds and `vpeval report --format`; and what the core does
+when no report plugin is installed."""
+
+import pytest
+
+from vpeval.api import ReportSections
+from vpeval.errors import PluginError
+from vpeval.registry import get_plugin_manager
+from vpeval.report import extensions
+from vpeval.report_spec import ReportSpec
+from vpeval_paper_report.report import PaperReport
+
+
+def rows():
+    """EER rows of two attackers against one anonymizer, O-A and A-A, pooled genders."""
+    values = {("weak", "O-A"): 30.0, ("weak", "A-A"): 25.0, ("strong", "O-A"): 20.0, ("strong", "A-A"): 10.0}
+    return [
+        {"metric": "eer", "value": v, "unit": "%", "anonymizer": "shift", "attacker": attacker, "scenario": "s",
+         "protocol": protocol, "n": 1, "gender": "all", "metric_plugin": "eer", "details": {}}
+        for (attacker, protocol), v in values.items()
+    ]  # fmt: skip
+
+
+def caption(**what):
+    return f"Made by {', '.join(sorted(set(what['attackers'])))}."
+
+
+SPEC = ReportSpec.model_validate(
+    {
+        "tables": [{"title": "Table I", "rows": ["attacker"], "columns": ["protocol"]}],
+        "findings": [
+            {"claim": "A-A is easier to attack", "left": {"protocol": "A-A"}, "op": "<", "right": {"protocol": "O-A"}}
+        ],
+    }
+)
+
+
+def test_the_core_finds_the_plugin_through_its_entry_point():
+    manager = get_plugin_manager()
+    assert manager.get("report", "paper") is PaperReport
+    assert any(isinstance(p, PaperReport) for p in extensions.report_plugins())
+
+
+def test_the_declared_section_becomes_tables_and_verdicts(tmp_path):
+    sections = extensions.declared_sections(SPEC, rows(), tmp_path, caption)
+    (table,) = sections.tables
+    assert table.startswith("### Table I [%]\n\n| attacker | O-A | A-A |")
+    assert "| strong | 20.00 | 10.00 |" in table and "| weak | **30.00** | **25.00** |" in table
+    assert table.endswith("Made by strong, weak.")
+    (verdict,) = sections.findings
+    assert verdict["verdict"] == "HOLDS" and verdict["groups"][0]["left"] == pytest.approx(17.5)
+    assert sections.findings_markdown[0].startswith("**A-A is easier to attack**: HOLDS.")
+
+
+def test_without_a_report_plugin_the_report_says_so_and_the_table_command_stops(monkeypatch, tmp_path):
+    monkeypatch.setattr(extensions, "report_plugins", lambda: [])
+    sections = extensions.declared_sections(SPEC, rows(), tmp_path, caption)
+    assert sections.tables == sections.findings == [] and "no report plugin is installed" in sections.notes[0]
+    assert extensions.declared_sections(None, rows(), tmp_path, caption) == ReportSections()
+    with pytest.raises(PluginError, match="needs a report plugin that draws tables, and none is installed"):
+        extensions.plugin_table([tmp_path], "latex", {})

@@ -1,0 +1,203 @@
+"""Curves against a swept quantity (the declared curves are drawn with them), and the figures every run gets
+from its result rows: seed 000's EER against N, and privacy against utility. Drawn with the core's figure
+style (`vpeval.report.figures`), so they look like its DET curves and are byte-identical across reruns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vpeval.report.figures import COLOURS, MARKERS, Figure, figure_legend, new_figure, save, style
+from vpeval.report.select import ANONYMIZED_PROTOCOLS, eer_metric, first_setting, headline, protocol_sort_key
+
+UTILITY_METRICS = ("wer", "uar")
+
+
+@dataclass
+class Curve:
+    """One line of a panel: y against x, with an optional interval (shaded)."""
+
+    label: str
+    x: list[float]
+    y: list[float]
+    low: list[float] | None = None
+    high: list[float] | None = None
+
+
+def curve_figure(
+    panels: dict[str, list[Curve]],
+    out: Path,
+    name: str,
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    xticks: list[float] | None = None,
+    xscale: str = "linear",
+) -> tuple[Path, Path]:
+    """Lines against a swept quantity, a panel per condition on one y scale: EER against N and the declared
+    curves (training data size, utterance duration, ...). Each label keeps one colour and
+    marker across panels; written as PNG and PDF through `save()`."""
+    labels = list(dict.fromkeys(c.label for curves in panels.values() for c in curves))
+    with style():
+        fig, axes = new_figure(len(panels), sharey=True)
+        for j, (panel, curves) in enumerate(panels.items()):
+            ax = axes[0][j]
+            for c in curves:
+                k = labels.index(c.label)
+                colour = COLOURS[k % len(COLOURS)]
+                ax.plot(c.x, c.y, marker=MARKERS[k % len(MARKERS)], color=colour, label=c.label)
+                if c.low is not None and c.high is not None:
+                    ax.fill_between(c.x, c.low, c.high, color=colour, alpha=0.15, linewidth=0)
+            ax.set_xscale(xscale)
+            if xticks is not None:
+                ax.set_xticks(xticks, [f"{v:g}" for v in xticks])
+            ax.set_title(panel)
+            ax.set_xlabel(xlabel)
+            if j == 0:  # the panels share the axis
+                ax.set_ylabel(ylabel)
+        figure_legend(fig, axes)
+        fig.suptitle(title)
+        return save(fig, out, name)
+
+
+def eer_vs_n_figures(rows: list[dict[str, Any]], out: Path) -> list[Figure]:
+    """Seed 000's Figure 1 layout per anonymizer: EER against the number of enrollment utterances N,
+    O-A left and A-A right, one line per attacker with its interval shaded. Only for runs with several N."""
+    metric = eer_metric(rows)
+    if metric is None:
+        return []
+    chosen, note = first_setting(
+        [
+            r
+            for r in headline(rows)
+            if r["metric"] == metric
+            and r.get("protocol") in ANONYMIZED_PROTOCOLS
+            and r.get("value") is not None
+            and r.get("n") is not None
+        ]
+    )
+    if len({r["n"] for r in chosen}) < 2:
+        return []
+    figures = []
+    for anonymizer in dict.fromkeys(r["anonymizer"] for r in chosen):
+        mine = [r for r in chosen if r["anonymizer"] == anonymizer]
+        protocols = sorted({r["protocol"] for r in mine}, key=protocol_sort_key)
+        attackers = list(dict.fromkeys(r["attacker"] for r in mine))
+        panels = {}
+        for protocol in protocols:
+            panels[protocol] = []
+            for attacker in attackers:
+                line = sorted(
+                    (r for r in mine if r["protocol"] == protocol and r["attacker"] == attacker), key=lambda r: r["n"]
+                )
+                if not line:
+                    continue
+                interval = all(r.get("ci_low") is not None and r.get("ci_high") is not None for r in line)
+                panels[protocol].append(
+                    Curve(
+                        attacker,
+                        [r["n"] for r in line],
+                        [r["value"] for r in line],
+                        [r["ci_low"] for r in line] if interval else None,
+                        [r["ci_high"] for r in line] if interval else None,
+                    )
+                )
+        ns = sorted({r["n"] for r in mine})
+        png, pdf = curve_figure(
+            panels,
+            out,
+            f"eer-vs-n__{anonymizer}",
+            title=f"{metric} against N: attackers against {anonymizer}",
+            xlabel="enrollment utterances N",
+            ylabel=f"{metric} ({mine[0].get('unit') or ''})".replace(" ()", ""),
+            xticks=ns,
+        )
+        figures.append(
+            Figure(png, pdf, f"{metric} against N against {anonymizer}", [anonymizer], attackers, protocols, ns, note)
+        )
+    return figures
+
+
+def privacy_utility_figure(
+    rows: list[dict[str, Any]], out: Path, protocol: str | None = None, n: int | None = None
+) -> list[Figure]:
+    """EER (of `protocol`, default A-A where computed, else O-A; at N `n`, default the largest) against
+    each utility metric the run has (WER, UAR): one point per anonymizer and attacker, intervals as error bars."""
+    metric = eer_metric(rows)
+    if metric is None:
+        return []
+    main = headline([r for r in rows if r.get("value") is not None])
+    privacy = [r for r in main if r["metric"] == metric and r.get("protocol") in ANONYMIZED_PROTOCOLS]
+    protocol = protocol or next((p for p in ("A-A", "O-A") if any(r["protocol"] == p for r in privacy)), None)
+    utility = {
+        m: first_setting([r for r in main if r["metric"] == m and not r.get("protocol")])[0] for m in UTILITY_METRICS
+    }
+    utility = {m: rs for m, rs in utility.items() if rs}
+    if protocol is None or not utility:
+        return []
+    privacy = [r for r in privacy if r["protocol"] == protocol]
+    n = n if n is not None else max((r["n"] for r in privacy if r.get("n") is not None), default=None)
+    privacy, note = first_setting([r for r in privacy if r.get("n") == n])
+    anonymizers = list(dict.fromkeys(r["anonymizer"] for r in privacy))
+    attackers = list(dict.fromkeys(r["attacker"] for r in privacy))
+    with style():
+        fig, axes = new_figure(len(utility))
+        drawn = False
+        for j, (name, utility_rows) in enumerate(utility.items()):
+            ax = axes[0][j]
+            by_speech = {r["anonymizer"]: r for r in utility_rows}
+            for r in privacy:
+                u = by_speech.get(r["anonymizer"])
+                if u is None:
+                    continue
+                a, k = anonymizers.index(r["anonymizer"]), attackers.index(r["attacker"])
+                ax.errorbar(
+                    u["value"],
+                    r["value"],
+                    xerr=_error(u),
+                    yerr=_error(r),
+                    fmt=MARKERS[a % len(MARKERS)],
+                    color=COLOURS[k % len(COLOURS)],
+                    capsize=2,
+                    elinewidth=0.8,
+                    label=f"{r['anonymizer']} / {r['attacker']}",
+                )
+                drawn = True
+            if "original" in by_speech:  # the unanonymized speech's utility, for reference
+                ax.axvline(
+                    by_speech["original"]["value"], color="0.5", linestyle="--", linewidth=0.8, label="original speech"
+                )
+            unit = utility_rows[0].get("unit") or ""
+            ax.set_xlabel(f"{name} ({unit})" if unit else name)
+            ax.set_ylabel(
+                f"{metric} {protocol}, N = {n} ({privacy[0].get('unit') or ''})".replace(" ()", "")
+                if privacy
+                else metric
+            )
+            ax.set_title(f"{metric} against {name}")
+        if not drawn:
+            return []
+        figure_legend(fig, axes)
+        fig.suptitle(f"Privacy ({metric}, {protocol}) against utility")
+        png, pdf = save(fig, out, f"privacy-utility__{protocol}")
+    return [
+        Figure(
+            png,
+            pdf,
+            f"Privacy ({metric}, {protocol}) against utility ({', '.join(utility)})",
+            anonymizers,
+            attackers,
+            [protocol],
+            [n] if n is not None else [],
+            note,
+        )
+    ]
+
+
+def _error(row: dict[str, Any]):
+    """Asymmetric error bar [[below], [above]] from a row's interval, or None without one."""
+    if row.get("ci_low") is None or row.get("ci_high") is None:
+        return None
+    return [[max(row["value"] - row["ci_low"], 0.0)], [max(row["ci_high"] - row["value"], 0.0)]]
