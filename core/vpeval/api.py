@@ -262,6 +262,9 @@ class Anonymizer(Plugin):
     sample_rate: ClassVar[int | None] = None
     # What it transforms: "waveform", "embedding" or both.
     works_on: ClassVar[tuple[str, ...]] = ("waveform",)
+    # How the core stores what the chain's last step returns: "PCM_16" (16-bit WAV, clipped at +-1), or "FLOAT"
+    # (32-bit float WAV: every sample as returned, beyond +-1 too; audio made elsewhere stays as it was stored).
+    output_subtype: ClassVar[str] = "PCM_16"
 
     def prepare(self) -> None:
         """Load models or fit on pool data (through self.context). Called once before use."""
@@ -284,6 +287,11 @@ class Anonymizer(Plugin):
         task: vpeval.run.anonymize_task.require_mono_samples), so an anonymizer need not check either.
         """
         raise NotImplementedError(f"anonymizer {self.name} does not work on waveforms")
+
+    def output_rate(self, sample_rate: int, voice: Voice) -> int:
+        """The rate of what `anonymize` returns for `voice` when handed audio at `sample_rate`: the same rate,
+        unless the anonymizer returns audio at a rate of its own (precomputed files keep theirs)."""
+        return sample_rate
 
     def anonymize_embeddings(self, embeddings: np.ndarray, voices: Sequence[Voice]) -> np.ndarray:
         """Map original speaker vectors [B, D] to pseudo-speaker vectors [B, D], one voice per row."""

@@ -160,20 +160,22 @@ def resample(audio: np.ndarray, src: int, dst: int) -> np.ndarray:
     return soxr.resample(audio, src, dst, quality=RESAMPLE_QUALITY).astype(np.float32, copy=False)
 
 
-def write_audio(path: str | os.PathLike, audio: np.ndarray, sample_rate: int) -> Path:
-    """Write mono (or [frames, channels]) audio as 16-bit PCM wav, atomically.
+def write_audio(path: str | os.PathLike, audio: np.ndarray, sample_rate: int, subtype: str = "PCM_16") -> Path:
+    """Write mono (or [frames, channels]) audio as 16-bit PCM wav (clipped at +-1), or as `subtype` "FLOAT"
+    (32-bit float wav, every float32 sample kept as it is), atomically.
 
     The file appears under its name only when complete (temporary file in the same folder, then
     os.replace), so a killed run never leaves a half-written wav that looks valid.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    # libsndfile wraps around instead of clipping when a float exceeds the PCM range.
-    samples = np.clip(np.asarray(audio, dtype=np.float32), -1.0, 1.0)
+    samples = np.asarray(audio, dtype=np.float32)
+    if subtype != "FLOAT":  # libsndfile wraps around instead of clipping when a float exceeds the PCM range
+        samples = np.clip(samples, -1.0, 1.0)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            sf.write(handle, samples, int(sample_rate), subtype="PCM_16", format="WAV")
+            sf.write(handle, samples, int(sample_rate), subtype=subtype, format="WAV")
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

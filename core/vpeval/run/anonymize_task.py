@@ -102,10 +102,13 @@ class AnonymizeTask:
                 audio, rate = audio_io.resample(audio, rate, step.sample_rate), step.sample_rate
             voice_key = utt.id if self.anon.level == "utterance" else utt.speaker
             voice = Voice(voice_key, self.anon.level, voice_rng(self.seed, index, voice_key), utt)
-            audio = np.asarray(step.anonymize(audio, rate, voice), dtype=np.float32)
+            audio, rate = (
+                np.asarray(step.anonymize(audio, rate, voice), dtype=np.float32),
+                step.output_rate(rate, voice),
+            )
             require_mono_samples(audio, utt, step)  # what the next step, or the file, gets
         with atomic_file(self.partial / utterance_file(utt.id)) as tmp:
-            audio_io.write_audio(tmp, audio, rate)
+            audio_io.write_audio(tmp, audio, rate, steps[-1].output_subtype)
         return utt.id
 
     # -- building the chain in a worker that did not fork from the run ------------------------------

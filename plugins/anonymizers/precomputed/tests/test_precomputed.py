@@ -1,4 +1,5 @@
-"""precomputed: lookup by id, resampling, manifests, and the refusals (missing ids, folders, pipes)."""
+"""precomputed: lookup by id, files kept as stored (rate, float samples), manifests, and the refusals
+(missing ids, folders, pipes)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def test_returns_the_external_file_for_the_utterance_id_whatever_the_input(recip
     utt = recipe.sets["dev_enrolls"].utterances[0]
     silence = np.zeros(RATE, dtype=np.float32)
     out = anonymizer.anonymize(silence, RATE, voice(utt))
-    expected, _ = read_audio(_external_path(recipe, "dev_enrolls", utt.id), RATE)
+    expected, _ = read_audio(_external_path(recipe, "dev_enrolls", utt.id))
     np.testing.assert_array_equal(out, expected)
     assert out.dtype == np.float32 and np.abs(out).max() > 0.05
     # The pseudo-speaker was chosen by the other toolkit: level and rng change nothing.
@@ -53,7 +54,7 @@ def _external_path(recipe, name, uid):
     raise KeyError(uid)
 
 
-def test_other_sample_rates_are_resampled_to_the_rate_asked_for(recipe, tmp_path):
+def test_other_sample_rates_are_kept_as_stored_for_the_evaluation_to_resample(recipe, tmp_path):
     anonymizer = make(tmp_path, folders=recipe.anonymized_folders)
     utt = recipe.sets["train"].utterances[3]
     path = _external_path(recipe, "train", utt.id)
@@ -61,8 +62,22 @@ def test_other_sample_rates_are_resampled_to_the_rate_asked_for(recipe, tmp_path
     assert info.samplerate == 22050
     for rate in (8000, 16000, 22050):
         out = anonymizer.anonymize(utt.load(RATE), rate, voice(utt))
-        assert abs(len(out) - info.frames * rate / info.samplerate) <= 1
-        np.testing.assert_allclose(out, read_audio(path, rate)[0], atol=1e-6)
+        assert anonymizer.output_rate(rate, voice(utt)) == 22050 and len(out) == info.frames
+        np.testing.assert_array_equal(out, read_audio(path)[0])
+
+
+def test_float_files_come_out_unclipped_and_are_stored_as_float(recipe, tmp_path):
+    utt = recipe.sets["train"].utterances[3]
+    loud = tmp_path / "loud.wav"
+    samples = read_audio(_external_path(recipe, "train", utt.id))[0]
+    sf.write(loud, 1.7 * samples / np.abs(samples).max(), 22050, subtype="FLOAT")
+    folder = tmp_path / "loud"
+    folder.mkdir()
+    (folder / "wav.scp").write_text(f"{utt.id} {loud}\n")
+    (folder / "utt2spk").write_text(f"{utt.id} {utt.speaker}\n")
+    anonymizer = make(tmp_path, folders=[str(folder)])
+    out = anonymizer.anonymize(utt.load(RATE), RATE, voice(utt))
+    assert np.abs(out).max() > 1.5 and Precomputed.output_subtype == "FLOAT"
 
 
 def test_a_manifest_of_anonymized_files_works_like_a_folder(recipe, tmp_path):
@@ -74,7 +89,7 @@ def test_a_manifest_of_anonymized_files_works_like_a_folder(recipe, tmp_path):
     anonymizer.expect(subset.utterances)
     utt = subset.utterances[-1]
     np.testing.assert_array_equal(
-        anonymizer.anonymize(utt.load(RATE), RATE, voice(utt)), read_audio(rows[-1]["path"], RATE)[0]
+        anonymizer.anonymize(utt.load(RATE), RATE, voice(utt)), read_audio(rows[-1]["path"])[0]
     )
     # folders and a manifest together: an id may come from one of them only.
     with pytest.raises(
@@ -158,4 +173,4 @@ def test_shell_pipes_are_refused_unless_allowed(recipe, tmp_path):
     # Only the command line allows them (the runner puts --allow-pipes into the context's options).
     assert "allow_pipes" not in Precomputed.Params.model_fields
     allowed = make(tmp_path / "run", options={"allow_pipes": True}, folders=[str(folder)])
-    np.testing.assert_array_equal(allowed.anonymize(utt.load(RATE), RATE, voice(utt)), read_audio(path, RATE)[0])
+    np.testing.assert_array_equal(allowed.anonymize(utt.load(RATE), RATE, voice(utt)), read_audio(path)[0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -10,7 +11,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from vpeval.api import Anonymizer, Params, Voice
-from vpeval.audio import read_audio
+from vpeval.audio import check_audio, read_audio
 from vpeval.data.vpc import CHALLENGES, anonymized, evaluation_folders
 from vpeval.errors import DataError
 from vpeval.types import Corpus, Utterance
@@ -39,13 +40,15 @@ class VoicePrivacySubmission(Params):
 class Precomputed(Anonymizer):
     """Anonymized speech made outside vpeval, looked up by utterance id in VoicePrivacy data folders or a manifest.
 
-    Each utterance the run anonymizes is replaced by the file listed under its id, resampled to the
-    rate asked for. `level` and the voice's random generator play no part: the pseudo-speakers were
-    chosen by the toolkit that wrote the files.
+    Each utterance the run anonymizes is replaced by the file listed under its id, as stored: at the
+    file's own rate, float files as float32 beyond +-1 too (the challenge's toolkit reads them with
+    torchaudio / soundfile so, and its evaluation resamples them). `level` and the voice's random
+    generator play no part: the pseudo-speakers were chosen by the toolkit that wrote the files.
     """
 
     name = "precomputed"
-    sample_rate = None  # any rate: the file is resampled to the rate of the utterance it replaces
+    sample_rate = None  # any rate in; what comes out has the file's own rate (output_rate)
+    output_subtype = "FLOAT"  # lossless for 16-bit, 24-bit and float32 files alike
 
     class Params(Params):
         folders: list[str] = Field(
@@ -122,6 +125,21 @@ class Precomputed(Anonymizer):
             len(wanted),
             len(index) - len(wanted),
         )
+        self._say_rates([index.utterances[i].path for i in wanted], {u.id: u.sample_rate for u in utterances})
+
+    def _say_rates(self, paths: list[str], original_rates: dict[str, int | None]) -> None:
+        """One line per stored rate unlike the originals': those files are kept at it, never resampled here."""
+        rates = Counter(check_audio(path)[1] for path in paths)
+        known = {rate for rate in original_rates.values() if rate}
+        for rate, count in sorted(rates.items()):
+            if known and rate not in known:
+                self.context.log.info(
+                    "precomputed: %s files at %d Hz (the originals: %s Hz) kept at their rate; each evaluation "
+                    "resamples them where the challenge's toolkit does",
+                    f"{count:,}",
+                    rate,
+                    "/".join(str(r) for r in sorted(known)),
+                )
 
     def input_fingerprint(self) -> str:
         """The ids and file contents of the precomputed set: regenerated files make a new cache entry."""
@@ -133,13 +151,22 @@ class Precomputed(Anonymizer):
         return corpus_fingerprint(Corpus("precomputed", list(index.utterances.values()), {}), hashes)
 
     def anonymize(self, audio: np.ndarray, sample_rate: int, voice: Voice) -> np.ndarray:
+        found = self._found(voice)
+        return read_audio(found.path, channel=found.channel)[0]
+
+    def output_rate(self, sample_rate: int, voice: Voice) -> int:
+        """The file's own rate: the evaluation resamples where the toolkit does (its ASV after the peak
+        normalisation), so the file is kept as stored here."""
+        return check_audio(self._found(voice).path)[1]
+
+    def _found(self, voice: Voice) -> Utterance:
         # The core passes the source utterance; a caller without one names the utterance by key.
         uid = voice.utterance.id if voice.utterance is not None else voice.key
         index = self._index()
         found = index.utterances.get(uid)
         if found is None:
             raise DataError(index.missing_sentence([uid]))
-        return read_audio(found.path, sample_rate=sample_rate, channel=found.channel)[0]
+        return found
 
     def _index(self) -> PrecomputedSet:
         if self._set is None:

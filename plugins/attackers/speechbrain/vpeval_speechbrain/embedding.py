@@ -22,18 +22,33 @@ from vpeval_speechbrain.build import SAMPLE_RATE, SpeechBrainModel
 from vpeval_speechbrain.masking import RowLengths, reflect_per_row, seeded_pooling_noise
 
 
-def vpc_waveform(audio: np.ndarray, peak_normalize: bool = True, trim_zeros: bool = True) -> np.ndarray:
-    """One mono waveform prepared as VPC prepares it before encode_batch (float32)."""
+def vpc_waveform(
+    audio: np.ndarray, peak_normalize: bool = True, trim_zeros: bool = True, rate: int = SAMPLE_RATE
+) -> np.ndarray:
+    """One mono waveform at `rate` prepared as VPC prepares it before encode_batch (float32, 16 kHz): divided
+    by its peak at its own rate, then resampled as normalize_wave resamples (torchaudio's Resample with its
+    defaults), then trimmed."""
     wave = np.asarray(audio, dtype=np.float64).reshape(-1)
     if peak_normalize:
         peak = float(np.max(np.abs(wave))) if wave.size else 0.0
         if peak > 0.0:  # VPC divides by the peak; silence would be NaN there
             wave = wave / peak
+    if rate != SAMPLE_RATE:
+        wave = toolkit_resample(wave.astype(np.float32), rate).astype(np.float64)
     if trim_zeros:
         wave = np.trim_zeros(wave)
     if wave.size == 0:
         raise DataError("A waveform given to the speechbrain embedder is empty or all zeros; check the audio file.")
     return wave.astype(np.float32)
+
+
+def toolkit_resample(wave: np.ndarray, rate: int) -> np.ndarray:
+    """float32 audio at `rate` to 16 kHz with the filter of VPC's normalize_wave: torchaudio.transforms.Resample
+    with its defaults (a windowed-sinc kernel built in float64, applied in float32)."""
+    from torchaudio.transforms import Resample
+
+    with torch.inference_mode():
+        return Resample(orig_freq=int(rate), new_freq=SAMPLE_RATE)(torch.from_numpy(wave)).numpy()
 
 
 class Embedder:

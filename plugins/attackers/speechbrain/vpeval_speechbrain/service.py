@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vpeval.audio import read_audio
 from vpeval.content_cache import ContentCache, cached_map, identity_digest, source_digest
 from vpeval.errors import BadAudioError, DataError, MissingModelError
 from vpeval.types import Utterance
@@ -92,21 +93,21 @@ class FolderEmbeddings:
     def dim(self) -> int:
         return self.prepare().dim
 
-    def _vectors(self, raws: Sequence[np.ndarray]) -> np.ndarray:
-        """[B, D] for raw 16 kHz waveforms."""
+    def _vectors(self, raws: Sequence[tuple[np.ndarray, int]]) -> np.ndarray:
+        """[B, D] for raw waveforms, each with its rate."""
         embedder = self.prepare()
-        prepared = [self.waveform(a) for a in raws]
-        if self._ssl is not None:  # the WavLM stream reads the file as it is, as VPC 2026 does
-            return np.stack([self._ssl.embed(p, np.asarray(r, dtype=np.float32)) for p, r in zip(prepared, raws)])
+        prepared = [self.waveform(audio, rate) for audio, rate in raws]
+        if self._ssl is not None:  # the WavLM stream reads the file as it is (its rate too), as VPC 2026 does
+            return np.stack([self._ssl.embed(p, np.asarray(r, dtype=np.float32)) for p, (r, _) in zip(prepared, raws)])
         return embedder.embed(prepared)
 
-    def waveform(self, audio: np.ndarray) -> np.ndarray:
-        return vpc_waveform(audio, self.params.peak_normalize, self.params.trim_zeros)
+    def waveform(self, audio: np.ndarray, rate: int = SAMPLE_RATE) -> np.ndarray:
+        return vpc_waveform(audio, self.params.peak_normalize, self.params.trim_zeros, rate)
 
     def embed_audio(self, audios: Sequence[np.ndarray]) -> np.ndarray:
         """[B, D] for raw 16 kHz waveforms (prepared as VoicePrivacy prepares them)."""
         self.context.apply_threads()
-        return self._vectors(list(audios))
+        return self._vectors([(audio, SAMPLE_RATE) for audio in audios])
 
     def embed_utterances(self, utterances: Sequence[Utterance], description: str) -> list[np.ndarray]:
         """One embedding per utterance, in order, from the content cache where present."""
@@ -133,12 +134,13 @@ class FolderEmbeddings:
         self.context.apply_threads()
         return self._vectors([self._load(u)])[0]
 
-    def _load(self, u: Utterance) -> np.ndarray:
-        """The utterance's audio as read (16 kHz), refused in one sentence where VPC's trimming leaves nothing."""
+    def _load(self, u: Utterance) -> tuple[np.ndarray, int]:
+        """The utterance's audio as read, at its own rate (VPC resamples after the peak normalisation),
+        refused in one sentence where VPC's trimming leaves nothing."""
         try:
-            audio = u.load(SAMPLE_RATE)
-            self.waveform(audio)
-            return audio
+            audio, rate = read_audio(u.path, channel=u.channel)
+            self.waveform(audio, rate)
+            return audio, rate
         except DataError:
             reason = "it is empty or all zeros, so VoicePrivacy's zero trimming leaves nothing"
             raise BadAudioError(str(u.path), reason) from None
