@@ -230,6 +230,7 @@ NEEDS = {
     "anonymizer:ssl-sas": {"model": "exp/pretrained_models_anon_xv"},
     "encoder:ssl-sas-ecapa": {"model": "exp/pretrained_models_anon_xv"},
     "anonymizer:stream-voice-anon": {"pool": {"use": "synth"}},
+    "attacker:fusion": {"attackers": [{"use": "ecapa"}, {"use": "ge2e"}]},
 }
 
 

@@ -1,0 +1,1 @@
+"""The fusion attacker: other attackers' scores combined by calibrated logistic regression."""
