@@ -8,12 +8,13 @@ VoicePrivacy trials, where the enrollment side is a speaker); the test speaker i
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
 
 import numpy as np
 
-from vpeval.data.textfile import PLAIN_NUMBER, file_problem, read_text
+from vpeval.data.textfile import MAX_LINE_CHARS, PLAIN_NUMBER, file_problem, read_text
 from vpeval.errors import DataError
 from vpeval.types import Scores
 
@@ -23,57 +24,143 @@ FORMAT = "enroll test score target|nontarget [f|m]"
 _PLAIN_NUMBER = PLAIN_NUMBER
 
 
+# Bytes read at a time: each block is checked and turned into columns before the next is read, so memory
+# holds the columns (about 35 bytes a line and the distinct ids), not the text or a string per token.
+_BLOCK = 1 << 20
+
+
 def read_score_file(path: str | Path) -> Scores:
     """Read a score file into Scores (enroll ids double as enroll speakers for the bootstrap).
 
     Strict: every line has the same 4 or 5 columns, scores are plain finite decimals (no `1_000`,
-    which Python's float() would take), and no (enroll, test) pair appears twice. The checks are
-    vectorised; the line-by-line pass that names the first bad line runs only on error.
+    which Python's float() would take), and no (enroll, test) pair appears twice. The file is read in
+    blocks of lines, each checked vectorised and kept as columns: scores, labels, genders and the ids as
+    codes into the distinct ids (one string per distinct id, shared by its trials). Anything wrong sends
+    the whole file through the line-by-line pass (vpeval.data.textfile's reader, then the first bad line
+    named), which runs only on error.
     """
     path = Path(path)
     problem = file_problem(path)
     if problem:
         raise DataError(f"Score file {path} {problem}; pass a file with lines '{FORMAT}'.")
-    # UTF-8 only (a BOM dropped, CRLF read as LF), NUL bytes refused: vpeval.data.textfile.
-    text = read_text(path, f"Score file {path}")
-    # Columns per line, without keeping the split lines: a 5-column line next to a 3-column one
-    # would otherwise re-align every token after it.
-    widths = set(map(len, map(str.split, text.split("\n"))))
-    widths.discard(0)
-    if not widths:
-        raise DataError(f"Score file {path} has no trials; expected lines '{FORMAT}'.")
-    if len(widths) != 1 or not widths <= {4, 5}:
-        _raise_bad_line(path, text)
-    width = widths.pop()
-    tokens = text.split()
-    lines = len(tokens) // width
-    columns = [tokens[k::width] for k in range(width)]
-    written = "".join(columns[2])
-    if "_" in written or not written.isascii():  # float() reads '1_000' and non-ASCII digits
-        _raise_bad_line(path, text)
+    columns = _Columns()
     try:
-        values = np.array(columns[2], dtype=np.float64)
-    except ValueError:
-        _raise_bad_line(path, text)
-    if not np.isfinite(values).all() or not set(columns[3]) <= set(LABELS):
-        _raise_bad_line(path, text)
-    genders = None
-    if width == 5:
-        if not set(columns[4]) <= set(GENDERS):
-            _raise_bad_line(path, text)
-        genders = np.where(np.fromiter(map("f".__eq__, columns[4]), dtype=bool, count=lines), "f", "m")
-    if len(set(map(hash, zip(columns[0], columns[1])))) != lines:  # equal hashes: look exactly
-        _refuse_repeats(path, text)
-    enroll = np.array(columns[0])
-    return Scores(
-        scores=values,
-        targets=np.fromiter(map("target".__eq__, columns[3]), dtype=bool, count=lines),
-        genders=genders,
-        enroll_speakers=enroll,
-        test_speakers=None,
-        enroll_ids=enroll,
-        test_ids=np.array(columns[1], dtype=object),
-    )
+        with open(path, "rb") as handle:
+            for text in _blocks(handle):
+                if not columns.add(text):
+                    break
+            else:
+                return columns.scores(path)
+    except OSError as exc:
+        raise DataError(f"Score file {path} cannot be read ({exc.strerror or exc}); check the file.") from None
+    _explain(path)
+
+
+def _blocks(handle) -> Iterator[str]:
+    """Whole lines of UTF-8 text, a block at a time ("" for a block the checked reader must judge)."""
+    first = True
+    while block := handle.read(_BLOCK):
+        if not block.endswith(b"\n"):
+            block += handle.readline(4 * MAX_LINE_CHARS)  # UTF-8: up to 4 bytes a character
+            if block[-1:] not in (b"\n", b"") and handle.read(1):
+                yield ""  # a line over the limit: the checked reader names it
+                return
+        if first and block[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in block:
+            yield ""
+            return
+        try:
+            text = block.decode("utf-8")
+        except UnicodeDecodeError:
+            yield ""
+            return
+        if first:
+            text, first = text.removeprefix("\ufeff"), False
+        yield "" if "\ufeff" in text else text.replace("\r", "\n")  # CRLF as LF: blank lines are skipped
+
+
+class _Columns:
+    """The columns of a score file, block by block; `add` is False at the first block that breaks the format."""
+
+    def __init__(self) -> None:
+        self.width = 0
+        self.ids: tuple[dict[str, int], dict[str, int]] = ({}, {})  # enroll, test: id -> code
+        self.parts: list[list[np.ndarray]] = [[], [], [], [], []]  # scores, targets, female, enroll, test codes
+
+    def add(self, text: str) -> bool:
+        widths = set(map(len, map(str.split, text.split("\n"))))
+        widths.discard(0)
+        if not text or len(widths) > 1 or not widths <= {self.width or 4, self.width or 5}:
+            return False
+        if not widths:
+            return True
+        self.width = width = widths.pop()
+        tokens = text.split()
+        lines = len(tokens) // width
+        written = tokens[2::width]
+        joined = "".join(written)
+        if "_" in joined or not joined.isascii():  # float() reads '1_000' and non-ASCII digits
+            return False
+        try:
+            values = np.array(written, dtype=np.float64)
+        except ValueError:
+            return False
+        labels, genders = set(tokens[3::width]), set(tokens[4::width]) if width == 5 else set(GENDERS)
+        if not np.isfinite(values).all() or not labels <= set(LABELS) or not genders <= set(GENDERS):
+            return False
+        targets = np.fromiter(map("target".__eq__, tokens[3::width]), dtype=bool, count=lines)
+        female = np.fromiter(map("f".__eq__, tokens[4::width]), dtype=bool, count=lines) if width == 5 else targets
+        codes = [self._codes(self.ids[k], tokens[k::width]) for k in (0, 1)]
+        for part, column in zip(self.parts, (values, targets, female, *codes), strict=True):
+            part.append(column)
+        return True
+
+    def _joined(self, k: int) -> np.ndarray:
+        """Column k as one array, its blocks let go one column at a time (the peak: the columns and one copy)."""
+        joined = np.concatenate(self.parts[k])
+        self.parts[k].clear()
+        return joined
+
+    @staticmethod
+    def _codes(known: dict[str, int], ids: list[str]) -> np.ndarray:
+        distinct, inverse = np.unique(np.array(ids), return_inverse=True)
+        local = np.fromiter((known.setdefault(i, len(known)) for i in distinct.tolist()), np.int64, len(distinct))
+        return local[inverse].astype(np.int32 if len(known) < 1 << 31 else np.int64)
+
+    def scores(self, path: Path) -> Scores:
+        if not self.parts[0]:
+            raise DataError(f"Score file {path} has no trials; expected lines '{FORMAT}'.")
+        values, targets, female, enroll, test = (self._joined(k) for k in range(5))
+        pairs = enroll.astype(np.int64) * len(self.ids[1]) + test
+        pairs.sort()
+        if (pairs[1:] == pairs[:-1]).any():
+            del pairs
+            _refuse_repeats(path, read_text(path, f"Score file {path}"))
+        del pairs
+        enroll_ids, test_ids = (_strings(known)[codes] for known, codes in zip(self.ids, (enroll, test), strict=True))
+        return Scores(
+            scores=values,
+            targets=targets,
+            genders=np.where(female, "f", "m") if self.width == 5 else None,
+            enroll_speakers=enroll_ids,
+            test_speakers=None,
+            enroll_ids=enroll_ids,
+            test_ids=test_ids,
+        )
+
+
+def _strings(known: dict[str, int]) -> np.ndarray:
+    """The ids by code, as an object array: indexing it shares one string per distinct id."""
+    out = np.empty(len(known), dtype=object)
+    out[:] = list(known)
+    return out
+
+
+def _explain(path: Path) -> NoReturn:
+    """Name what is wrong with the file (the checked reader, then the first bad line): the slow path."""
+    text = read_text(path, f"Score file {path}")  # UTF-8 only (a BOM dropped, CRLF as LF), NUL bytes refused
+    if not text.split():
+        raise DataError(f"Score file {path} has no trials; expected lines '{FORMAT}'.")
+    _raise_bad_line(path, text)
 
 
 def _raise_bad_line(path: Path, text: str) -> NoReturn:
