@@ -6,12 +6,13 @@ input is normalised (the folder's preprocessor_config.json, or the UniLM cfg's `
 
 from __future__ import annotations
 
-import json
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vpeval.errors import MissingModelError
+from vpeval_ssl_frontends.folder_checks import lfs_problem, read_config, read_json, safetensors_problem
 
 # frontend name -> (transformers class, config model_type, what the folder holds)
 KINDS = {
@@ -19,6 +20,9 @@ KINDS = {
     "hubert": ("HubertModel", "hubert", "a transformers HuBERT folder (config.json + model.safetensors)"),
     "wav2vec2": ("Wav2Vec2Model", "wav2vec2", "a transformers wav2vec2 folder (config.json + model.safetensors)"),
 }
+
+SAFETENSORS = "model.safetensors"  # what transformers reads first
+PICKLED = "pytorch_model.bin"  # older folders: a torch checkpoint, read weights-only
 
 
 @dataclass
@@ -40,18 +44,26 @@ def load(kind: str, model: str, normalize: str) -> Loaded:
     problem = path_problem(kind, model)
     if problem:
         raise MissingModelError(problem)
-    found = json.loads((path / "config.json").read_text()).get("model_type")
+    found = read_config(path / "config.json").get("model_type")
     if found != model_type:
         raise MissingModelError(
             f"The {kind} frontend parameter model={model} holds a {found} model, not {model_type}; give {needs}."
         )
     import transformers
 
+    from vpeval.torchload import load_weights_only
+
     try:
         net = getattr(transformers, class_name).from_pretrained(str(path), local_files_only=True)
     except (OSError, ValueError) as exc:
         reason = str(exc).strip().splitlines()[0].rstrip(".") if str(exc).strip() else type(exc).__name__
         raise MissingModelError(f"The {kind} frontend could not read model={model} ({reason}); give {needs}.") from None
+    except (pickle.UnpicklingError, EOFError, RuntimeError):
+        pickled = path / PICKLED
+        if (path / SAFETENSORS).is_file() or not pickled.is_file():
+            raise
+        load_weights_only(pickled)  # the core's sentence naming the file: not a weights-only checkpoint
+        raise  # the file reads as weights: the failure was not the file's
     return Loaded(net, folder_normalize(path) if normalize == "auto" else normalize)
 
 
@@ -61,15 +73,26 @@ def path_problem(kind: str, model: str) -> str | None:
     if kind == "wavlm" and path.is_file():
         return None
     if (path / "config.json").is_file():
-        return None
+        return folder_problem(path)
     needs = KINDS[kind][2]
     what = "does not exist" if not path.exists() else "is not a folder with config.json"
     return f"The {kind} frontend parameter model={model} {what}; give {needs}."
+
+
+def folder_problem(folder: Path) -> str | None:
+    """What is wrong with a transformers folder's config.json or weight files, read without building the
+    network (a pickled pytorch_model.bin shows only when loaded), or None."""
+    try:
+        read_config(folder / "config.json")
+    except MissingModelError as exc:
+        return str(exc)
+    pickled = folder / PICKLED
+    return (lfs_problem(pickled) if pickled.is_file() else None) or safetensors_problem(folder)
 
 
 def folder_normalize(folder: Path) -> str:
     """The folder's feature extractor setting (do_normalize; true when the folder has no preprocessor, the
     default of transformers' Wav2Vec2FeatureExtractor)."""
     config = folder / "preprocessor_config.json"
-    do_normalize = json.loads(config.read_text()).get("do_normalize", True) if config.is_file() else True
+    do_normalize = read_json(config).get("do_normalize", True) if config.is_file() else True
     return "zero-mean-unit-var" if do_normalize else "none"
