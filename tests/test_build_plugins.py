@@ -231,6 +231,7 @@ NEEDS = {
     "encoder:ssl-sas-ecapa": {"model": "exp/pretrained_models_anon_xv"},
     "anonymizer:stream-voice-anon": {"pool": {"use": "synth"}},
     "attacker:fusion": {"attackers": [{"use": "ecapa"}, {"use": "ge2e"}]},
+    "attacker:embedding-view": {"use": "ecapa"},
 }
 
 

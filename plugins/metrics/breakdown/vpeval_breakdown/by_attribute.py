@@ -46,7 +46,7 @@ def _gender_from_scores(scores: Scores | None) -> dict[str, str]:
     return {str(s): str(g) for s, g in zip(scores.enroll_speakers, scores.genders, strict=True) if g in ("f", "m")}
 
 
-class _Breakdown(Metric):
+class AttributeMetric(Metric):
     """Shared: reading the attributes, grouping speakers and labelling the rows."""
 
     inner_needs: ClassVar[str] = "scores"
@@ -111,7 +111,7 @@ class _Breakdown(Metric):
         return type(self._inner()).result_names()
 
 
-class ByAttribute(_Breakdown):
+class ByAttribute(AttributeMetric):
     """A score metric (EER by default) per group of each speaker attribute."""
 
     name = "by-attribute"
@@ -162,7 +162,7 @@ class ByAttribute(_Breakdown):
         return out
 
 
-class ByAttributeSimilarity(_Breakdown):
+class ByAttributeSimilarity(AttributeMetric):
     """A similarity metric (identification by default) per group of each speaker attribute: the group's test
     utterances against the whole enrolled population."""
 

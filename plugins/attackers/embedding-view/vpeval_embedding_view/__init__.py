@@ -1,0 +1,1 @@
+"""embedding-view: another attacker, unchanged, whose per-utterance representations reach the embedding metrics."""
