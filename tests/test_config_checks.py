@@ -28,6 +28,13 @@ class EmbeddingOnly(Anonymizer):
         return -np.asarray(embeddings)
 
 
+class Stored(Anonymizer):
+    """Returns speech stored elsewhere, whatever it is given (as precomputed does)."""
+
+    name = "stored"
+    reads_input = False
+
+
 class TokenReader(Attacker):
     """Reads a speech-token frontend."""
 
@@ -81,7 +88,7 @@ def manager(fake_plugins):
 
     module = types.ModuleType("check_plugins")
     hooks = {
-        "register_anonymizers": [EmbeddingOnly],
+        "register_anonymizers": [EmbeddingOnly, Stored],
         "register_attackers": [TokenReader, Pretrained, Picky, NeedsModel],
         "register_frontends": [Tokens],
     }
@@ -168,6 +175,18 @@ def test_waveform_steps(manager):
             "exp.yaml, line 5 (anonymizers[0]): anonymizer embed-only works on speaker embeddings only; use it "
             "inside a waveform anonymizer that takes one (for example as its pseudo-speaker selection)."
         ]
+
+
+def test_stored_speech_first(manager):
+    # Before: a chain of fake-shift then precomputed ran, and fake-shift's output was discarded in silence.
+    for entry in ("{use: stored}", "{chain: [{use: stored}, {use: fake-shift}]}"):
+        assert checks.stored_speech_first(pieces(manager, edited((SHIFT, entry)))) == []
+    assert checks.stored_speech_first(
+        pieces(manager, edited((SHIFT, "{chain: [{use: fake-shift}, {use: stored}]}")))
+    ) == [
+        "exp.yaml, line 5 (anonymizers[0].chain[1]): anonymizer stored returns stored speech whatever it is given, so "
+        "it would discard what fake-shift made; put it first in the chain."
+    ]
 
 
 def test_frontend_named(manager):

@@ -262,6 +262,9 @@ class Anonymizer(Plugin):
     sample_rate: ClassVar[int | None] = None
     # What it transforms: "waveform", "embedding" or both.
     works_on: ClassVar[tuple[str, ...]] = ("waveform",)
+    # False: the output does not depend on the audio given (speech stored elsewhere, found by utterance id), so
+    # `vpeval validate` lets the step only start a chain: after another step it would discard that step's output.
+    reads_input: ClassVar[bool] = True
     # How the core stores what the chain's last step returns: "PCM_16" (16-bit WAV, clipped at +-1), or "FLOAT"
     # (32-bit float WAV: every sample as returned, beyond +-1 too; audio made elsewhere stays as it was stored).
     output_subtype: ClassVar[str] = "PCM_16"

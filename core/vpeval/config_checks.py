@@ -68,6 +68,21 @@ def waveform_steps(p: Pieces) -> list[str]:
     return errors
 
 
+def stored_speech_first(p: Pieces) -> list[str]:
+    """A step that does not read its input (Anonymizer.reads_input) starts its chain, or discards what came before."""
+    errors = []
+    for i, anon in enumerate(p.anonymizers):
+        steps = anon.steps if anon is not None else []
+        for j, step in enumerate(steps[1:], start=1):
+            if not p.manager.get("anonymizer", step.use).reads_input:
+                errors.append(
+                    f"{p.doc.where(('anonymizers', i, 'chain', j))}: anonymizer {step.use} returns stored "
+                    f"speech whatever it is given, so it would discard what {steps[j - 1].use} made; put it first in "
+                    "the chain."
+                )
+    return errors
+
+
 def frontend_named(p: Pieces) -> list[str]:
     """An attacker that reads a speech-token frontend has one."""
     return [
@@ -278,6 +293,7 @@ CHECKS: list[Check] = [
     device_available,
     paths_exist,
     waveform_steps,
+    stored_speech_first,
     frontend_named,
     frontend_used,
     pretrained_on_original,

@@ -235,3 +235,15 @@ def test_the_manifest_source_sees_a_same_size_rewrite_with_the_mtime_put_back(sm
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # touch -r
     assert os.stat(path).st_size == stat.st_size and os.stat(path).st_mtime_ns == stat.st_mtime_ns
     assert source.load().fingerprint != before
+
+
+def test_a_manifest_that_does_not_exist_is_named_at_validate(tmp_path):
+    """Before, `vpeval validate` passed (the Kaldi root was checked, the manifest not) and the run failed (issue 38)."""
+    missing = ManifestCorpus.Params(path=str(tmp_path / "none.csv"), root=str(tmp_path / "no-audio"))
+    assert ManifestCorpus.missing_paths(missing) == [
+        f"the manifest {tmp_path / 'none.csv'} does not exist; set the manifest corpus's `path` to the file.",
+        f"the manifest's audio root {tmp_path / 'no-audio'} is not a folder; set `root` to the audio folder.",
+    ]
+    present = tmp_path / "m.csv"
+    present.write_text("path,speaker\n")
+    assert ManifestCorpus.missing_paths(ManifestCorpus.Params(path=str(present), root=str(tmp_path))) == []

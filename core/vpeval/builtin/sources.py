@@ -31,6 +31,15 @@ class ManifestCorpus(CorpusSource):
             None, description="Folder that relative audio paths start from (default: the manifest's folder)."
         )
 
+    @classmethod
+    def missing_paths(cls, params: Params) -> list[str]:
+        missing = []
+        if not Path(params.path).exists():
+            missing.append(f"the manifest {params.path} does not exist; set the manifest corpus's `path` to the file.")
+        if params.root is not None and not Path(params.root).is_dir():
+            missing.append(f"the manifest's audio root {params.root} is not a folder; set `root` to the audio folder.")
+        return missing
+
     def load(self) -> Corpus:
         corpus = read_manifest(self.params.path, root=self.params.root)
         corpus.fingerprint = corpus_fingerprint(corpus, _fingerprint_cache(self.context))

@@ -174,3 +174,24 @@ def test_the_cli_ends_a_missing_folder_with_one_sentence_and_exit_code_2(recipe,
     assert "line 14 (anonymizers[0].params)" in done.stderr and "no-such-folder has no wav.scp" in done.stderr
     assert not (tmp_path / "run").exists()
     assert "Traceback" not in done.stderr
+
+
+def test_precomputed_after_another_step_is_refused_at_validate(recipe, tmp_path):
+    """Before, mcadams then precomputed ran and mcadams' output was discarded in silence (issue 38)."""
+    from vpeval.errors import ConfigError
+
+    if "mcadams" not in get_plugin_manager().registry.get("anonymizer", {}):
+        pytest.skip("needs the installed anonymizer mcadams")
+    text = experiment_text(recipe, tmp_path)
+    step = f"{{use: precomputed, params: {{folders: {json.dumps(recipe.anonymized_folders)}}}}}"
+    chained = text.replace(
+        f"  - {{use: precomputed, label: external, params: {{folders: {json.dumps(recipe.anonymized_folders)}}}}}",
+        f"  - {{label: external, chain: [{{use: mcadams}}, {step}]}}",
+    )
+    assert chained != text
+    with pytest.raises(
+        ConfigError, match=r"anonymizers\[0\]\.chain\[1\]\): anonymizer precomputed returns stored speech"
+    ):
+        load_experiment_text(chained, "exp.yaml")
+    first = chained.replace(f"[{{use: mcadams}}, {step}]", f"[{step}, {{use: mcadams}}]")
+    load_experiment_text(first, "exp.yaml")

@@ -49,6 +49,7 @@ class Precomputed(Anonymizer):
     name = "precomputed"
     sample_rate = None  # any rate in; what comes out has the file's own rate (output_rate)
     output_subtype = "FLOAT"  # lossless for 16-bit, 24-bit and float32 files alike
+    reads_input = False  # the stored file of each utterance, whatever audio a chain step before it made
 
     class Params(Params):
         folders: list[str] = Field(
