@@ -5,7 +5,7 @@ import csv
 from pathlib import Path
 
 from vpeval.data.kaldi import write_data_dir
-from vpeval.testing.contracts import CorpusContract
+from vpeval.testing.contracts import CorpusContract, ExecutorContract, ReportContract
 from vpeval.testing.dummies import make_corpus
 
 
@@ -56,3 +56,12 @@ class TestKaldiCorpus(CorpusContract):
         source = self._source(tmp_path)
         plan = source.evaluation_plan(source.load(), PlanSettings())
         assert plan is not None and len(plan.trial_lists[1]) == 4 * 8
+
+
+class TestLocalExecutor(ExecutorContract):
+    plugin_name = "local"
+    params = {"workers": 2}
+
+
+class TestPaperReport(ReportContract):
+    plugin_name = "paper"

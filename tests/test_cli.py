@@ -98,14 +98,21 @@ def test_report_across_runs(tmp_path, fake_plugins):
 
 
 def test_new_plugin_packages_install_and_run_in_an_experiment(tmp_path):
-    """Scaffold three plugins, pip-install them, see them listed, and run an experiment with them."""
-    for kind, name in (("anonymizer", "myanon"), ("attacker", "myatt"), ("metric", "mymet")):
+    """Scaffold a plugin of every kind, pip-install them, see them listed, run an experiment with three of
+    them, and pass every kind's contract suite."""
+    from vpeval.api import KINDS
+
+    names = {"anonymizer": "myanon", "attacker": "myatt", "metric": "mymet"}
+    names |= {kind: f"my{kind}" for kind in KINDS if kind not in names}
+    for kind, name in names.items():
         result = invoke("new-plugin", kind, name, "--dir", str(tmp_path / "src"))
         assert result.exit_code == 0, result.output
+        declared = (tmp_path / "src" / name / "pyproject.toml").read_text()
+        assert '"numpy>=' in declared and '"pydantic>=' in declared, "the method imports both"
     target = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target)]
-        + [str(tmp_path / "src" / n) for n in ("myanon", "myatt", "mymet")],
+        + [str(tmp_path / "src" / n) for n in names.values()],
         check=True,
     )
     env = {**os.environ, "PYTHONPATH": str(target)}
@@ -114,6 +121,8 @@ def test_new_plugin_packages_install_and_run_in_an_experiment(tmp_path):
         subprocess.run(vpeval + ["plugins", "--json"], env=env, capture_output=True, text=True, check=True).stdout
     )
     found = {(p["kind"], p["name"], p["distribution"]) for p in listed["plugins"]}
+    assert not listed["broken"], listed["broken"]
+    assert {(kind, name, f"vpeval-{name}") for kind, name in names.items()} <= found
     assert {
         ("anonymizer", "myanon", "vpeval-myanon"),
         ("attacker", "myatt", "vpeval-myatt"),

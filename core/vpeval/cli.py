@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from vpeval.api import KINDS
 from vpeval.boundary import GuardedGroup, note_place
 from vpeval.run.cache import STAGES
 
@@ -136,7 +137,7 @@ def describe(kind, name):
 
 
 @main.command("new-plugin")
-@click.argument("kind", type=click.Choice(["anonymizer", "attacker", "frontend", "metric"]))
+@click.argument("kind", type=click.Choice(list(KINDS)))
 @click.argument("name")
 @click.option(
     "--dir", "directory", type=click.Path(file_okay=False), default=".", help="Where to create the package folder."

@@ -6,15 +6,12 @@ import re
 from pathlib import Path
 
 from vpeval import __version__
+from vpeval.api import KINDS
 from vpeval.errors import UserError
+from vpeval.hookspecs import HOOK_KINDS
 
-BASES = {"anonymizer": "Anonymizer", "attacker": "Attacker", "frontend": "Frontend", "metric": "Metric"}
-HOOKS = {
-    "anonymizer": "register_anonymizers",
-    "attacker": "register_attackers",
-    "frontend": "register_frontends",
-    "metric": "register_metrics",
-}
+BASES = {kind: cls.__name__ for kind, cls in KINDS.items()}
+HOOKS = {kind: hook for hook, kind in HOOK_KINDS.items()}
 
 BODIES = {
     "anonymizer": """
@@ -85,6 +82,70 @@ features=energy[:, None].astype(np.float32))
         gap = scores.scores[scores.targets].mean() - scores.scores[~scores.targets].mean()
         return [MetricResult(metric=self.name, value=float(gap))]
 """,
+    "encoder": """
+    sample_rate = 16000
+    dim = 24
+
+    class Params(Params):
+        pass
+
+    def embed(self, audio: np.ndarray) -> np.ndarray:
+        # Log-spectrum band means as a speaker vector (replace with your embedding model).
+        frames = np.lib.stride_tricks.sliding_window_view(np.pad(audio, (0, 512)), 512)[::160]
+        spectrum = np.abs(np.fft.rfft(frames * np.hanning(512), axis=1)) ** 2
+        bands = np.array_split(spectrum, self.dim, axis=1)
+        return np.log(np.stack([b.sum(axis=1) for b in bands], axis=1) + 1e-8).mean(axis=0).astype(np.float32)
+""",
+    "asr": """
+    sample_rate = 16000
+
+    class Params(Params):
+        threshold: float = Field(default=0.01, gt=0.0, description="RMS above which a 20 ms frame is speech")
+
+    def transcribe(self, audio: np.ndarray) -> Transcript:
+        # One word per voiced stretch (replace with your recognizer).
+        hop = self.sample_rate // 50
+        frames = audio[: len(audio) // hop * hop].reshape(-1, hop)
+        voiced = np.sqrt(np.mean(frames**2, axis=1)) > self.params.threshold
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], voiced.astype(int), [0]])))
+        words = [("word", start * 0.02, end * 0.02) for start, end in zip(edges[::2], edges[1::2])]
+        return Transcript(" ".join(w for w, _, _ in words), words)
+""",
+    "corpus": """
+    class Params(Params):
+        root: str = Field(description="a folder of <speaker>/<utterance>.wav files")
+
+    def load(self) -> Corpus:
+        root = Path(self.params.root)
+        utterances = [
+            Utterance(id=f"{wav.parent.name}-{wav.stem}", speaker=wav.parent.name, path=str(wav))
+            for wav in sorted(root.glob("*/*.wav"))
+        ]
+        if not utterances:
+            raise UserError(f"{root} has no <speaker>/<utterance>.wav files; give the corpus folder as root")
+        corpus = Corpus(name=root.name, utterances=utterances)
+        corpus.fingerprint = corpus_fingerprint(corpus)
+        return corpus
+""",
+    "executor": """
+    class Params(Params):
+        pass
+
+    def map(self, func: Callable[[T], Any], items: Sequence[T], description: str = "") -> Iterable[Any]:
+        # In this process, in order (replace with your cluster's submit and gather).
+        for item in items:
+            yield func(item)
+""",
+    "report": """
+    class Params(Params):
+        pass
+
+    def table(self, folders: list[Path], fmt: str, options: dict[str, Any]) -> str | None:
+        # `vpeval report RUNS --format md`: one line per run folder (replace with your table).
+        if fmt != "md":
+            return None
+        return "\\n".join(f"- {folder.name}" for folder in folders) + "\\n"
+""",
 }
 
 IMPORTS = {
@@ -104,13 +165,40 @@ IMPORTS = {
         "from vpeval.api import Metric, MetricInputs, Params\n"
         "from vpeval.errors import MetricInputError\nfrom vpeval.types import MetricResult\n"
     ),
+    "encoder": "import numpy as np\n\nfrom vpeval.api import Params, SpeakerEncoder\n",
+    "asr": "import numpy as np\nfrom pydantic import Field\n\nfrom vpeval.api import ASR, Params, Transcript\n",
+    "corpus": (
+        "from pathlib import Path\n\nfrom pydantic import Field\n\n"
+        "from vpeval.api import CorpusSource, Params\nfrom vpeval.data.fingerprint import corpus_fingerprint\n"
+        "from vpeval.errors import UserError\nfrom vpeval.types import Corpus, Utterance\n"
+    ),
+    "executor": (
+        "from collections.abc import Callable, Iterable, Sequence\nfrom typing import Any, TypeVar\n\n"
+        'from vpeval.api import Executor, Params\n\nT = TypeVar("T")\n'
+    ),
+    "report": ("from pathlib import Path\nfrom typing import Any\n\nfrom vpeval.api import Params, Report\n"),
 }
 
-CONTRACTS = {
-    "anonymizer": "AnonymizerContract",
-    "attacker": "AttackerContract",
-    "frontend": "FrontendContract",
-    "metric": "MetricContract",
+CONTRACTS = {kind: f"{base}Contract" for kind, base in BASES.items()} | {
+    "encoder": "EncoderContract",
+    "asr": "ASRContract",
+    "corpus": "CorpusContract",
+}
+# What a kind's contract suite needs beyond `params` (the corpus writes a folder of speech to read).
+EXTRA = {
+    "corpus": """
+    def source_params(self, tmp_path):
+        import soundfile
+        from vpeval.testing import speaker_voice, synthesize
+
+        for speaker in range(2):
+            folder = tmp_path / "speech" / f"spk{speaker}"
+            folder.mkdir(parents=True, exist_ok=True)  # called once per load
+            for n in range(2):
+                rng = np.random.default_rng([speaker, n])
+                soundfile.write(folder / f"u{n}.wav", synthesize(speaker_voice(speaker), 1.0, 16000, rng), 16000)
+        return {"root": str(tmp_path / "speech")}
+""",
 }
 
 
@@ -134,7 +222,7 @@ version = "0.1.0"
 description = "A vpeval {kind} plugin: {name}"
 readme = "README.md"
 requires-python = ">=3.11"
-dependencies = ["vpeval{compatible_range(__version__)}"]
+dependencies = ["vpeval{compatible_range(__version__)}", "numpy>=2.0,<3", "pydantic>=2.5,<3"]
 
 [project.entry-points.vpeval]
 {name} = "{package}.plugin"
@@ -181,13 +269,14 @@ def {HOOKS[kind]}(register):
 
     register({class_name})
 ''')
-    (root / "tests" / f"test_{package}.py").write_text(f'''from vpeval.testing import {CONTRACTS[kind]}
+    imports = "import numpy as np\n\n" if kind in EXTRA else ""
+    (root / "tests" / f"test_{package}.py").write_text(f'''{imports}from vpeval.testing import {CONTRACTS[kind]}
 
 
 class Test{class_name}({CONTRACTS[kind]}):
     plugin_name = "{name}"
-    params = {{}}
-''')
+    params = {{{'"root": "."' if kind == "corpus" else ""}}}
+{EXTRA.get(kind, "")}''')
     return root
 
 
@@ -206,4 +295,12 @@ def _yaml_use(kind: str, name: str) -> str:
         return f"attackers: [{{use: {name}, train_on: original}}]"
     if kind == "frontend":
         return f"attackers: [{{use: token-probe, frontend: {{use: {name}}}}}]"
-    return f"metrics: [{name}]"
+    if kind == "metric":
+        return f"metrics: [{name}]"
+    if kind == "corpus":
+        return f"data: {{corpus: {{use: {name}, params: {{root: /path/to/speech}}}}}}"
+    if kind == "executor":
+        return f"executor: {{use: {name}}}"
+    if kind == "report":
+        return f"# installed report plugins are asked by `vpeval report RUNS --format md`: {name}"
+    return f"# a helper plugin: pass `{name}` where a plugin parameter names a {kind} (e.g. WER's asr)"

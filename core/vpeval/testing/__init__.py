@@ -11,18 +11,28 @@ Subclass a contract in your plugin's tests and set `plugin_name` and `params`:
 
 from vpeval.testing.contracts import (
     AnonymizerContract,
+    ASRContract,
     AttackerContract,
+    CorpusContract,
     EncoderContract,
+    ExecutorContract,
     FrontendContract,
     MetricContract,
+    ReportContract,
 )
-from vpeval.testing.dummies import make_corpus
+from vpeval.testing.dummies import make_corpus, speaker_voice, synthesize
 
 __all__ = [
     "AnonymizerContract",
+    "ASRContract",
     "AttackerContract",
+    "CorpusContract",
     "EncoderContract",
+    "ExecutorContract",
     "FrontendContract",
     "MetricContract",
+    "ReportContract",
     "make_corpus",
+    "speaker_voice",
+    "synthesize",
 ]

@@ -420,3 +420,47 @@ class ASRContract(_Contract):
             return " ".join(re.sub(r"[^a-z0-9' ]", " ", text.lower()).split())
 
         assert norm(self.make(tmp_path).transcribe(audio).text) == norm(words)
+
+
+class ExecutorContract(_Contract):
+    """An executor: func(item) for every item exactly once (in any order), and close() without error."""
+
+    kind = "executor"
+
+    def test_map_runs_every_item_once(self, tmp_path):
+        executor = self.make(tmp_path)
+        try:
+            out = list(executor.map(_square_of_index, [(i, i) for i in range(7)], "contract"))
+        finally:
+            executor.close()
+        assert sorted(out) == [(i, i * i) for i in range(7)]
+
+
+def _square_of_index(pair: tuple[int, int]) -> tuple[int, int]:
+    return pair[0], pair[1] * pair[1]
+
+
+class ReportContract(_Contract):
+    """A report plugin: each method returns its documented type or None; a folder that is not a run folder is
+    refused with one sentence (a UserError), never a traceback."""
+
+    kind = "report"
+
+    def test_methods_return_their_types(self, tmp_path):
+        from vpeval.api import ReportSections
+        from vpeval.errors import UserError
+
+        report = self.make(tmp_path)
+        run = tmp_path / "run"
+        run.mkdir()
+        for fmt in ("md", "csv", "latex"):
+            try:
+                table = report.table([run], fmt, {"metric": None, "rows": None, "columns": None, "best": None})
+            except UserError:
+                continue
+            assert table is None or isinstance(table, str)
+        assert isinstance(report.figures([], tmp_path / "figures"), list)
+        from vpeval.report_spec import ReportSpec
+
+        sections = report.declared(ReportSpec(), [], tmp_path / "figures", lambda **_: "")
+        assert sections is None or isinstance(sections, ReportSections)
