@@ -136,17 +136,57 @@ def test_markdown_runs_side_by_side_with_the_best_value_per_column_in_bold(runs)
         "| pool#vc & co | 1 | 30.00 [28.00, 32.00] | **25.00** [23.00, 27.00] | **38.00** [36.00, 40.00] | "
         "21.00 [19.00, 23.00] |" in text
     )
-    assert "attacker ge2e" in text and "(higher is better) in bold" in text
+    assert "attacker ge2e" in text and "rows: systems" in text
+    # One line says what bold means; N = 1 and N = 3 rows never compete (N = 3, O-A: 35 beats 25).
+    assert "\n\nBold marks the best system (higher eer is more private), per column and N.\n" in text
+    assert "| mc_adams 50% | 3 | **35.00** [33.00, 37.00] |" in text
 
 
 def test_best_can_be_the_lowest_and_the_metric_chosen(runs):
     code, text = report(*runs, "--metric", "wer", "--columns", "run")
     assert code == 0, text
-    assert "| original | 20.00 | 20.00 |" in text or "| original | **20.00** | **20.00** |" in text
-    assert "| pool#vc & co | 45.00 | 45.00 |" in text  # WER: lower is better; original speech is best
+    # WER: lower is better; original speech is the reference, never the best system (it has the lowest WER).
+    assert "| original (reference) | 20.00 | 20.00 |" in text
+    assert "| pool#vc & co | **45.00** | **45.00** |" in text
+    assert "original speech and O-O are references, never compared" in text
     code, text = report(*runs, "--rows", "anonymizer,n", "--columns", "protocol,run", "--best", "lower")
-    assert "| mc_adams 50% | 1 | 40.00 [38.00, 42.00] | 35.00 [33.00, 37.00] |" in text
+    assert "| mc_adams 50% | 1 | 40.00 [38.00, 42.00] | **35.00** [33.00, 37.00] |" in text
     assert "| pool#vc & co | 3 | **25.00** [23.00, 27.00] | 33.00 [31.00, 35.00] |" in text
+    assert "Bold marks the lowest eer (as --best asked), per column and N." in text
+
+
+def attacker_run(folder: Path) -> Path:
+    """One system, three attackers (ge2e strongest on A-A, ecapa on O-A) and their O-O references."""
+    run = write_run(folder, "attacks", {})
+    results = json.loads((run / "results.json").read_text())
+    values = {"ge2e": (5.0, 30.0, 10.0), "ecapa": (2.0, 20.0, 15.0), "probe": (9.0, 45.0, 40.0)}
+    results["rows"] = [
+        {"anonymizer": ANONYMIZERS[0], "attacker": attacker, "scenario": "original", "protocol": protocol, "n": 1,
+         "metric": "eer", "metric_plugin": "eer", "gender": "all", "value": v, "ci_low": None, "ci_high": None,
+         "unit": "%", "details": {}}
+        for attacker, triple in values.items()
+        for protocol, v in zip(("O-O", "O-A", "A-A"), triple)
+    ]  # fmt: skip
+    (run / "results.json").write_text(json.dumps(results))
+    return run
+
+
+def test_attacker_rows_mark_the_strongest_attacker_as_the_worst_case_in_every_format(tmp_path):
+    run = str(attacker_run(tmp_path / "attacks"))
+    code, text = report(run, "--rows", "attacker", "--columns", "protocol")
+    assert code == 0, text
+    # The lowest EER per column is the worst case for privacy; O-O is the reference and never marked.
+    assert "| ge2e | 5.00 | 30.00 | **10.00** |" in text and "| ecapa | 2.00 | **20.00** | 15.00 |" in text
+    assert "| probe | 9.00 | 45.00 | 40.00 |" in text and "rows: attackers" in text
+    assert "Bold marks the strongest attacker (lowest eer): the worst case for privacy, per column;" in text
+    code, text = report(run, "--rows", "attacker", "--columns", "protocol", "--format", "csv")
+    table = list(csv.reader(io.StringIO(text)))
+    assert table[0][-1] == "role" and {r[-1] for r in table[1:-1]} == {"attacker"}
+    assert table[-1][0].startswith("marked: the strongest attacker (lowest eer): the worst case for privacy")
+    assert table[-1][1:4] == ["", "ecapa", "ge2e"]
+    code, text = report(run, "--rows", "attacker", "--columns", "protocol", "--format", "latex")
+    assert "Bold marks the strongest attacker (lowest eer): the worst case for privacy" in text
+    assert "ge2e & 5.00 & 30.00 & \\textbf{10.00} \\\\" in text
 
 
 def test_csv_has_numbers_intervals_and_a_best_row(runs):
@@ -158,8 +198,10 @@ def test_csv_has_numbers_intervals_and_a_best_row(runs):
     first = dict(zip(header, table[1]))
     assert float(first["demo / O-A"]) == 40.0 and float(first["demo / O-A ci_high"]) == 42.0
     best = dict(zip(header, table[-1]))
-    assert best["anonymizer"] == "best (higher)" and best["demo / O-A"] == "mc_adams 50% / 1"
-    assert best["demo_v2 / O-A"] == "pool#vc & co / 1" and best["demo / O-A ci_low"] == ""
+    assert best["anonymizer"] == "marked: the best system (higher eer is more private), per column and N"
+    assert best["demo / O-A"] == "mc_adams 50% / 1; mc_adams 50% / 3"
+    assert best["demo_v2 / O-A"] == "pool#vc & co / 1; pool#vc & co / 3" and best["demo / O-A ci_low"] == ""
+    assert first["role"] == "system"
 
 
 def latex_rows(text: str) -> list[str]:

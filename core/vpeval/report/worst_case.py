@@ -19,7 +19,7 @@ from vpeval.report.select import (
     protocol_sort_key,
 )
 from vpeval.report.tables import fmt_value, markdown_table
-from vpeval.report.training import MARK, WARNING, is_flagged
+from vpeval.report.training import MARK, UNDER_TRAINED, is_flagged, reason_for
 
 LINKABILITY = "linkability"
 
@@ -63,11 +63,11 @@ def worst_cases(rows: list[dict[str, Any]]) -> tuple[list[WorstCase], str, str]:
     return out, metric, note
 
 
-def worst_case_tables(rows: list[dict[str, Any]], caption=None, marks: set | None = None) -> list[str]:
+def worst_case_tables(rows: list[dict[str, Any]], caption=None, marks: set | dict | None = None) -> list[str]:
     """One markdown table per anonymizer; `caption(anonymizer, attackers, protocols, ns)` adds the line
-    saying what produced it. `marks`: (attacker, system it trained on) of attackers that may be under-trained
-    (vpeval.report.training), marked where they reach the worst case."""
-    marks = marks or set()
+    saying what produced it. `marks`: (attacker, system it trained on) -> why its figures are upper bounds
+    (vpeval.report.training.upper_bound_reasons; a set: under-trained), marked where they reach the worst case."""
+    marks = marks if isinstance(marks, dict) else dict.fromkeys(marks or (), UNDER_TRAINED)
     cases, metric, note = worst_cases(rows)
     tables = []
     for anonymizer in dict.fromkeys(w.anonymizer for w in cases):
@@ -76,11 +76,11 @@ def worst_case_tables(rows: list[dict[str, Any]], caption=None, marks: set | Non
         header = ["protocol", "N", f"lowest {metric}", "reached by"] + (
             ["highest linkability", "reached by"] if has_link else []
         )
-        body, marked = [], []
+        body, marked = [], {}
         for w in mine:
             attacker = w.eer["attacker"]
             if is_flagged(marks, attacker, anonymizer):
-                marked.append(attacker)
+                marked[attacker] = reason_for(marks, attacker, anonymizer)
                 attacker += " " + MARK
             cells = [w.protocol, str(w.n) if w.n is not None else "", fmt_value(w.eer), attacker]
             if has_link:
@@ -88,13 +88,14 @@ def worst_case_tables(rows: list[dict[str, Any]], caption=None, marks: set | Non
             body.append(cells)
         unit = mine[0].eer.get("unit") or ""
         text = (
-            f"### Worst case for {anonymizer}\n\nThe lowest {metric}{' [' + unit + ']' if unit else ''} over "
-            f"all attackers of this run{' (' + note + ')' if note else ''}: "
-            "a privacy claim holds only against the strongest one.\n\n"
+            f"### Worst case for {anonymizer}\n\nEach row names the strongest attacker of this run (lowest "
+            f"{metric}{' [' + unit + ']' if unit else ''}{', highest linkability' if has_link else ''}"
+            f"{', ' + note if note else ''}): the worst case for privacy, which a privacy claim must hold against. "
+            "O-O, the reference, is not compared.\n\n"
         )
         text += markdown_table(header, body)
-        for attacker in dict.fromkeys(marked):
-            text += f"\n\n{MARK} {attacker} {WARNING}: its validation EER was still falling (see Training curves)."
+        for attacker, reason in marked.items():
+            text += f"\n\n{MARK} {attacker} {reason}."
         if caption is not None:
             attackers = [w.eer["attacker"] for w in mine] + [w.linkability["attacker"] for w in mine if w.linkability]
             text += "\n\n" + caption(anonymizer, attackers, [w.protocol for w in mine], [w.n for w in mine])

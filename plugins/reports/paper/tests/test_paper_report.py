@@ -46,7 +46,9 @@ def test_the_declared_section_becomes_tables_and_verdicts(tmp_path):
     sections = extensions.declared_sections(SPEC, rows(), tmp_path, caption)
     (table,) = sections.tables
     assert table.startswith("### Table I [%]\n\n| attacker | O-A | A-A |")
-    assert "| strong | 20.00 | 10.00 |" in table and "| weak | **30.00** | **25.00** |" in table
+    # Rows are attackers: the strongest one (lowest EER) is marked, as the worst case for privacy.
+    assert "| strong | **20.00** | **10.00** |" in table and "| weak | 30.00 | 25.00 |" in table
+    assert "\n\nBold marks the strongest attacker (lowest eer): the worst case for privacy, per column.\n" in table
     assert table.endswith("Made by strong, weak.")
     (verdict,) = sections.findings
     assert verdict["verdict"] == "HOLDS" and verdict["groups"][0]["left"] == pytest.approx(17.5)

@@ -3,8 +3,10 @@
 One metric per table. Rows and columns are chosen among the result coordinates (DIMENSIONS); by default
 the seed papers' layout: anonymizer and attacker down, protocol (and N, and run when there are several)
 across. A cell is the headline value (female/male average, else pooled) with its interval where the
-metric computed one; the best value of each column is marked (bold in Markdown and LaTeX, a closing
-`best` row in CSV). LaTeX uses booktabs and escapes its special characters, so it compiles as pasted.
+metric computed one. What is marked follows from what the rows are (vpeval_paper_report.roles): the best
+system among systems, the strongest attacker (the worst case for privacy) among attackers, reference rows never
+(bold in Markdown and LaTeX, a closing row in CSV; one line says what the mark means). LaTeX uses booktabs
+and escapes its special characters, so it compiles as pasted.
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ from vpeval.errors import ConfigError, DataError, did_you_mean
 from vpeval.report.provenance import RunInfo
 from vpeval.report.runfolder import load_run
 from vpeval.report.select import SETTING_DETAILS, coordinate, eer_metric, headline, protocol_sort_key
+from vpeval_paper_report.roles import is_reference, mark, rows_are
 
 DIMENSIONS = ("run", "anonymizer", "attacker", "scenario", "protocol", "n", "gender", "setting", "dataset")
 Direction = Literal["higher", "lower", "none"]
 
-# Which value is best, from the anonymization system's side: more privacy (higher EER, Cllr, DCF; lower
-# linkability) and more utility (lower WER, higher UAR). `--best` overrides it (an attack paper marks the
-# lowest EER); a metric not listed is marked only with --best.
+# Which value is better for the anonymization system: more privacy (higher EER, Cllr, DCF; lower linkability)
+# and more utility (lower WER, higher UAR). Rows of attackers get the opposite end marked (roles.mark); `--best`
+# names the end to mark instead; a metric not listed is marked only with --best.
 BEST = {
     "eer": "higher",
     "eer-rocch": "higher",
@@ -55,7 +58,8 @@ class PaperTable:
     col_keys: list[tuple]
     cells: dict[tuple, dict[str, Any]]  # (row key, column key) -> result row
     direction: Direction
-    best: set[tuple] = field(default_factory=set)  # (row key, column key) of the best value per column
+    best: set[tuple] = field(default_factory=set)  # (row key, column key) of the marked values
+    meaning: str = ""  # one line saying what the mark means
     runs: list[RunInfo] = field(default_factory=list)
     fixed: dict[str, str] = field(
         default_factory=dict
@@ -146,7 +150,7 @@ def build_table(
         cells[(rk, ck)] = r
     first_seen = {d: list(dict.fromkeys(k[i] for k in col_keys)) for i, d in enumerate(col_dims)}
     col_keys = sorted(dict.fromkeys(col_keys), key=lambda k: [_order(d, v, first_seen[d]) for d, v in zip(col_dims, k)])
-    direction = direction or BEST.get(metric, "none")
+    override, direction = direction, BEST.get(metric, "none")
     table = PaperTable(
         metric,
         chosen[0].get("unit") or "",
@@ -158,7 +162,8 @@ def build_table(
         direction,
         runs=list(runs),
     )
-    table.best = best_cells(table)
+    marking = mark(cells, row_dims, direction, override, metric)
+    table.best, table.meaning = marking.cells, marking.meaning
     table.fixed = {
         d: coordinate(chosen[0], d)
         for d in DIMENSIONS
@@ -191,21 +196,6 @@ def _order(dim: str, value: str, seen: list[str]):
     return (seen.index(value), "")  # runs, settings: in the order the rows came
 
 
-def best_cells(table: PaperTable) -> set[tuple]:
-    if table.direction == "none":
-        return set()
-    by_col: dict[tuple, list[tuple]] = defaultdict(list)
-    for (rk, ck), r in table.cells.items():
-        by_col[ck].append((r["value"], rk))
-    best = set()
-    for ck, values in by_col.items():
-        if len(values) < 2:
-            continue  # one value is not a comparison
-        target = max(v for v, _ in values) if table.direction == "higher" else min(v for v, _ in values)
-        best |= {(rk, ck) for v, rk in values if round(v, 2) == round(target, 2)}  # equal as printed: all marked
-    return best
-
-
 # -- rendering ----------------------------------------------------------------------------------------
 
 
@@ -233,11 +223,24 @@ def _unit(table: PaperTable) -> str:
 
 def _legend(table: PaperTable) -> str:
     words = [", ".join(f"N = {v}" if d == "n" else f"{d} {v}" for d, v in table.fixed.items())] if table.fixed else []
-    if table.best:
-        words.append(f"best value per column ({table.direction} is better) in bold")
+    if rows_are(table.row_dims):
+        words.append(f"rows: {rows_are(table.row_dims)}")
     if table.has_interval():
         words.append("brackets: confidence intervals")
     return "; ".join(words)
+
+
+def _row_label(table: PaperTable, rk: tuple) -> list[str]:
+    """The row's coordinates as printed; a reference row (original speech, O-O) says it is one."""
+    return [f"{v} (reference)" if is_reference({d: v}) else v for d, v in zip(table.row_dims, rk)]
+
+
+def _row_role(table: PaperTable, rk: tuple) -> str:
+    if any(is_reference({d: v}) for d, v in zip(table.row_dims, rk)):
+        return "reference"
+    return {"systems": "system", "attackers": "attacker", "systems x attackers": "system x attacker"}.get(
+        rows_are(table.row_dims), ""
+    )
 
 
 def render_markdown(table: PaperTable) -> str:
@@ -249,7 +252,7 @@ def render_markdown(table: PaperTable) -> str:
         "|" + "|".join(["---"] * len(table.row_dims) + ["---:"] * len(table.col_keys)) + "|",
     ]
     for rk in table.row_keys:
-        cells = list(rk)
+        cells = _row_label(table, rk)
         for ck in table.col_keys:
             r = table.cells.get((rk, ck))
             if r is None:
@@ -261,7 +264,8 @@ def render_markdown(table: PaperTable) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     text = f"### {table.metric}{_unit(table)}\n\n" + "\n".join(lines)
     notes = [n for n in [_legend(table)] + [f"{i.name}: {i.data}" for i in table.runs] if n]
-    return text + ("\n\n*" + "; ".join(notes).replace("*", "\\*") + ".*" if notes else "") + "\n"
+    text += "\n\n*" + "; ".join(notes).replace("*", "\\*") + ".*" if notes else ""
+    return text + (f"\n\nBold marks {table.meaning}." if table.best else "") + "\n"
 
 
 def render_csv(table: PaperTable) -> str:
@@ -271,7 +275,7 @@ def render_csv(table: PaperTable) -> str:
     for ck in table.col_keys:
         title = column_title(table.col_dims, ck)
         header += [title] + ([f"{title} ci_low", f"{title} ci_high"] if table.has_interval(ck) else [])
-    writer.writerow(header)
+    writer.writerow(header + ["role"])
     for rk in table.row_keys:
         line = list(rk)
         for ck in table.col_keys:
@@ -279,9 +283,9 @@ def render_csv(table: PaperTable) -> str:
             line.append(_plain(r.get("value")))
             if table.has_interval(ck):
                 line += [_plain(r.get("ci_low")), _plain(r.get("ci_high"))]
-        writer.writerow(line)
-    if table.best:  # one closing row: per column, the row(s) holding the best value
-        line = [f"best ({table.direction})"] + [""] * (len(table.row_dims) - 1)
+        writer.writerow(line + [_row_role(table, rk)])
+    if table.best:  # one closing row: per column, the row(s) holding a marked value; its first cell says why
+        line = [f"marked: {table.meaning}"] + [""] * (len(table.row_dims) - 1)
         for ck in table.col_keys:
             line.append("; ".join(" / ".join(rk) for rk in table.row_keys if (rk, ck) in table.best))
             if table.has_interval(ck):
@@ -326,6 +330,7 @@ def render_latex(table: PaperTable) -> str:
         "\\centering",
         f"\\caption{{{latex_escape(table.metric + _unit(table))}"
         + (f": {latex_escape(_legend(table))}" if _legend(table) else "")
+        + (f". Bold marks {latex_escape(table.meaning)}" if table.best else "")
         + ".}",
         f"\\begin{{tabular}}{{{'l' * nrow}{'c' * ncol}}}",
         "\\toprule",
@@ -350,7 +355,7 @@ def render_latex(table: PaperTable) -> str:
     lines.append(" & ".join([latex_escape(d if d != "n" else "N") for d in table.row_dims] + last) + " \\\\")
     lines.append("\\midrule")
     for rk in table.row_keys:
-        cells = [latex_escape(v) for v in rk]
+        cells = [latex_escape(v) for v in _row_label(table, rk)]
         for ck in table.col_keys:
             r = table.cells.get((rk, ck))
             if r is None:
