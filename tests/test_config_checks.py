@@ -156,6 +156,13 @@ def test_paths_exist(manager, tmp_path):
     assert sentence == "exp.yaml, line 7 (attackers[0].params): the model folder /no/such/model does not exist."
     text = edited(("{use: fake-spectrum}", f"{{use: needs-model, params: {{model: {tmp_path}}}}}"))
     assert checks.paths_exist(pieces(manager, text)) == []
+    # `prepare:` says how to make what is missing, once, after the sentences; nothing when nothing is missing
+    how = "prepare: '`python make_model.py` writes the model'\n"
+    missing = how + edited(("{use: fake-spectrum}", "{use: needs-model, params: {model: /no/such/model}}"))
+    assert checks.paths_exist(pieces(manager, missing))[-1] == (
+        "exp.yaml, line 1 (prepare): this file's inputs are made outside vpeval: `python make_model.py` writes the model"
+    )
+    assert checks.paths_exist(pieces(manager, how + text)) == []
 
 
 def test_device_available(manager, monkeypatch):

@@ -263,6 +263,8 @@ def paths_exist(p: Pieces) -> list[str]:
             found += [(f"{where} ({kind} {name})", s) for s in helper.missing_paths(validate_params(helper, nested))]
         # a folder that several plugins name is one sentence, at its first use
         errors += [f"{at}: {sentence}" for at, sentence in found if not (sentence in seen or seen.add(sentence))]
+    if errors and p.exp.prepare:
+        errors.append(f"{p.doc.where(('prepare',))}: this file's inputs are made outside vpeval: {p.exp.prepare}")
     return errors
 
 

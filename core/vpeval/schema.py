@@ -203,6 +203,11 @@ class Experiment(Strict):
         description="where per-utterance stages run: {use: local} (the default: "
         "this machine, `workers` processes) or a cluster executor such as dask; never part of a cache key",
     )
+    prepare: Label | None = Field(
+        default=None,
+        description="how to make the inputs this file reads that vpeval does not make (a command, a script), "
+        "printed after the sentences naming missing files and folders",
+    )
     report: ReportSpec | None = Field(
         default=None,
         description="the paper's tables, curves and findings that report.md prints "
