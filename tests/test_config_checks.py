@@ -160,7 +160,8 @@ def test_paths_exist(manager, tmp_path):
     how = "prepare: '`python make_model.py` writes the model'\n"
     missing = how + edited(("{use: fake-spectrum}", "{use: needs-model, params: {model: /no/such/model}}"))
     assert checks.paths_exist(pieces(manager, missing))[-1] == (
-        "exp.yaml, line 1 (prepare): this file's inputs are made outside vpeval: `python make_model.py` writes the model"
+        "exp.yaml, line 1 (prepare): this file's inputs are made outside vpeval: "
+        "`python make_model.py` writes the model"
     )
     assert checks.paths_exist(pieces(manager, how + text)) == []
 
