@@ -94,3 +94,46 @@ def test_validate_takes_var_on_the_command_line(tmp_path):
     ok = CliRunner().invoke(main, ["validate", str(path), "--var", f"ROOT={tmp_path}"])
     assert ok.exit_code == 0, ok.output
     assert load_experiment(path, variables={"ROOT": str(tmp_path)}).corpus.params["path"] == f"{tmp_path}/speech.csv"
+
+
+MANY = """\
+variables:
+  ROOT: null                 # the toolkit checkout (data/ and exp/)
+  # the submission's suffix, e.g. _mcadams
+  SUFFIX: null
+  DATA: ${ROOT}/data
+  MANIFEST: ${DATA}/speech${SUFFIX}.csv
+  SPEAKERS: 6
+name: with-variables
+data:
+  corpus: {use: manifest, params: {path: "${MANIFEST}"}}
+attackers: [ge2e]
+protocols: [O-O]
+"""
+
+
+def test_every_missing_variable_is_one_line_with_what_the_file_says_it_is(tmp_path):
+    path = tmp_path / "exp.yaml"
+    path.write_text(MANY)
+    with pytest.raises(ConfigError) as err:
+        load_experiment(path)
+    lines = str(err.value).splitlines()
+    assert len(lines) == 2  # DATA and MANIFEST follow from them: not reported again
+    assert "line 2 (variables.ROOT)" in lines[0] and "(the toolkit checkout (data/ and exp/))" in lines[0]
+    assert "line 4 (variables.SUFFIX)" in lines[1] and "(the submission's suffix, e.g. _mcadams)" in lines[1]
+    assert all("--var" in line for line in lines)
+
+
+def test_a_list_default_takes_the_first_path_that_exists_with_a_note(tmp_path, caplog):
+    text = TEXT.replace("MANIFEST: ${ROOT}/speech.csv", 'MANIFEST: ["${ROOT}/new.csv", "${ROOT}/old.csv"]')
+    (tmp_path / "old.csv").write_text("path,speaker\n")
+    resolved = load_experiment_text(text, "exp.yaml", variables={"ROOT": str(tmp_path)})
+    assert resolved.corpus.params["path"] == str(tmp_path / "old.csv")
+    assert "does not exist" in caplog.text and str(tmp_path / "new.csv") in caplog.text
+    (tmp_path / "new.csv").write_text("path,speaker\n")
+    caplog.clear()
+    resolved = load_experiment_text(text, "exp.yaml", variables={"ROOT": str(tmp_path)})
+    assert resolved.corpus.params["path"] == str(tmp_path / "new.csv") and not caplog.text
+    (tmp_path / "new.csv").unlink(), (tmp_path / "old.csv").unlink()
+    with pytest.raises(ConfigError, match="new.csv does not exist"):  # none exists: the first, for its error
+        load_experiment_text(text, "exp.yaml", variables={"ROOT": str(tmp_path)})

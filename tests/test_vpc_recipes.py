@@ -1,7 +1,7 @@
 """The shipped VoicePrivacy recipes (experiments/vpc2024.yaml, vpc2026-track1.yaml) end to end, on a VPC root
-written in the toolkit's layout: data/ from the small real recordings (vpeval.testing.vpc_tree) with a `_fast`
-"submission", exp/ with tiny random-weight SpeechBrain folders where the recipes look for the released models
-(vpeval_speechbrain.tiny, vpeval_speech.tiny). The numbers mean nothing; the wiring is what is tested: the
+written in the current toolkit's layout: data/ from the small real recordings (vpeval.testing.vpc_tree) with a
+`_fast` "submission", exp/ with tiny random-weight SpeechBrain folders where the toolkit puts the released models
+(exp/asv_orig/CKPT+1, exp/asr, exp/ser; vpeval_speechbrain.tiny, vpeval_speech.tiny). The numbers mean nothing; the wiring is what is tested: the
 CLI validates the file with the user's variables, and a run writes the toolkit-style results_vpc.txt with the
 lazy-informed (O-O, O-A) and semi-informed (A-A) rows per dataset and gender, WER, and UAR where IEMOCAP
 folders are given (UTILITY=true; with UTILITY=false the uar metric is switched off, not failing). The runs
@@ -41,10 +41,10 @@ def vpc_root(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("vpc2024-work")
     build_vpc_tree(root, suffix="_fast", train_per_speaker=6)
     exp = root / "exp"
-    write_ecapa_folder(exp / "asv_pre_ecapa")
-    asr = exp / "asr_pre_ctc_wav2vec2"
+    write_ecapa_folder(exp / "asv_orig" / "CKPT+1")  # the toolkit's layout: the model in a CKPT+<N> folder
+    asr = exp / "asr"
     tiny_encoder_asr_folder(work / "asr", folder=asr, hub=asr / "wav2vec2")
-    tiny_emotion_folders(work / "ser", folds=2, models=exp / "ser_pre_sb")
+    tiny_emotion_folders(work / "ser", folds=2, models=exp / "ser")
     return root
 
 
@@ -76,8 +76,19 @@ def test_vpc2024_validates_and_names_what_is_missing(vpc_root, tmp_path):
     (tmp_path / "data").mkdir()
     empty = cli("validate", str(VPC2024), "--var", f"VPC_ROOT={tmp_path}", *FAST)
     assert empty.exit_code == 2
-    for folder in ("asv_pre_ecapa", "asr_pre_ctc_wav2vec2"):
+    for folder in ("asv_orig", "exp/asr"):
         assert folder in empty.output, empty.output
+
+
+def test_vpc2024_finds_the_older_model_folder_names_with_a_note(vpc_root, tmp_path, caplog):
+    (tmp_path / "data").symlink_to(vpc_root / "data", target_is_directory=True)
+    for new, old in (("asv_orig", "asv_pre_ecapa"), ("asr", "asr_pre_ctc_wav2vec2"), ("ser", "ser_pre_sb")):
+        (tmp_path / "exp").mkdir(exist_ok=True)
+        (tmp_path / "exp" / old).symlink_to(vpc_root / "exp" / new, target_is_directory=True)
+    ok = cli("validate", str(VPC2024), "--var", f"VPC_ROOT={tmp_path}", *FAST)
+    assert ok.exit_code == 0, ok.output
+    notes = [r.getMessage() for r in caplog.records if "the alternative the file gives" in r.getMessage()]
+    assert len(notes) == 3 and any("asv_pre_ecapa" in line and "exp/asv_orig does not exist" in line for line in notes)
 
 
 def test_vpc2026_track1_validates_on_a_tiny_asv_ssl_root(ssl_root):

@@ -8,7 +8,10 @@
 
 `${NAME}` inside any string value is replaced by the variable's value (the command line's `--var
 NAME=VALUE` first, else the file's default). A value that is exactly `${NAME}` takes the type of a numeric
-default (`EPOCHS: 10` ... `epochs: "${EPOCHS}"` is the number 10; `--var EPOCHS=2` too).
+default (`EPOCHS: 10` ... `epochs: "${EPOCHS}"` is the number 10; `--var EPOCHS=2` too). A default that is a
+list of paths takes the first that exists (the first when none does), with a one-line note when it is not
+the first: `ASR: ["${VPC_ROOT}/exp/asr", "${VPC_ROOT}/exp/asr_pre_ctc_wav2vec2"]` finds a folder under its
+current name or its older one.
 Substitution happens on the parsed values, never on the YAML
 text, so a value cannot inject YAML structure, and every error keeps the file and line of the value. The
 resolved experiment (resolved.yaml) holds the substituted values, so cache keys see real paths.
@@ -16,8 +19,10 @@ resolved experiment (resolved.yaml) holds the substituted values, so cache keys 
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from vpeval.errors import ConfigError
@@ -59,26 +64,52 @@ def substitute_variables(doc: YamlDocument, given: Mapping[str, str] | None = No
             f"--var {unknown[0]}: {doc.path} declares no such variable (it declares {', '.join(declared) or 'none'})."
         )
     values: dict[str, Any] = {}
+    problems: list[str] = []  # every missing variable at once, one line each (then nothing is substituted)
+    pending: set[str] = set()  # missing, and the defaults built from them
     for name, default in declared.items():
         loc = ("variables", name)
         if not NAME.fullmatch(str(name)):
             raise ConfigError(f"{doc.where(loc)}: a variable name is letters, digits and _; rename '{name}'.")
-        if name in given:
-            values[name] = _typed(name, given[name], default, doc, loc)
-        elif default is None:
-            raise ConfigError(
-                f"{doc.where(loc)}: the variable {name} has no default; give it on the command line: "
-                f"--var {name}=VALUE."
-            )
-        elif isinstance(default, (int, float)):  # and bool: a whole `${NAME}` keeps the type
-            values[name] = default
-        elif isinstance(default, str):
-            values[name] = _replace(doc, default, loc, values)  # earlier variables only
-        else:
-            raise ConfigError(
-                f"{doc.where(loc)}: a variable's default is a string, a number, true or false, or null (required)."
-            )
+        try:
+            if name in given:
+                values[name] = _typed(name, given[name], default, doc, loc)
+            elif default is None:
+                pending.add(name)
+                problems.append(
+                    f"{doc.where(loc)}: the variable {name} has no default{_about(doc, loc)}; give it on the command "
+                    f"line: --var {name}=VALUE."
+                )
+            elif isinstance(default, (int, float)):  # and bool: a whole `${NAME}` keeps the type
+                values[name] = default
+            elif isinstance(default, str):
+                values[name] = _replace(doc, default, loc, values, pending)  # earlier variables only
+            elif isinstance(default, list) and default and all(isinstance(item, str) for item in default):
+                values[name] = _first_existing(
+                    doc, name, [_replace(doc, d, loc + (i,), values, pending) for i, d in enumerate(default)]
+                )
+            else:
+                raise ConfigError(
+                    f"{doc.where(loc)}: a variable's default is a string, a number, true or false, a list of paths "
+                    "(the first that exists), or null (required)."
+                )
+        except _Pending:
+            pending.add(name)
+        except ConfigError as error:
+            problems.append(str(error))
+    if problems:
+        raise ConfigError("\n".join(problems))
     doc.data = _walk(doc, data, (), values)
+
+
+def _first_existing(doc: YamlDocument, name: str, paths: list[str]) -> str:
+    for path in paths:
+        if Path(path).expanduser().exists():
+            if path != paths[0]:
+                logging.getLogger("vpeval").warning(
+                    "%s: %s is %s, the alternative the file gives, as %s does not exist", doc.path, name, path, paths[0]
+                )
+            return path
+    return paths[0]
 
 
 def _walk(doc: YamlDocument, value: Any, loc: Loc, values: dict[str, Any]) -> Any:
@@ -108,13 +139,39 @@ def _typed(name: str, given: str, default: Any, doc: YamlDocument, loc: Loc) -> 
         ) from None
 
 
-def _replace(doc: YamlDocument, text: str, loc: Loc, values: dict[str, Any]) -> Any:
+class _Pending(Exception):
+    """A default built from a variable that is itself missing (reported once, for that variable)."""
+
+
+def _about(doc: YamlDocument, loc: Loc) -> str:
+    """` (what the file's comment says it is)`: the comment on the declaration's line, else the comment lines
+    just above it; empty for a file without one (or an experiment given as text)."""
+    line = doc.line_of(loc)
+    try:
+        lines = Path(doc.path).read_text(encoding="utf-8").splitlines() if line else []
+    except OSError:
+        return ""
+    if not lines or line > len(lines):
+        return ""
+    _, mark, comment = lines[line - 1].partition(" #")
+    notes = [comment.strip()] if mark else []
+    above = line - 2
+    while not notes and above >= 0 and lines[above].strip().startswith("#"):
+        notes.insert(0, lines[above].strip().lstrip("#").strip())
+        above -= 1
+    text = " ".join(n for n in notes if n)
+    return f" ({text})" if text else ""
+
+
+def _replace(doc: YamlDocument, text: str, loc: Loc, values: dict[str, Any], pending: set[str] = frozenset()) -> Any:
     whole = REFERENCE.fullmatch(text)
     if whole and whole.group(1) in values:
         return values[whole.group(1)]  # keeps a numeric variable's type
 
     def one(match: re.Match) -> str:
         name = match.group(1)
+        if name in pending:
+            raise _Pending(name)
         if name not in values:
             known = ", ".join(values) or "none so far"
             raise ConfigError(

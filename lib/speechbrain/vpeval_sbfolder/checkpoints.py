@@ -31,3 +31,18 @@ def load_checkpoint(path: Path) -> Any:
     from vpeval.torchload import load_weights_only
 
     return load_weights_only(path, map_location="cpu")
+
+
+def latest_checkpoint(folder: Path, prefix: str) -> Path | None:
+    """The entry of `folder` the VoicePrivacy toolkits' utils.scan_checkpoint(folder, prefix) picks: among those
+    named `prefix` + a whole number N (`CKPT+3`), the one with the largest N (ties by path). None when there is
+    none, or when a name after `prefix` is no whole number (`CKPT+2024-03-01+10-00-00+00`): the toolkit's ASV
+    then uses `folder` itself, as the callers do."""
+    import glob
+
+    entries = glob.glob(str(Path(folder) / (glob.escape(prefix) + "*")))
+    try:
+        numbered = sorted((int(Path(entry).name[len(prefix) :]), entry) for entry in entries)
+    except ValueError:
+        return None
+    return Path(numbered[-1][1]) if numbered else None

@@ -45,8 +45,13 @@ class AsvParams(Params):
         10, ge=1, le=10_000, description="Training epochs (an epoch visits every crop-length stretch of audio once)."
     )
     batch_size: int = Field(256, ge=2, le=8192, description="Crops per batch.")
-    lr: float = Field(0.01, gt=0.0, le=1.0, description="Peak learning rate of AdamW.")
-    weight_decay: float = Field(2e-6, ge=0.0, le=1.0, description="AdamW weight decay.")
+    optimizer: Literal["adamw", "adam"] = Field(
+        "adamw",
+        description="adamw: decoupled weight decay; adam: torch.optim.Adam, whose weight decay is an L2 term in the "
+        "gradient (VPC 2024's train_ecapa_tdnn_small.yaml).",
+    )
+    lr: float = Field(0.01, gt=0.0, le=1.0, description="Peak learning rate.")
+    weight_decay: float = Field(2e-6, ge=0.0, le=1.0, description="Weight decay of the optimizer.")
     lr_schedule: Literal["cyclic", "linear", "constant"] = Field(
         "cyclic",
         description="cyclic: triangular cyclic LR per batch from base_lr to lr (speechbrain CyclicLRScheduler); "

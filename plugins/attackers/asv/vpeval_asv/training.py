@@ -111,7 +111,7 @@ def _train(
         classifier = SpeakerClassifier(params.loss, config.embedding_dim, len(speakers), params.margin, params.scale)
     classifier = classifier.to(device)
     model = embedder.model
-    optimizer = torch.optim.AdamW(
+    optimizer = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}[params.optimizer](
         list(model.parameters()) + list(classifier.parameters()), lr=params.lr, weight_decay=params.weight_decay
     )
     # fp16 gradients underflow without loss scaling; bf16 and fp32 need none (the scaler is then a no-op)

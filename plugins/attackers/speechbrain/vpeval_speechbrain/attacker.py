@@ -78,10 +78,11 @@ class SpeechBrainTrainAttacker(SpeechBrainAttacker):
         self._trained: Path | None = None
 
     def train(self, data: TrainingData) -> None:
+        from vpeval_speechbrain.paths import model_folder
         from vpeval_speechbrain.ssl import is_ssl_folder
 
         out = self.context.folder("trained")
-        source = Path(self.params.source).expanduser()
+        source = model_folder(self.params.source)
         if self.params.ssl_model is not None or is_ssl_folder(source):
             from vpeval_speechbrain.ssl_training import finetune_ssl
 

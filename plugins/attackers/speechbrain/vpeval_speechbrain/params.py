@@ -44,12 +44,13 @@ class SpeechBrainParams(Params):
     )
 
 
-# The VoicePrivacy recipes for the semi-informed attacker (configs/eval_post.yaml and the train hparams).
+# The VoicePrivacy recipes for the semi-informed attacker (configs/eval_post.yaml and the train hparams;
+# tests/test_vpc_toolkit_recipes.py compares them with tests/data/vpc_toolkit_recipes.json, commits noted there).
 RECIPES: dict[str, dict] = {
-    # VPC 2024: ECAPA from scratch on anonymized train-clean-360, train_ecapa_tdnn_small.yaml.
-    "vpc2024": {"start": "scratch", "epochs": 10, "batch_size": 256, "lr": 0.01},
-    # VPC 2026 Track 1: fine-tuned from the released model (pretrained_model), 2 epochs at batch 32.
-    "vpc2026-track1": {"start": "source", "epochs": 2, "batch_size": 32, "lr": 0.01},
+    # VPC 2024: ECAPA from scratch on anonymized train-clean-360, train_ecapa_tdnn_small.yaml (Adam, L2 decay).
+    "vpc2024": {"start": "scratch", "epochs": 10, "batch_size": 256, "lr": 0.01, "optimizer": "adam"},
+    # VPC 2026 Track 1: fine-tuned from the released model (pretrained_model), 2 epochs at batch 32, AdamW.
+    "vpc2026-track1": {"start": "source", "epochs": 2, "batch_size": 32, "lr": 0.01, "optimizer": "adamw"},
 }
 
 

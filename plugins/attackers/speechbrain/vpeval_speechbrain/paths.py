@@ -8,17 +8,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from vpeval_sbfolder.checkpoints import latest_checkpoint
+
 HPARAMS = "hyperparams.yaml"
 WEIGHTS = "embedding_model.ckpt"
 WAVLM_FILE = "WavLM-Large.pt"
 
 
-def missing(name: str, source: str, ssl_model: str | None) -> list[str]:
+def model_folder(source: str) -> Path:
+    """The folder the model is read from: `source`, or its latest `CKPT+<N>` sub-folder, the one the toolkit's
+    run_evaluation.py picks (scan_checkpoint(model_dir, 'CKPT+') or model_dir), so exp/asv_orig is taken as
+    the toolkit ships it."""
     folder = Path(source).expanduser()
+    return latest_checkpoint(folder, "CKPT+") or folder
+
+
+def missing(name: str, source: str, ssl_model: str | None) -> list[str]:
+    folder = model_folder(source)
     if not folder.is_dir():
         return [
             f"{name} source {folder} is not a folder; give a SpeechBrain model folder (with {HPARAMS} and {WEIGHTS}), "
-            "such as VoicePrivacy's exp/asv_orig or exp/asv_ssl."
+            "such as VoicePrivacy's exp/asv_orig or exp/asv_ssl (the toolkits' 01_download_data_model*.sh unpack "
+            "them)."
         ]
     sentences = []
     ssl = ssl_model is not None or (folder / WAVLM_FILE).is_file()

@@ -20,6 +20,7 @@ from vpeval.types import Utterance
 from vpeval_speechbrain.build import READ_FILES, SAMPLE_RATE, SpeechBrainModel, load_folder
 from vpeval_speechbrain.embedding import Embedder, vpc_waveform
 from vpeval_speechbrain.params import SpeechBrainParams
+from vpeval_speechbrain.paths import model_folder
 from vpeval_speechbrain.ssl import WAVLM_FILE, is_ssl_folder
 
 GPU_CHUNK = 512  # utterances loaded into memory at a time on the GPU path
@@ -56,7 +57,9 @@ class FolderEmbeddings:
 
     def prepare(self):
         if self._embedder is None and self._ssl is None:
-            source = Path(self.params.source).expanduser()
+            source = model_folder(self.params.source)
+            if source != Path(self.params.source).expanduser():
+                self.context.log.info("%s: %s, the toolkit's latest CKPT+ checkpoint folder", self.name, source)
             if self.params.ssl_model is not None or is_ssl_folder(source):
                 self._use_ssl(source)
             else:
@@ -74,7 +77,7 @@ class FolderEmbeddings:
             )
         own = folder / WAVLM_FILE
         wavlm = self.params.ssl_model or str(
-            own if own.is_file() else Path(self.params.source).expanduser() / WAVLM_FILE
+            own if own.is_file() else model_folder(self.params.source) / WAVLM_FILE
         )
         frontend = self.context.get("frontend", "wavlm", {"model": wavlm, "layers": "all", "batch_size": 1})
         self._folder, self._wavlm = folder, Path(wavlm)

@@ -23,7 +23,8 @@ from vpeval.errors import ConfigError
 from vpeval.torchload import load_weights_only
 from vpeval.types import TrainingData
 from vpeval_speechbrain.build import HPARAMS, SpeechBrainModel, load_folder
-from vpeval_speechbrain.params import SpeechBrainTrainParams
+from vpeval_speechbrain.params import RECIPES, SpeechBrainTrainParams
+from vpeval_speechbrain.paths import model_folder
 
 WEIGHTS = "embedding_model.ckpt"
 HISTORY = "training_history.json"
@@ -52,7 +53,7 @@ FEATURE_DEFAULTS = {"left_frames": 0, "right_frames": 0, "deltas": False, "conte
 
 def train_folder(params: SpeechBrainTrainParams, context, data: TrainingData, out: Path, name: str) -> Path:
     """Train by the recipe, write the result as a SpeechBrain folder `out`, return it."""
-    source = load_folder(params.source, f"{name}.source")
+    source = load_folder(model_folder(params.source), f"{name}.source")
     trainer, trainer_params = _trainer_params(source, params, name)
     if params.recipe_value("start") == "source":
         trainer_params["init_from"] = str(_start_folder(source, context.folder("start")))
@@ -109,6 +110,7 @@ def _trainer_params(model: SpeechBrainModel, params: SpeechBrainTrainParams, nam
             "margin": params.margin,
             "scale": params.scale,
             "lr": params.recipe_value("lr"),
+            "optimizer": RECIPES[params.recipe]["optimizer"],
             "lr_schedule": "cyclic",
             "base_lr": 1e-8,
             "cyclic_step_size": params.cyclic_step_size,

@@ -183,7 +183,10 @@ class SpeechBrainASR(ASR):
                 "(VPC 2024: exp/asr, from its 01_download_data_model.sh)."
             )
         if params.wav2vec2_source and not (Path(params.wav2vec2_source).expanduser() / "config.json").is_file():
-            out.append(f"wav2vec2_source {params.wav2vec2_source} is not a transformers folder (no config.json).")
+            out.append(
+                f"wav2vec2_source {params.wav2vec2_source} is not a transformers folder (no config.json; a local "
+                "copy of the hub model the ASR's YAML names, facebook/wav2vec2-large-960h-lv60-self for VPC)."
+            )
         return out
 
     def folder(self) -> Path:

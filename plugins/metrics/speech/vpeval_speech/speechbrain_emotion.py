@@ -14,7 +14,6 @@ speakers; per-emotion accuracy likewise.
 from __future__ import annotations
 
 import functools
-import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from vpeval.errors import MetricInputError, MissingModelError
+from vpeval_sbfolder.checkpoints import latest_checkpoint
 from vpeval_speech.level import normalise_level
 from vpeval_speech.speechbrain_folder import (
     WAV2VEC2,
@@ -100,22 +100,18 @@ def read_spk2fold(path: Path) -> dict[str, str]:
 
 
 def fold_folder(models: Path, fold: str) -> Path:
-    """models/fold_<fold>, or its latest CKPT* folder (VPC 2024's scan_checkpoint), holding hyperparams.yaml."""
+    """models/fold_<fold>'s latest CKPT<N> folder, the one evaluate_ser.py picks (scan_checkpoint(fold, 'CKPT')),
+    else models/fold_<fold> itself, holding hyperparams.yaml."""
     base = models / f"fold_{fold}"
+    checkpoint = latest_checkpoint(base, "CKPT")
+    if checkpoint is not None and (checkpoint / HPARAMS).is_file():
+        return checkpoint
     if (base / HPARAMS).is_file():
         return base
-    checkpoints = [p for p in base.glob("CKPT*") if (p / HPARAMS).is_file()]
-    if not checkpoints:
-        raise MissingModelError(
-            f"No emotion classifier for fold {fold}: {base} has no {HPARAMS} and no CKPT* folder with one (VPC "
-            "2024's exp/ser holds fold_1 ... fold_5)."
-        )
-
-    def order(path: Path):
-        digits = re.sub(r"\D", "", path.name[4:])
-        return (int(digits) if digits else -1, path.name)
-
-    return max(checkpoints, key=order)
+    raise MissingModelError(
+        f"No emotion classifier for fold {fold}: {base} has no {HPARAMS} and no CKPT+<N> folder with one (VPC "
+        "2024's exp/ser holds fold_1 ... fold_5)."
+    )
 
 
 def read_spk2folds(paths: list[Path]) -> dict[str, str]:

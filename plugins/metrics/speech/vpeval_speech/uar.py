@@ -120,12 +120,21 @@ class UAR(Metric):
         if params.models is None:
             out.append("the speechbrain evaluator needs models: an emotion classifier folder or VPC 2024's exp/ser.")
         elif not Path(params.models).expanduser().is_dir():
-            out.append(f"models {params.models} is not a folder (VPC 2024: exp/ser with fold_1 ... fold_5).")
+            out.append(
+                f"models {params.models} is not a folder (VPC 2024: exp/ser with fold_1 ... fold_5, from the "
+                "toolkit's 01_download_data_model.sh, ser.zip)."
+            )
         for spk2fold in [params.spk2fold] if isinstance(params.spk2fold, str) else params.spk2fold or []:
             if not Path(spk2fold).expanduser().is_file():
-                out.append(f"spk2fold {spk2fold} is not a file (the data folder's spk2fold).")
+                out.append(
+                    f"spk2fold {spk2fold} is not a file (the data folder's spk2fold; VPC's IEMOCAP_dev / IEMOCAP_test "
+                    "come with the toolkit's data.zip, the IEMOCAP audio by its own licence)."
+                )
         if params.wav2vec2_source and not (Path(params.wav2vec2_source).expanduser() / "config.json").is_file():
-            out.append(f"wav2vec2_source {params.wav2vec2_source} is not a transformers folder (no config.json).")
+            out.append(
+                f"wav2vec2_source {params.wav2vec2_source} is not a transformers folder (no config.json; a local "
+                "copy of the hub model the classifier's YAML names)."
+            )
         return out
 
     def compute(self, inputs: MetricInputs) -> list[MetricResult]:
