@@ -6,6 +6,7 @@ torchaudio.load is avoided on purpose: it needs FFmpeg, soundfile does not.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import tempfile
@@ -172,14 +173,20 @@ def write_audio(path: str | os.PathLike, audio: np.ndarray, sample_rate: int, su
     samples = np.asarray(audio, dtype=np.float32)
     if subtype != "FLOAT":  # libsndfile wraps around instead of clipping when a float exceeds the PCM range
         samples = np.clip(samples, -1.0, 1.0)
+    # Encoded in memory, then written: an OSError from a file soundfile writes itself is lost in its cffi callback
+    # (a printed traceback, then an unrelated error), so a full disk or a size limit would go unnamed.
+    encoded = io.BytesIO()
+    sf.write(encoded, samples, int(sample_rate), subtype=subtype, format="WAV")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            sf.write(handle, samples, int(sample_rate), subtype=subtype, format="WAV")
+            handle.write(encoded.getbuffer())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # the boundary names the file being written
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
         raise
     return path
 

@@ -3,8 +3,10 @@
 Every command runs inside `GuardedGroup.invoke`, which sorts what escapes it into four kinds:
 
 - a UserError (bad input): its sentence, exit code 2;
-- an OSError (the machine: permissions, a full disk, a name too long, a file where a folder belongs):
-  one sentence naming the path and what to do, exit code 2;
+- an OSError (the machine: permissions, a full disk, a name too long, a file where a folder belongs, a file
+  past `ulimit -f`): one sentence naming the path and what to do, exit code 2; a deleted working directory,
+  and running out of memory (a MemoryError, or a library that `ulimit -v` keeps from loading, whatever a
+  plugin made of it), are each one sentence too;
 - Ctrl-C: one line saying how to resume, exit code 130;
 - anything else is a bug, in vpeval or in a plugin: the traceback goes to the run's run.log (else a
   file in the temporary folder) and the terminal gets one line saying whose bug it is, where the
@@ -71,22 +73,72 @@ class GuardedGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
             raise  # click's own usage errors and exits keep their wording and codes
-        except UserError as exc:
-            _fail(f"Error: {exc}", exc.exit_code)
         except KeyboardInterrupt:
             _interrupted()
         except BrokenPipeError:
             raise  # stdout closed by `| head`: click exits quietly
-        except OSError as exc:
-            _fail(f"Error: {environment_message(exc)}", EXIT_USER)
-        except MemoryError:
-            _fail(
-                "Error: this machine ran out of memory; use fewer `workers`, a smaller corpus or batch size, "
-                "or a machine with more memory, then rerun the same command (finished stages are cached).",
-                EXIT_USER,
-            )
-        except Exception as exc:  # noqa: BLE001 - the boundary: everything else is a bug
-            _fail(report_bug(exc), EXIT_BUG)
+        except Exception as exc:  # noqa: BLE001 - the boundary: sorted below
+            _fail(*_sorted(exc))
+
+
+def _sorted(exc: Exception) -> tuple[str, int]:
+    """The terminal's line and the exit code for what escaped a command."""
+    if not _cwd_exists():  # checked first: every relative path (and the messages' own) fails without it
+        return (
+            "Error: the working directory (the folder this command started in) was deleted or moved while it ran; "
+            "cd to an existing folder and rerun the same command.",
+            EXIT_USER,
+        )
+    if _out_of_memory(exc):
+        return f"Error: {_memory_sentence()}", EXIT_USER
+    if isinstance(exc, UserError):
+        return f"Error: {exc}", exc.exit_code
+    if isinstance(exc, OSError):
+        return f"Error: {environment_message(exc)}", EXIT_USER
+    return report_bug(exc), EXIT_BUG
+
+
+def _cwd_exists() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """A MemoryError, or a library that could not be mapped into memory (`ulimit -v`), anywhere in the chain:
+    a plugin that words a failed import as a missing package would otherwise blame the package."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, MemoryError) or (isinstance(current, OSError) and current.errno == errno.ENOMEM):
+            return True
+        if isinstance(current, ImportError) and any(s in str(current) for s in _NO_MEMORY_TO_LOAD):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+_NO_MEMORY_TO_LOAD = ("failed to map segment", "Cannot allocate memory", "cannot allocate memory")
+
+
+def _memory_limit() -> str:
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError):
+        return ""
+    return "" if limit == resource.RLIM_INFINITY else f" (this process may use {limit / 2**30:.3g} GiB: ulimit -v)"
+
+
+def _memory_sentence() -> str:
+    return (
+        f"this machine ran out of memory{_memory_limit()}; use fewer `workers`, a smaller corpus or batch size, "
+        "raise the limit or use a machine with more memory, then rerun the same command (finished stages are cached)."
+    )
 
 
 def _fail(line: str, code: int):
@@ -156,7 +208,12 @@ def environment_message(exc: OSError) -> str:
     if code in (errno.EMFILE, errno.ENFILE):
         return f"too many open files (at {where}); raise the limit (`ulimit -n 4096`) or use fewer `workers`."
     if code == errno.ENOMEM:
-        return "this machine ran out of memory; use fewer `workers` or a machine with more memory, then rerun."
+        return _memory_sentence()
+    if code == errno.EFBIG:
+        return (
+            f"{where} would grow past {_file_size_limit()}; raise the limit (`ulimit -f unlimited`) or "
+            f"{elsewhere}, then rerun the same command."
+        )
     if code == errno.EIO:
         return f"input/output error on {where}; the disk or network file system may be failing: check it, then rerun."
     if code == errno.ELOOP:
@@ -169,6 +226,18 @@ def environment_message(exc: OSError) -> str:
             "check the machine (disk, network, limits) and rerun the same command."
         )
     return f"{where}: {reason}; check that path (it is this machine's file system, not vpeval, that refused it)."
+
+
+def _file_size_limit() -> str:
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    except (ImportError, OSError, ValueError):
+        limit = None
+    if limit is None or limit == resource.RLIM_INFINITY:
+        return "the largest file this file system allows"
+    return f"the file size limit of this shell (ulimit -f: {limit} bytes, {limit // 1024} in ulimit's KiB)"
 
 
 def _place_of(path: str | None) -> Place | None:
