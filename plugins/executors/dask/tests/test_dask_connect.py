@@ -120,6 +120,7 @@ def test_a_server_that_accepts_and_says_nothing_is_one_sentence_within_the_timeo
 def test_garbage_bytes_are_one_sentence_not_a_memory_error_or_a_hang(server, garbage):
     message, _ = connect_error(server(garbage).address)
     assert any(what in message for what in ("not Dask's protocol", "gave no Dask answer", "closed it")), message
+    assert "MemoryError" not in message and "EiB" not in message, message  # issue 38: numpy's words leaked through
 
 
 def test_a_server_that_hangs_up_at_once_is_one_sentence(server):

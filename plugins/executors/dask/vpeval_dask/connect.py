@@ -138,5 +138,7 @@ def call_with_deadline(func: Callable[[], T], seconds: float) -> T:
 
 def describe(exc: BaseException) -> str:
     """An exception as a short clause: its type and first line."""
+    if isinstance(exc, MemoryError):  # distributed read garbage as a frame length ("Unable to allocate 3.07 EiB")
+        return "its first bytes, read as a message length, ask for more memory than any machine has"
     text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
