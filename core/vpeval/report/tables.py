@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from vpeval.report.training import MARK, reason_for
+
 # Details that say which row of a multi-row speech metric this is (shown in the "setting" column).
 SETTING_KEYS = ("system", "protocol", "matrix", "class", "split")
 
@@ -32,8 +34,11 @@ def markdown_table(header: list[str], body: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def attack_tables(rows: list[dict[str, Any]], extra_key: str | None = None, caption=None) -> list[str]:
-    """One table per metric (and N): systems down, protocols across.
+def attack_tables(
+    rows: list[dict[str, Any]], extra_key: str | None = None, caption=None, marks: dict | None = None
+) -> list[str]:
+    """One table per metric (and N): systems down, protocols across; an attacker in `marks` (attacker, system)
+    -> reason (vpeval.report.training.upper_bound_reasons) is marked, its figures read as upper bounds.
 
     A cell shows the female/male average (as VPAC ranks) with its confidence interval and the two
     genders beside it; without gender labels, the pooled value. results.csv has every gender row.
@@ -67,11 +72,20 @@ def attack_tables(rows: list[dict[str, Any]], extra_key: str | None = None, capt
         header = ([extra_key] if extra_key else []) + ["anonymizer", "attacker", "trained on"] + protocols
         header[len(header) - len(protocols) : len(header) - len(protocols)] = ["dataset"] if datasets else []
         body = [list(k) + [_cell(by_cell.get((k, p), {})) for p in protocols] for k in dict.fromkeys(row_keys)]
+        at, notes = (1 if extra_key else 0), {}
+        for cells in body:
+            reason = reason_for(marks or {}, cells[at + 1], cells[at])
+            if reason:
+                notes[cells[at + 1]] = reason
+                cells[at + 1] += " " + MARK
         title = (
             f"### {metric}{' (' + variant + ')' if variant else ''}{' from ' + label if label else ''}, N = {n}"
             f"{' [' + unit + ']' if unit else ''}"
         )
         text = title + "\n\n" + markdown_table(header, body) + undefined_notes(items)
+        text += "".join(
+            f"\n\n{MARK} {a} {why}: its figures here are upper bounds on privacy." for a, why in notes.items()
+        )
         if caption is not None:
             text += "\n\n" + caption([r["anonymizer"] for r in items], [r["attacker"] for r in items], protocols, [n])
         out.append(text)

@@ -14,6 +14,7 @@ from typing import Any
 FALLING_EPOCHS = 3  # the last this many validation EERs each lower than the one before ...
 FALLING_SHARE = 0.02  # ... and the last at least 2 % (relative) below the first of them
 WARNING = "may be under-trained, so the EER may overstate privacy"
+UNDER_TRAINED = f"{WARNING}: its validation EER was still falling (see Training curves)"
 MARK = "†"
 
 
@@ -49,6 +50,24 @@ def curve_entries(curves: dict[tuple[str, str | None], list[dict[str, Any]]]) ->
 def flagged(entries: list[dict[str, Any]]) -> set[tuple[str, str | None]]:
     """(attacker, system trained on) of the under-trained ones."""
     return {(e["attacker"], e["trained_on"]) for e in entries if e["under_trained"]}
+
+
+def upper_bound_reasons(entries: list[dict[str, Any]], rows: list[dict[str, Any]]) -> dict[tuple[str, str | None], str]:
+    """(attacker, system it trained on) -> why its privacy figures are upper bounds: under-trained (its curve), or
+    a gate metric's row on it saying so (details {"gate": {"fires": true, "reason": ...}}; a row of an attacker
+    trained on original speech has anonymizer "none")."""
+    reasons = {key: [UNDER_TRAINED] for key in flagged(entries)}
+    for r in rows:
+        gate = (r.get("details") or {}).get("gate")
+        if isinstance(gate, dict) and gate.get("fires"):
+            key = (r["attacker"], None if r.get("anonymizer") in (None, "", "none") else r["anonymizer"])
+            if str(gate.get("reason")) not in reasons.setdefault(key, []):
+                reasons[key].append(str(gate.get("reason")))
+    return {key: "; ".join(texts) for key, texts in reasons.items()}
+
+
+def reason_for(marks: dict[tuple[str, str | None], str], attacker: str, anonymizer: str) -> str:
+    return "; ".join(marks[k] for k in ((attacker, None), (attacker, anonymizer)) if k in marks)
 
 
 def is_flagged(marks: set[tuple[str, str | None]], attacker: str, anonymizer: str) -> bool:

@@ -21,7 +21,7 @@ from vpeval.report.extensions import declared_sections
 from vpeval.report.figures import FIGURES_DIR, SCORE_INDEX, Figure, report_figures
 from vpeval.report.provenance import RunInfo
 from vpeval.report.tables import attack_tables, speech_tables
-from vpeval.report.training import curve_entries, flagged, training_markdown
+from vpeval.report.training import curve_entries, training_markdown, upper_bound_reasons
 from vpeval.report.vpc_results import vpc_results_text
 from vpeval.report.worst_case import worst_case_tables
 from vpeval.safepath import output_target
@@ -155,10 +155,11 @@ def report_markdown(
             "",
         ]
         lines += [f"- {u}: {p} ({r})" for u, p, r in result.skipped_audio]
+    marks = upper_bound_reasons(payload["training"], result.rows)
     worst = worst_case_tables(
         result.rows,
         caption=lambda an, at, pr, n: info.caption(anonymizers=[an], attackers=at, protocols=pr, n=n),
-        marks=flagged(payload["training"]),
+        marks=marks,
     )
     if worst:
         lines += ["", "## Worst case at a glance", ""] + [t + "\n" for t in worst]
@@ -188,7 +189,9 @@ def report_markdown(
     if figures:
         lines += ["", "## Figures", ""] + [figure_markdown(f, folder=result.folder, info=info) + "\n" for f in figures]
     attack = attack_tables(
-        result.rows, caption=lambda an, at, pr, n: info.caption(anonymizers=an, attackers=at, protocols=pr, n=n)
+        result.rows,
+        caption=lambda an, at, pr, n: info.caption(anonymizers=an, attackers=at, protocols=pr, n=n),
+        marks=marks,
     )
     if attack:
         lines += ["", "## Privacy (attacker) metrics", ""] + [t + "\n" for t in attack]

@@ -1,0 +1,1 @@
+"""The privacy gate: is the attacker strong enough on original speech for its privacy figures to count?"""
