@@ -35,6 +35,13 @@ copy "$plugin" "$work/src/plugin" .
 "${pip[@]}" "setuptools>=68,<81"
 # Wheels, not editable installs: the check must see what a built distribution contains.
 "${pip[@]}" --no-build-isolation "$work/src/vpeval" "$work/src/plugin" pytest
+# The test references requirements.lock marks `# no-deps` that this plugin's pyproject.toml names (its test extra):
+# installed as scripts/install.sh installs them, without their dependencies, for its tests to compare against.
+for reference in $(grep '# no-deps' "$repo/requirements.lock" | cut -d'#' -f1); do
+  if grep -q "\"${reference%%==*}[<>=~!]" "$plugin/pyproject.toml"; then
+    "${pip[@]}" --no-deps --no-build-isolation "$reference"
+  fi
+done
 
 distribution=$("$py" -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))["project"]["name"])' \
   "$plugin/pyproject.toml")

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from threedspeaker_testing import make_encoder, published_fbank, reference, tiny_params, voice, write_checkpoint
+from speakerlab.models.campplus.DTDNN import CAMPPlus
+from threedspeaker_testing import make_encoder, published_fbank, tiny_params, voice, write_checkpoint
 
 from vpeval.api import cosine_rows
 
@@ -20,9 +21,9 @@ def utterances(speaker: int) -> list[np.ndarray]:
 
 
 def train_published_campplus(audios: list[list[np.ndarray]], steps: int, crop: int = 50) -> torch.nn.Module:
-    """The vendored 3D-Speaker CAMPPlus (tiny widths) and a softmax head, on random 0.5 s crops of the fbank."""
+    """3D-Speaker's packaged CAMPPlus (tiny widths) and a softmax head, on random 0.5 s crops of the fbank."""
     torch.manual_seed(0)
-    net = reference("speakerlab_dtdnn").CAMPPlus(
+    net = CAMPPlus(
         feat_dim=FEAT_DIM, embedding_size=24, growth_rate=8, bn_size=2, init_channels=16, memory_efficient=False
     )
     head = torch.nn.Linear(24, SPEAKERS)

@@ -5,16 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from speakerlab.models.campplus.DTDNN import CAMPPlus as PublishedCAMPPlus
+from speakerlab.models.eres2net.ERes2Net import ERes2Net as PublishedERes2Net
+from speakerlab.models.eres2net.ERes2Net_huge import ERes2Net as PublishedERes2NetHuge
 from threedspeaker_testing import (
     EMBEDDING,
     make_encoder,
     published_fbank,
     published_network,
-    reference,
     tiny_params,
     voice,
     write_checkpoint,
 )
+from wespeaker_layout import published_shapes, wespeaker_names
 
 from vpeval_3dspeaker.campplus import CAMPPlus
 from vpeval_3dspeaker.checkpoint import from_wespeaker
@@ -31,32 +34,46 @@ def shapes(module: torch.nn.Module) -> dict[str, tuple[int, ...]]:
     ("ours", "published"),
     [
         # campplus_voxceleb.bin (infer_sv.py CAMPPLUS_VOX) and campplus_cn_common.bin (CAMPPLUS_COMMON)
-        (lambda: CAMPPlus(80, 512), lambda r: r("speakerlab_dtdnn").CAMPPlus(feat_dim=80, embedding_size=512)),
-        (lambda: CAMPPlus(80, 192), lambda r: r("speakerlab_dtdnn").CAMPPlus(feat_dim=80, embedding_size=192)),
+        (lambda: CAMPPlus(80, 512), lambda: PublishedCAMPPlus(feat_dim=80, embedding_size=512)),
+        (lambda: CAMPPlus(80, 192), lambda: PublishedCAMPPlus(feat_dim=80, embedding_size=192)),
         # pretrained_eres2net.ckpt (ERes2Net_VOX) and the 3D-Speaker large model (m_channels 64, 512-d)
-        (lambda: ERes2Net(80, 192), lambda r: r("speakerlab_eres2net").ERes2Net(feat_dim=80, embedding_size=192)),
+        (lambda: ERes2Net(80, 192), lambda: PublishedERes2Net(feat_dim=80, embedding_size=192)),
         (
             lambda: ERes2Net(80, 512, m_channels=64),
-            lambda r: r("speakerlab_eres2net").ERes2Net(feat_dim=80, embedding_size=512, m_channels=64),
+            lambda: PublishedERes2Net(feat_dim=80, embedding_size=512, m_channels=64),
         ),
         # ERes2Net_huge.py (pretrained_eres2net_aug.ckpt): its constants as params
         (
             lambda: ERes2Net(80, 192, m_channels=64, base_width=24, scale=3, expansion=4),
-            lambda r: r("speakerlab_eres2net_huge").ERes2Net(feat_dim=80, embedding_size=192),
+            lambda: PublishedERes2NetHuge(feat_dim=80, embedding_size=192),
         ),
     ],
     ids=["campplus-vox-512", "campplus-common-192", "eres2net-vox-192", "eres2net-large", "eres2net-huge"],
 )
 def test_published_sizes_have_the_published_key_names_and_shapes(ours, published):
     """At the published sizes (no forward: construction only), every tensor name and shape is the published one."""
-    assert shapes(ours()) == shapes(published(reference))
+    assert shapes(ours()) == shapes(published())
 
 
 def test_wespeaker_eres2net_keys_are_renamed_onto_3dspeakers():
-    wespeaker = reference("wespeaker_eres2net").ERes2Net(32, [3, 4, 6, 3], feat_dim=80, embed_dim=192)
-    renamed = {k: tuple(v.shape) for k, v in from_wespeaker(wespeaker.state_dict()).items()}
-    assert any(".conv2_1." in k for k in wespeaker.state_dict())  # the names really differ
+    wespeaker = {key: torch.empty(shape, device="meta") for key, shape in published_shapes("eres2net").items()}
+    renamed = {k: tuple(v.shape) for k, v in from_wespeaker(wespeaker).items()}
+    assert any(".conv2_1." in k for k in wespeaker)  # the names really differ
     assert renamed == shapes(ERes2Net(80, 192))
+
+
+@pytest.mark.parametrize(
+    ("architecture", "packaged"),
+    [
+        ("campplus", lambda: PublishedCAMPPlus(feat_dim=80, embedding_size=512)),
+        ("eres2net", lambda: PublishedERes2Net(feat_dim=80, embedding_size=192)),
+    ],
+)
+def test_the_packaged_networks_under_wespeakers_names_are_wespeakers_published_layout(architecture, packaged):
+    """The tests write WeSpeaker's checkpoints from 3D-Speaker's packaged networks, renamed: at WeSpeaker's
+    published sizes every renamed tensor name and shape is WeSpeaker's."""
+    renamed = {k: tuple(v.shape) for k, v in wespeaker_names(packaged().state_dict()).items()}
+    assert renamed == published_shapes(architecture)
 
 
 @pytest.mark.parametrize(("architecture", "layout"), CASES, ids=["-".join(c) for c in CASES])
@@ -79,9 +96,7 @@ def test_the_embedding_size_comes_from_the_checkpoint(tmp_path):
     """campplus_voxceleb.bin is 512-d and campplus_cn_common.bin 192-d: null embedding_size reads the file."""
     folder = tmp_path / "m"
     folder.mkdir()
-    net = reference("speakerlab_dtdnn").CAMPPlus(
-        feat_dim=16, embedding_size=40, growth_rate=8, bn_size=2, init_channels=16
-    )
+    net = PublishedCAMPPlus(feat_dim=16, embedding_size=40, growth_rate=8, bn_size=2, init_channels=16)
     torch.save(net.state_dict(), folder / "campplus_cn_common.bin")
     encoder = make_encoder("campplus", tiny_params("campplus", folder), tmp_path)
     assert encoder.embed(voice(0.5)).shape == (40,)

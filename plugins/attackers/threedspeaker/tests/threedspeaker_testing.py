@@ -1,38 +1,24 @@
-"""Test helpers: the vendored published model code (tests/reference), tiny random-weight checkpoints written by it
-in the published layouts, the published front ends, test audio. Imported by the tests as threedspeaker_testing."""
+"""Test helpers: 3D-Speaker's packaged model code (speakerlab), tiny random-weight checkpoints written by it in the
+published layouts (WeSpeaker's through wespeaker_layout), the published front ends, test audio. Imported by the
+tests as threedspeaker_testing."""
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import torch
+from speakerlab.models.campplus.DTDNN import CAMPPlus
+from speakerlab.models.eres2net.ERes2Net import ERes2Net
+from wespeaker_layout import wespeaker_names, with_wespeaker_pooling
 
 from vpeval.api import PluginContext
 from vpeval.testing.dummies import speaker_voice, synthesize
-
-REFERENCE = Path(__file__).parent / "reference"
-PACKAGE = "vpeval_3dspeaker_reference"
 
 # Tiny configurations of the published constructors, and the encoder params that describe them.
 TINY_CAMPPLUS = {"feat_dim": 16, "growth_rate": 8, "bn_size": 2, "init_channels": 16}
 TINY_ERES2NET = {"feat_dim": 16, "m_channels": 4, "num_blocks": [1, 2, 1, 1]}
 EMBEDDING = 24
-
-
-def reference(module: str):
-    """A vendored published module (speakerlab_dtdnn, wespeaker_eres2net, ...), imported as a package of its own."""
-    if PACKAGE not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            PACKAGE, REFERENCE / "__init__.py", submodule_search_locations=[str(REFERENCE)]
-        )
-        package = importlib.util.module_from_spec(spec)
-        sys.modules[PACKAGE] = package
-        spec.loader.exec_module(package)
-    return importlib.import_module(f"{PACKAGE}.{module}")
 
 
 def randomize(module: torch.nn.Module, seed: int) -> torch.nn.Module:
@@ -50,25 +36,23 @@ def randomize(module: torch.nn.Module, seed: int) -> torch.nn.Module:
 
 
 def published_network(architecture: str, layout: str, seed: int = 0) -> torch.nn.Module:
-    """The published code's tiny network with random weights; WeSpeaker's with its training head attached,
-    as its train.py saves avg_model.pt."""
-    if (architecture, layout) == ("campplus", "3dspeaker"):
-        net = reference("speakerlab_dtdnn").CAMPPlus(
-            feat_dim=16, embedding_size=EMBEDDING, growth_rate=8, bn_size=2, init_channels=16
-        )
-    elif (architecture, layout) == ("eres2net", "3dspeaker"):
-        net = reference("speakerlab_eres2net").ERes2Net(
-            num_blocks=[1, 2, 1, 1], m_channels=4, feat_dim=16, embedding_size=EMBEDDING
-        )
-    elif (architecture, layout) == ("campplus", "wespeaker"):
-        net = reference("wespeaker_campplus").CAMPPlus(
-            feat_dim=16, embed_dim=EMBEDDING, growth_rate=8, bn_size=2, init_channels=16
-        )
+    """The published code's tiny network with random weights; WeSpeaker's (3D-Speaker's network with WeSpeaker's
+    pooling) with its training head attached, as its train.py saves avg_model.pt. Its tensor names are
+    3D-Speaker's: published_state gives the layout's."""
+    if architecture == "campplus":
+        net = CAMPPlus(feat_dim=16, embedding_size=EMBEDDING, growth_rate=8, bn_size=2, init_channels=16)
     else:
-        net = reference("wespeaker_eres2net").ERes2Net(4, [1, 2, 1, 1], feat_dim=16, embed_dim=EMBEDDING)
+        net = ERes2Net(num_blocks=[1, 2, 1, 1], m_channels=4, feat_dim=16, embedding_size=EMBEDDING)
     if layout == "wespeaker":
+        net = with_wespeaker_pooling(net)
         net.add_module("projection", torch.nn.Linear(EMBEDDING, 7))  # stands in for the AAM-softmax head
     return randomize(net, seed)
+
+
+def published_state(net: torch.nn.Module, layout: str) -> dict[str, torch.Tensor]:
+    """The network's state dict under the layout's published tensor names."""
+    state = net.state_dict()
+    return wespeaker_names(state) if layout == "wespeaker" else state
 
 
 def tiny_params(architecture: str, source: Path | str, **overrides) -> dict:
@@ -85,7 +69,8 @@ def write_checkpoint(folder: Path, architecture: str, layout: str, seed: int = 0
         ("campplus", "wespeaker"): "avg_model.pt",
         ("eres2net", "wespeaker"): "avg_model.pt",
     }
-    torch.save(published_network(architecture, layout, seed).state_dict(), folder / names[architecture, layout])
+    net = published_network(architecture, layout, seed)
+    torch.save(published_state(net, layout), folder / names[architecture, layout])
     (folder / ("configuration.json" if layout == "3dspeaker" else "config.yaml")).write_text("{}\n")
     return folder
 

@@ -1,28 +1,16 @@
-"""Shared fixtures: the vendored UniLM reference, tiny UniLM checkpoints, test audio, the one-sentence check."""
+"""Shared fixtures: UniLM's WavLM as packaged in s3prl, tiny UniLM checkpoints, test audio, the one-sentence check."""
 
 import importlib
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-REFERENCE = Path(__file__).parent / "reference"
-
 
 @pytest.fixture(scope="session")
 def unilm():
-    """The VPC 2026 toolkit's WavLM.py (test-only copy), imported as a package of its own."""
-    name = "vpeval_ssl_unilm_reference"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, REFERENCE / "__init__.py", submodule_search_locations=[str(REFERENCE)]
-        )
-        package = importlib.util.module_from_spec(spec)
-        sys.modules[name] = package
-        spec.loader.exec_module(package)
-    return importlib.import_module(f"{name}.unilm_wavlm")
+    """UniLM's WavLM.py as s3prl packages it (s3prl/upstream/wavlm/WavLM.py, the same code as the VPC 2026
+    toolkit's copy); only its module is imported, not s3prl's upstream hub."""
+    return importlib.import_module("s3prl.upstream.wavlm.WavLM")
 
 
 def unilm_cfg(layer_norm_first: bool, **overrides) -> dict:

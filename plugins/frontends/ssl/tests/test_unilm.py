@@ -1,6 +1,6 @@
-"""UniLM's WavLM checkpoint in transformers' WavLMModel, against the VPC 2026 toolkit's own WavLM.py.
+"""UniLM's WavLM checkpoint in transformers' WavLMModel, against UniLM's WavLM.py (the VPC 2026 toolkit's copy of it).
 
-The reference (tests/reference/unilm_wavlm.py, vendored) runs the checkpoint as VPC 2026's
+The reference (UniLM's WavLM.py as s3prl packages it, the same code) runs the checkpoint as VPC 2026's
 WavLMFeatureExtractor does: F.layer_norm of the waveform when cfg.normalize, then
 extract_features(output_layer=L, ret_layer_results=True); the frontend must give every one of its
 layer_results (0: the transformer's input, 1..L: each layer's output) within 1e-5.
