@@ -243,6 +243,11 @@ def _scalar(node: yaml.Node, loc: Loc, name: str) -> Any:
         return _SCALARS.yaml_constructors[node.tag](_SCALARS, node)
     except (ValueError, KeyError, AttributeError, TypeError) as exc:
         # a date such as 2024-13-45, an integer of thousands of digits, `!!bool maybe`
+        if node.tag.endswith(":int") and "digits" in str(exc):  # quoted, it would be refused as no integer
+            raise ConfigError(
+                f"{name}, line {node.start_mark.line + 1}: the number {node.value[:20]}... has {len(node.value)} "
+                "digits, far beyond any field's upper bound; write a smaller number."
+            ) from None
         reason = exc if isinstance(exc, ValueError) else f"not a {node.tag.rsplit(':', 1)[-1]}"
         raise ConfigError(
             f"{name}, line {node.start_mark.line + 1}: the value {node.value[:40]!r} cannot be read ({reason}); "

@@ -162,3 +162,18 @@ def test_an_alias_bomb_and_a_huge_file_are_refused_quickly(tmp_path):
     path.write_text("x: " + "1" * 2_100_000)
     with pytest.raises(MissingModelError, match="is over 2 MB"):
         HyperParams.read(path)
+
+
+def test_validate_names_a_fifo_checkpoint_as_not_a_file(ecapa_folder):
+    """Before, a named pipe as embedding_model.ckpt was reported as missing (issue 38)."""
+    import os
+
+    from vpeval.plugins import get_plugin_manager
+
+    attacker = get_plugin_manager().get("attacker", "speechbrain")
+    weights = ecapa_folder / "embedding_model.ckpt"
+    weights.unlink()
+    os.mkfifo(weights)
+    (sentence,) = attacker.missing_paths(attacker.Params(source=str(ecapa_folder)))
+    assert sentence.startswith(f"attacker speechbrain: {weights} cannot be used: it is a named pipe (FIFO"), sentence
+    assert "not a regular file" in sentence and "has no" not in sentence

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from vpeval.safepath import PathProblem, stat_regular
 from vpeval_sbfolder.checkpoints import latest_checkpoint
 
 HPARAMS = "hyperparams.yaml"
@@ -35,8 +36,17 @@ def missing(name: str, source: str, ssl_model: str | None) -> list[str]:
     ssl = ssl_model is not None or (folder / WAVLM_FILE).is_file()
     if ssl_model is not None and not Path(ssl_model).expanduser().exists():
         sentences.append(f"{name} ssl_model {ssl_model} does not exist; give WavLM-Large.pt or a transformers folder.")
-    if not ssl and not (folder / HPARAMS).is_file():
-        sentences.append(f"{name} source {folder} has no {HPARAMS}; give the SpeechBrain folder itself.")
-    if not (folder / WEIGHTS).is_file():
-        sentences.append(f"{name} source {folder} has no {WEIGHTS}; copy the whole model folder.")
+    if not ssl and (problem := _not_a_file(name, folder / HPARAMS)) is not None:
+        sentences.append(problem or f"{name} source {folder} has no {HPARAMS}; give the SpeechBrain folder itself.")
+    if (problem := _not_a_file(name, folder / WEIGHTS)) is not None:
+        sentences.append(problem or f"{name} source {folder} has no {WEIGHTS}; copy the whole model folder.")
     return sentences
+
+
+def _not_a_file(name: str, path: Path) -> str | None:
+    """None for a regular file; "" when nothing is there; else the sentence saying what is (a FIFO, a folder)."""
+    try:
+        stat_regular(path)
+    except PathProblem as problem:
+        return "" if not path.exists() and not path.is_symlink() else f"{name} {path} cannot be used: {problem.reason}."
+    return None
