@@ -15,7 +15,9 @@ from vpeval.audio import check_audio, read_audio
 from vpeval.data.vpc import CHALLENGES, anonymized, evaluation_folders
 from vpeval.errors import DataError
 from vpeval.types import Corpus, Utterance
+from vpeval_precomputed.identical import identical_note
 from vpeval_precomputed.index import SHOWN, PrecomputedSet, load_precomputed
+from vpeval_precomputed.repair import repair_folder
 
 
 class VoicePrivacySubmission(Params):
@@ -30,11 +32,16 @@ class VoicePrivacySubmission(Params):
     utility: bool = Field(True, description="Also the anonymized utility sets (IEMOCAP_dev, IEMOCAP_test).")
 
     def folders(self) -> list[str]:
+        return [str(anon) for _, anon in self.pairs()]
+
+    def pairs(self) -> list[tuple[Path, Path]]:
+        """(original folder, its anonymized copy) for every folder of the submission."""
         challenge = CHALLENGES[self.challenge]
         names = evaluation_folders(list(self.datasets or challenge.datasets), self.trials or challenge.trials)
         names += [challenge.train] if self.train else []
         names += list(challenge.utility) if self.utility else []
-        return [str(Path(self.root) / name) for name in anonymized(names, self.suffix)]
+        root = Path(self.root)
+        return [(root / name, root / anon) for name, anon in zip(names, anonymized(names, self.suffix))]
 
 
 class Precomputed(Anonymizer):
@@ -85,11 +92,20 @@ class Precomputed(Anonymizer):
                 f"the folder {params.vpc.root} of `vpc.root` does not exist; set it to the data folder holding the "
                 "submission's anonymized copies."
             ]
+        repairable = {str(anon) for _, anon in params.vpc.pairs()} if params.vpc is not None else set()
+
+        def unreadable(folder: str) -> bool:  # a submission's folder without wav.scp is built from its .wav files
+            if (Path(folder) / "wav.scp").is_file():
+                return False
+            return folder not in repairable or not Path(folder).is_dir() or not next(Path(folder).rglob("*.wav"), None)
+
         return [
-            f"the anonymized data folder {folder} has no wav.scp; write the system's output there (the original "
-            "folder's name plus the system's suffix, the same utterance ids), or fix `folders` / `vpc.suffix`."
+            f"the anonymized data folder {folder} has no wav.scp"
+            + (" and no .wav files under it" if folder in repairable else "")
+            + "; write the system's output there (the original folder's name plus the system's suffix, the same "
+            "utterance ids), or fix `folders` / `vpc.suffix`."
             for folder in params.all_folders()
-            if not (Path(folder) / "wav.scp").is_file()
+            if unreadable(folder)
         ] + (
             [f"the manifest {params.manifest} does not exist."]
             if params.manifest and not Path(params.manifest).is_file()
@@ -127,6 +143,8 @@ class Precomputed(Anonymizer):
             len(index) - len(wanted),
         )
         self._say_rates([index.utterances[i].path for i in wanted], {u.id: u.sample_rate for u in utterances})
+        if note := identical_note([(u, index.utterances[u.id]) for u in {u.id: u for u in utterances}.values()]):
+            self.context.log.warning(note)
 
     def _say_rates(self, paths: list[str], original_rates: dict[str, int | None]) -> None:
         """One line per stored rate unlike the originals': those files are kept at it, never resampled here."""
@@ -174,6 +192,23 @@ class Precomputed(Anonymizer):
             # Pipes run commands: only the person running vpeval allows them (--allow-pipes), never a file.
             allow_pipes = bool(self.context.options.get("allow_pipes"))
             self._set = load_precomputed(
-                self.params.all_folders(), self.params.manifest, allow_pipes, self.context.folder("pipes")
+                list(self.params.folders) + self._vpc_folders(),
+                self.params.manifest,
+                allow_pipes,
+                self.context.folder("pipes"),
             )
         return self._set
+
+    def _vpc_folders(self) -> list[str]:
+        """The submission's folders, each repaired as the toolkit repairs it (repair.py), every repair logged."""
+        if self.params.vpc is None:
+            return []
+        folders = []
+        self.repairs: list[str] = []
+        for original, anon in self.params.vpc.pairs():
+            folder, repairs = repair_folder(anon, original, self.context.folder("repaired"))
+            folders.append(str(folder))
+            self.repairs += repairs
+        for line in self.repairs:
+            self.context.log.warning("precomputed: %s", line)
+        return folders
