@@ -174,3 +174,28 @@ def test_shell_pipes_are_refused_unless_allowed(recipe, tmp_path):
     assert "allow_pipes" not in Precomputed.Params.model_fields
     allowed = make(tmp_path / "run", options={"allow_pipes": True}, folders=[str(folder)])
     np.testing.assert_array_equal(allowed.anonymize(utt.load(RATE), RATE, voice(utt)), read_audio(path)[0])
+
+
+def test_submitted_files_identical_to_the_originals_are_noted(recipe, tmp_path, caplog):
+    """Before, a submission that copied the original audio ran without a word (issue 38)."""
+    subset = recipe.sets["dev_trials_f"]
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    rows = []
+    for k, u in enumerate(subset):
+        path = _external_path(recipe, "dev_trials_f", u.id)
+        if k < 2:  # two files are the originals: one copied, one the same file
+            path = shutil.copyfile(u.path, copies / f"{u.id}.wav") if k == 0 else u.path
+        rows.append({"id": u.id, "speaker": u.speaker, "path": str(path)})
+    manifest = tmp_path / "anon.jsonl"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with caplog.at_level("WARNING"):
+        make(tmp_path, manifest=str(manifest)).expect(subset.utterances)
+    (note,) = [r.getMessage() for r in caplog.records if "byte-identical" in r.getMessage()]
+    first = subset.utterances[0]
+    assert note.startswith(f"precomputed: 2 of the {len(subset)} submitted files are byte-identical to their original")
+    assert f"{first.id}: {copies / (first.id + '.wav')} = {first.path}" in note
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        make(tmp_path, folders=recipe.anonymized_folders).expect(subset.utterances)
+    assert not [r for r in caplog.records if "byte-identical" in r.getMessage()]
