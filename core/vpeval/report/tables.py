@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from vpeval.report.training import MARK, reason_for
+UPPER_BOUND = "†"  # vpeval.report.training.MARK; not imported, as training's tables import this module
 
 # Details that say which row of a multi-row speech metric this is (shown in the "setting" column).
 SETTING_KEYS = ("system", "protocol", "matrix", "class", "split")
@@ -74,17 +74,18 @@ def attack_tables(
         body = [list(k) + [_cell(by_cell.get((k, p), {})) for p in protocols] for k in dict.fromkeys(row_keys)]
         at, notes = (1 if extra_key else 0), {}
         for cells in body:
-            reason = reason_for(marks or {}, cells[at + 1], cells[at])
+            keys = ((cells[at + 1], None), (cells[at + 1], cells[at]))  # trained on original speech, or on this system
+            reason = "; ".join(filter(None, ((marks or {}).get(k) for k in keys)))
             if reason:
                 notes[cells[at + 1]] = reason
-                cells[at + 1] += " " + MARK
+                cells[at + 1] += " " + UPPER_BOUND
         title = (
             f"### {metric}{' (' + variant + ')' if variant else ''}{' from ' + label if label else ''}, N = {n}"
             f"{' [' + unit + ']' if unit else ''}"
         )
         text = title + "\n\n" + markdown_table(header, body) + undefined_notes(items)
         text += "".join(
-            f"\n\n{MARK} {a} {why}: its figures here are upper bounds on privacy." for a, why in notes.items()
+            f"\n\n{UPPER_BOUND} {a} {why}: its figures here are upper bounds on privacy." for a, why in notes.items()
         )
         if caption is not None:
             text += "\n\n" + caption([r["anonymizer"] for r in items], [r["attacker"] for r in items], protocols, [n])
