@@ -62,6 +62,8 @@ def main(ctx, experiment, force, no_cache, cache_dir, output, overwrite, allow_p
         allow_pipes=allow_pipes,
     )
     result = runner.run()
+    for line in json.loads((result.folder / "results.json").read_text(encoding="utf-8")).get("drops_and_doubts", []):
+        click.echo(line.replace("**", ""))  # the drops and doubts at the top of report.md, on the console too
     click.echo(f"Results in {result.folder}/results.json and {result.folder}/report.md")
 
 

@@ -148,6 +148,16 @@ def _impostors(genders: dict[str, str | None], same_gender: bool, notes: list[st
         if same_gender and g is not None and not same:
             notes.append(f"speaker {spk} has no other {g} evaluation speaker; its non-targets use other genders")
         out[spk] = same if same_gender and same else [o for o in genders if o != spk]
+    unlabelled = by_gender.get(None, [])
+    if same_gender and unlabelled and len(by_gender) > 1:  # the unlabelled become a "gender" of their own
+        source = {1: "every other speaker (it is the only one)", 2: "the other one alone"}.get(
+            len(unlabelled), f"the other {len(unlabelled) - 1} unlabelled ones only"
+        )
+        notes.append(
+            f"{len(unlabelled)} evaluation speaker(s) have no gender label ({', '.join(unlabelled[:3])}"
+            f"{', ...' if len(unlabelled) > 3 else ''}) and form a group of their own: their non-target trials "
+            f"come from {source}, and they count in no f/m figure; give them a gender in spk2gender"
+        )
     return out
 
 

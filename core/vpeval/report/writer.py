@@ -17,6 +17,7 @@ from vpeval import __version__
 from vpeval.api import ReportSections
 from vpeval.atomic import write_json_atomic, write_text_atomic
 from vpeval.names import file_name
+from vpeval.report.doubts import drops_and_doubts
 from vpeval.report.extensions import declared_sections
 from vpeval.report.figures import FIGURES_DIR, SCORE_INDEX, Figure, report_figures
 from vpeval.report.provenance import RunInfo
@@ -85,6 +86,7 @@ def write_outputs(exp, result, plan, score_sets) -> None:
         "rows": result.rows,
         "training": curve_entries(result.training),
     }
+    payload["drops_and_doubts"] = drops_and_doubts(payload)
     figures = report_figures(folder, result.rows)
     info = RunInfo.from_run(exp.to_dict(), payload)
     paper = declared_sections(exp.experiment.report, result.rows, folder / FIGURES_DIR, info.caption)
@@ -145,16 +147,7 @@ def report_markdown(
         "A-A both anonymized."
     )
     lines.append("Values with a bracket carry a 95 % speaker-level bootstrap confidence interval.")
-    if payload.get("plan_notes"):
-        lines += ["", "Data plan notes: " + "; ".join(payload["plan_notes"])]
-    if result.skipped_audio:
-        lines += [
-            "",
-            f"**{len(result.skipped_audio)} unusable audio files (unreadable, NaN, silent, too short or beyond "
-            "full scale) were skipped** (on_bad_audio: skip):",
-            "",
-        ]
-        lines += [f"- {u}: {p} ({r})" for u, p, r in result.skipped_audio]
+    lines += ["", "## Drops and doubts", ""] + [f"- {line}" for line in payload["drops_and_doubts"]]
     marks = upper_bound_reasons(payload["training"], result.rows)
     worst = worst_case_tables(
         result.rows,
