@@ -1,5 +1,6 @@
-"""Training curves in the report and the under-training alarm (vpeval.report.training): an attacker whose
-validation EER was still falling over its last epochs is marked where it reaches the worst case."""
+"""Training curves in the report and the under-training alarm (vpeval.report.training): an attacker whose own
+record says it stopped early (validation EER, else loss, still falling at the last epoch; a validation EER at
+chance level) is marked where it reaches the worst case; a perfect one (validation EER 0) never is."""
 
 from __future__ import annotations
 
@@ -11,13 +12,18 @@ from pydantic import Field
 
 from vpeval import hookimpl
 from vpeval.config import load_experiment_text
-from vpeval.report.training import curve_entries, training_markdown, under_trained
+from vpeval.report.training import curve_entries, training_doubt, training_markdown, under_trained
 from vpeval.report.worst_case import worst_case_tables
 from vpeval.run.runner import Runner
 
 
-def epochs(values, stage=None):
-    return [{"epoch": i + 1, "loss": 1.0 / (i + 1), "validation_eer": v, "stage": stage} for i, v in enumerate(values)]
+def epochs(values, stage=None, losses=None):
+    """Validation EERs given in % (as read), recorded as the fraction attackers report."""
+    losses = losses or [1.0] * len(values)
+    return [
+        {"epoch": i + 1, "loss": loss, "validation_eer": None if v is None else v / 100, "stage": stage}
+        for i, (v, loss) in enumerate(zip(values, losses))
+    ]
 
 
 @pytest.mark.parametrize(
@@ -27,12 +33,32 @@ def epochs(values, stage=None):
         ([30, 20, 15, 15.1], False),  # turned up at the end
         ([30, 20, 16, 16], False),  # flat
         ([20.0, 19.9, 19.85, 19.8], False),  # falling by under 2 % of its value: converged
-        ([30, 25], False),  # too few epochs to tell
-        ([None, None, None], False),  # no validation
+        ([30, 15, 10, 9.9, 10.1, 9.8], False),  # a last dip after a rise is noise around convergence
+        ([30, 25], True),  # two epochs, the second far below the first: stopped while learning
+        ([30, 10, 0.0], False),  # EER 0: a perfect attacker is never flagged
+        ([49, 48, 48.5], True),  # chance level: a verifier that learned nothing
+        ([None, None, None], False),  # no validation and a flat loss
     ],
 )
 def test_the_rule(values, expected):
     assert under_trained(epochs(values)) is expected
+
+
+def test_the_issues_three_attackers():
+    """Issue 37: a 2-epoch attacker is flagged, a converged one is not, one that reaches EER 0 is not."""
+    assert (
+        training_doubt(epochs([40, 22]))
+        == "its validation EER was still falling at its last epoch (40.00 % -> 22.00 %)"
+    )
+    assert training_doubt(epochs([40, 22, 15, 14.2, 14.3, 14.25])) == ""
+    assert training_doubt(epochs([40, 12, 3, 0.0])) == ""
+
+
+def test_without_validation_the_loss_decides():
+    assert training_doubt(epochs([None, None], losses=[2.0, 1.2])) == (
+        "its training loss was still falling at its last epoch (2 -> 1.2)"
+    )
+    assert not under_trained(epochs([None] * 4, losses=[2.0, 1.0, 0.9, 0.899]))
 
 
 def test_a_staged_curve_is_judged_on_its_last_stage():
@@ -55,7 +81,12 @@ def test_the_worst_case_marks_an_under_trained_attacker_for_its_systems_only():
 
 def test_the_section_says_when_there_is_no_validation():
     (text,) = training_markdown(curve_entries({("net", None): epochs([None, None])}))
-    assert "No validation EER was recorded" in text
+    assert "No validation EER was recorded, so convergence is judged on the training loss alone." in text
+
+
+def test_the_curve_shows_the_validation_eer_in_percent():
+    (text,) = training_markdown(curve_entries({("net", None): epochs([30, 20, 21])}))
+    assert "| epoch | loss | validation EER [%] | kept |" in text and "| 2 | 1 | 20.00 |  |" in text
 
 
 def _curve_attacker(fakes):

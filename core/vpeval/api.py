@@ -372,8 +372,8 @@ class Attacker(Plugin):
 
     def training_curve(self) -> list[dict[str, Any]]:
         """The epochs of the training this instance holds (after `train` or `load`), for the report's curves
-        and its under-training alarm: dicts with `epoch` and any of `loss`, `validation_eer` (any unit, lower
-        is better), `stage` (staged training) and `selected` (the epoch kept). Empty: no curve to show."""
+        and its under-training alarm: dicts with `epoch` and any of `loss`, `validation_eer` (a fraction, 0-1;
+        the report shows %), `stage` (staged training) and `selected` (the epoch kept). Empty: no curve to show."""
         return []
 
     def represent(self, utterances: Sequence[Utterance]) -> np.ndarray:

@@ -3,60 +3,70 @@
 An attacker that was still improving when its training stopped is weaker than it could be, so the EER it
 reaches overstates privacy: a reanalysis of VoicePrivacy 2024 (arXiv 2507.22534) found under-trained
 attackers overestimating privacy by up to 74 %. Each trained attacker hands the core its curve
-(`Attacker.training_curve()`: epochs with loss and validation EER); the report prints it, and the worst-case
-table marks an attacker whose validation EER was still falling over its last epochs.
+(`Attacker.training_curve()`: epochs with loss and validation EER as a fraction); the report prints it in %, and
+the worst-case table marks an attacker its own record calls under-trained: the validation EER (the training
+loss where none was recorded) still falling at the last epoch, or a validation EER at chance level. An attacker
+whose validation EER reached 0 is perfect and never flagged.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-FALLING_EPOCHS = 3  # the last this many validation EERs each lower than the one before ...
-FALLING_SHARE = 0.02  # ... and the last at least 2 % (relative) below the first of them
+STILL_FALLING = 0.02  # the last epoch at least 2 % (relative) below the one before, itself below its own before
+CHANCE_EER = 0.45  # a validation EER (fraction) never below this is a coin toss (chance is 0.5)
 WARNING = "may be under-trained, so the EER may overstate privacy"
 UNDER_TRAINED = f"{WARNING}: its validation EER was still falling (see Training curves)"
 MARK = "†"
 
 
-def validation_points(epochs: list[dict[str, Any]]) -> list[float]:
-    """Validation EERs of the curve's last stage, in epoch order (a staged attacker restarts per stage)."""
+def points(epochs: list[dict[str, Any]], key: str = "validation_eer") -> list[float]:
+    """`key` over the curve's last stage, in epoch order (a staged attacker restarts per stage)."""
     last_stage = epochs[-1].get("stage") if epochs else None
-    return [
-        float(e["validation_eer"])
-        for e in epochs
-        if e.get("stage") == last_stage and isinstance(e.get("validation_eer"), (int, float))
-    ]
+    return [float(e[key]) for e in epochs if e.get("stage") == last_stage and isinstance(e.get(key), (int, float))]
+
+
+def validation_points(epochs: list[dict[str, Any]]) -> list[float]:
+    return points(epochs)
+
+
+def training_doubt(epochs: list[dict[str, Any]]) -> str:
+    """Why the attacker's own record says it may be under-trained, or "" when it does not."""
+    eers = points(epochs)
+    if eers and min(eers) == 0:
+        return ""  # a perfect attacker: nothing left to learn
+    if eers and min(eers) >= CHANCE_EER:
+        return f"its validation EER never left chance level ({100 * min(eers):.1f} % at best)"
+    series, what = (eers, "validation EER") if eers else (points(epochs, "loss"), "training loss")
+    shown = (lambda v: f"{100 * v:.2f} %") if eers else (lambda v: f"{v:.4g}")
+    if len(series) >= 2 and series[-2] - series[-1] >= STILL_FALLING * abs(series[-2]):
+        if len(series) == 2 or series[-2] < series[-3]:
+            return f"its {what} was still falling at its last epoch ({shown(series[-2])} -> {shown(series[-1])})"
+    return ""
 
 
 def under_trained(epochs: list[dict[str, Any]]) -> bool:
-    """Whether the validation EER was still falling over the last epochs: each of the last FALLING_EPOCHS
-    values below the one before, the last FALLING_SHARE (relative) below the first of them."""
-    points = validation_points(epochs)[-FALLING_EPOCHS:]
-    if len(points) < FALLING_EPOCHS:
-        return False
-    falling = all(later < earlier for earlier, later in zip(points, points[1:]))
-    return falling and points[0] - points[-1] >= FALLING_SHARE * max(points[0], 1e-12)
+    return bool(training_doubt(epochs))
 
 
 def curve_entries(curves: dict[tuple[str, str | None], list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """results.json's `training`: one entry per trained attacker (and the system it trained on)."""
-    return [
-        {"attacker": attacker, "trained_on": system, "epochs": epochs, "under_trained": under_trained(epochs)}
-        for (attacker, system), epochs in curves.items()
-        if epochs
+    entries = [
+        {"attacker": a, "trained_on": system, "epochs": e, "why": training_doubt(e)}
+        for (a, system), e in curves.items()
+        if e
     ]
-
-
-def flagged(entries: list[dict[str, Any]]) -> set[tuple[str, str | None]]:
-    """(attacker, system trained on) of the under-trained ones."""
-    return {(e["attacker"], e["trained_on"]) for e in entries if e["under_trained"]}
+    return [{**e, "under_trained": bool(e["why"])} for e in entries]
 
 
 def upper_bound_reasons(entries: list[dict[str, Any]], rows: list[dict[str, Any]]) -> dict[tuple[str, str | None], str]:
     """(attacker, system it trained on) -> why its privacy figures are upper bounds: under-trained (its curve), or
     a gate metric's row on it saying so (details {"gate": {"fires": true, "reason": ...}}; a row of an attacker
     trained on original speech has anonymizer "none")."""
-    reasons = {key: [UNDER_TRAINED] for key in flagged(entries)}
+    why = {(e["attacker"], e["trained_on"]): e.get("why") for e in entries if e["under_trained"]}
+    reasons = {
+        key: [f"{WARNING}: {text} (see Training curves)" if text else UNDER_TRAINED] for key, text in why.items()
+    }
     for r in rows:
         gate = (r.get("details") or {}).get("gate")
         if isinstance(gate, dict) and gate.get("fires"):
@@ -76,32 +86,28 @@ def is_flagged(marks: set[tuple[str, str | None]], attacker: str, anonymizer: st
 
 
 def training_markdown(entries: list[dict[str, Any]]) -> list[str]:
-    """One table per trained attacker: epoch, stage, loss, validation EER (the kept epoch marked)."""
+    """One table per trained attacker: epoch, stage, loss, validation EER in % (the kept epoch marked)."""
     out = []
     for e in entries:
         title = f"### {e['attacker']}" + (f" on {e['trained_on']}" if e["trained_on"] else "")
         staged = any(r.get("stage") for r in e["epochs"])
-        header = (["stage"] if staged else []) + ["epoch", "loss", "validation EER", "kept"]
+        header = (["stage"] if staged else []) + ["epoch", "loss", "validation EER [%]", "kept"]
         body = []
         for r in e["epochs"]:
-            cells = [str(r.get("stage", ""))] if staged else []
             loss, eer = r.get("loss"), r.get("validation_eer")
-            cells += [
-                str(r.get("epoch", "")),
-                f"{loss:.4g}" if isinstance(loss, (int, float)) else "",
-                f"{eer:.4g}" if isinstance(eer, (int, float)) else "",
-                "yes" if r.get("selected") else "",
-            ]
-            body.append(cells)
-        lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-        lines += ["| " + " | ".join(c) + " |" for c in body]
-        text = title + "\n\n" + "\n".join(lines)
-        if e["under_trained"]:
-            text += (
-                f"\n\n**{MARK} {e['attacker']} {WARNING}**: its validation EER fell over each of its last "
-                f"{FALLING_EPOCHS} epochs; train it longer (more epochs) before reading its EER as privacy."
+            body.append(
+                ([str(r.get("stage", ""))] if staged else [])
+                + [str(r.get("epoch", "")), f"{loss:.4g}" if isinstance(loss, (int, float)) else ""]
+                + [f"{100 * eer:.2f}" if isinstance(eer, (int, float)) else "", "yes" if r.get("selected") else ""]
             )
-        elif not validation_points(e["epochs"]):
-            text += "\n\nNo validation EER was recorded, so vpeval cannot tell whether training had converged."
+        lines = ["| " + " | ".join(r) + " |" for r in [header, *body]]  # (tables.py imports this module)
+        text = title + "\n\n" + "\n".join(lines[:1] + ["|" + "---|" * len(header)] + lines[1:])
+        why = training_doubt(e["epochs"])
+        if why:
+            text += (
+                f"\n\n**{MARK} {e['attacker']} {WARNING}**: {why}; train it longer before reading its EER as privacy."
+            )
+        if not validation_points(e["epochs"]):
+            text += "\n\nNo validation EER was recorded, so convergence is judged on the training loss alone."
         out.append(text)
     return out
