@@ -99,6 +99,11 @@ def test_a_number_of_thousands_of_digits_is_one_clear_sentence():
         "exp.yaml, line 2: the number 11111111111111111111... has 5000 digits, far beyond any field's upper bound; "
         "write a smaller number."
     )
+    # Quoted, it is refused as no integer, in a sentence that quotes only its start.
+    with pytest.raises(ConfigError) as info:
+        vpeval.config.load_experiment_text(f"name: x\nseed: '{'1' * 5000}'\n", "exp.yaml")
+    assert f"(seed): input should be a valid integer, got '{'1' * 39}... (5002 characters)" in str(info.value)
+    assert len(str(info.value)) < 400
 
 
 def _experiment_with_n(values: str) -> str:

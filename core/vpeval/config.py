@@ -393,8 +393,9 @@ def _pydantic_sentence(err: dict, owner: str, schema=None, loc: Loc = ()) -> str
 
 
 def _as_written(value: Any) -> str:
-    """A value as the experiment file writes it: true, not Python's True."""
-    return ("true" if value else "false") if isinstance(value, bool) else repr(value)
+    """A value as the experiment file writes it: true, not Python's True; a long one cut (5000 digits bury a line)."""
+    text = ("true" if value else "false") if isinstance(value, bool) else repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
 
 
 def _known_fields(model, loc: Loc) -> list[str]:
