@@ -3,7 +3,9 @@
 What EncoderClassifier.from_hparams builds by running the YAML, built here from the YAML's values: the
 classes below only (speechbrain's Fbank, InputNormalization, ECAPA_TDNN, Xvector and their classifiers),
 each with the keyword arguments its constructor declares, plain values only (an `activation` may name
-one of a few torch activations). Weights come from `<key>.ckpt` files through torch.load(weights_only=True).
+one of a few torch activations). Weights come from the file the Pretrainer's `paths:` entry names for each
+module, else `<key>.ckpt` in the folder (as SpeechBrain's Pretrainer finds them), through
+torch.load(weights_only=True).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import torch
 from vpeval.errors import MissingModelError
 from vpeval.torchload import load_weights_only
 from vpeval_speechbrain.hparams import PLAIN, HyperParams, Tagged
+from vpeval_speechbrain.pretrainer import READ_MODULES, REQUIRED_WEIGHTS, checkpoint_path, pretrainer_paths
 
 HPARAMS = "hyperparams.yaml"
 SAMPLE_RATE = 16000
@@ -65,6 +68,7 @@ class SpeechBrainModel:
     mean_var_norm_emb: torch.nn.Module | None
     classifier: torch.nn.Module | None
     arguments: dict[str, dict[str, Any]]  # the constructor arguments each module was built with
+    files: list[Path]  # the files embeddings read: hyperparams.yaml, then the checkpoints found (READ_FILES order)
 
     @property
     def dim(self) -> int:
@@ -88,11 +92,15 @@ class SpeechBrainModel:
 READ_FILES = (HPARAMS, "embedding_model.ckpt", "mean_var_norm.ckpt", "mean_var_norm_emb.ckpt")  # what embeddings use
 
 
-def load_folder(folder: str | Path, field: str = "source", with_classifier: bool = False) -> SpeechBrainModel:
+def load_folder(
+    folder: str | Path, field: str = "source", with_classifier: bool = False, own_checkpoints: bool = False
+) -> SpeechBrainModel:
     """Build and load the speaker-embedding modules of a SpeechBrain folder (see the module docstring).
 
     The classifier (classifier.ckpt) only on request: embeddings never need it, and a released folder's
-    training leftovers must not stop them."""
+    training leftovers must not stop them. `own_checkpoints`: read `<key>.ckpt` in the folder whatever the
+    `paths:` entry says (a folder vpeval trained keeps the source's hyperparams.yaml, whose paths name the
+    source's weights, beside its own)."""
     folder = Path(folder).expanduser()
     if not folder.is_dir():
         raise MissingModelError(
@@ -115,12 +123,15 @@ def load_folder(folder: str | Path, field: str = "source", with_classifier: bool
     tag = hparams.values["embedding_model"]
     architecture = EMBEDDING_MODELS[tag.target]
     _check_rate(hparams, arguments["compute_features"])
-    _load_state(built["embedding_model"], folder / "embedding_model.ckpt", required=True)
+    paths = {} if own_checkpoints else pretrainer_paths(hparams)
+    checkpoint = {key: checkpoint_path(folder, key, paths, key in REQUIRED_WEIGHTS) for key in (*READ_MODULES, *built)}
+    _load_state(built["embedding_model"], checkpoint["embedding_model"], required=True)
     if "classifier" in built:
-        _load_state(built["classifier"], folder / "classifier.ckpt", required=True)
+        _load_state(built["classifier"], checkpoint["classifier"], required=True)
     for key in ("mean_var_norm", "mean_var_norm_emb"):
         if key in built:
-            _load_statistics(built[key], folder / f"{key}.ckpt", hparams, key)
+            _load_statistics(built[key], checkpoint[key], hparams, key)
+    read = [hparams.path] + [checkpoint[key] for key in READ_MODULES]
     for module in built.values():
         module.eval()
     return SpeechBrainModel(
@@ -132,6 +143,7 @@ def load_folder(folder: str | Path, field: str = "source", with_classifier: bool
         built.get("mean_var_norm_emb"),
         built.get("classifier"),
         arguments,
+        [path for path in read if path.is_file()],
     )
 
 

@@ -1,15 +1,19 @@
 """What `vpeval validate` checks before anything loads: the folders and files the parameters name exist.
 
-Existence only (no torch, no YAML), one sentence per missing piece, so a typo in a VPC data root or model
-path is reported with the others instead of ending the run at its first use.
+Existence only (no torch; hyperparams.yaml is read only for its Pretrainer `paths:` entry, which says where
+the weights are), one sentence per missing piece, so a typo in a VPC data root or model path is reported
+with the others instead of ending the run at its first use.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from vpeval.errors import MissingModelError
 from vpeval.safepath import PathProblem, stat_regular
 from vpeval_sbfolder.checkpoints import latest_checkpoint
+from vpeval_speechbrain.hparams import HyperParams
+from vpeval_speechbrain.pretrainer import checkpoint_path, pretrainer_paths
 
 HPARAMS = "hyperparams.yaml"
 WEIGHTS = "embedding_model.ckpt"
@@ -36,11 +40,23 @@ def missing(name: str, source: str, ssl_model: str | None) -> list[str]:
     ssl = ssl_model is not None or (folder / WAVLM_FILE).is_file()
     if ssl_model is not None and not Path(ssl_model).expanduser().exists():
         sentences.append(f"{name} ssl_model {ssl_model} does not exist; give WavLM-Large.pt or a transformers folder.")
+    weights = folder / WEIGHTS
     if not ssl and (problem := _not_a_file(name, folder / HPARAMS)) is not None:
         sentences.append(problem or f"{name} source {folder} has no {HPARAMS}; give the SpeechBrain folder itself.")
-    if (problem := _not_a_file(name, folder / WEIGHTS)) is not None:
+    elif not ssl:
+        weights = _named_weights(folder)
+    if (problem := _not_a_file(name, weights)) is not None:
         sentences.append(problem or f"{name} source {folder} has no {WEIGHTS}; copy the whole model folder.")
     return sentences
+
+
+def _named_weights(folder: Path) -> Path:
+    """The embedding weights the loader reads: the file hyperparams.yaml's Pretrainer `paths:` entry names where
+    it is found, else embedding_model.ckpt in the folder."""
+    try:
+        return checkpoint_path(folder, "embedding_model", pretrainer_paths(HyperParams.read(folder / HPARAMS)), False)
+    except MissingModelError:  # an unreadable hyperparams.yaml: loading it names the fault
+        return folder / WEIGHTS
 
 
 def _not_a_file(name: str, path: Path) -> str | None:

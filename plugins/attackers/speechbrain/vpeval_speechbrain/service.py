@@ -18,7 +18,7 @@ from vpeval.content_cache import ContentCache, cached_map, identity_digest, sour
 from vpeval.errors import BadAudioError, DataError, MissingModelError
 from vpeval.types import Utterance
 from vpeval_speechbrain.build import READ_FILES, SAMPLE_RATE, SpeechBrainModel, load_folder
-from vpeval_speechbrain.embedding import Embedder, vpc_waveform
+from vpeval_speechbrain.embedding import Embedder, toolkit_resample, vpc_waveform
 from vpeval_speechbrain.params import SpeechBrainParams
 from vpeval_speechbrain.paths import model_folder
 from vpeval_speechbrain.ssl import WAVLM_FILE, is_ssl_folder
@@ -37,13 +37,14 @@ class FolderEmbeddings:
         self._ssl = None  # SslEmbedder for VPC 2026's asv_ssl folders
         self._wavlm: Path | None = None  # its WavLM model
         self._folder: Path | None = None
+        self._files: list[Path] | None = None  # the files the loaded modules were read from (not asv_ssl)
         # On a GPU: padded batches in this process; on the CPU: one utterance per call in the run's workers.
         self.batches_here = bool(context.on_gpu)
 
     def use(self, model: SpeechBrainModel) -> None:
         """Embed with these modules (a trained or loaded model) from now on."""
         p = self.params
-        self._folder = model.folder
+        self._folder, self._files = model.folder, model.files
         self._ssl = None
         self._embedder = Embedder(
             model,
@@ -76,11 +77,9 @@ class FolderEmbeddings:
                 f"{self.name}: normalize_embeddings does not apply to the asv_ssl folder {folder}; set it to false."
             )
         own = folder / WAVLM_FILE
-        wavlm = self.params.ssl_model or str(
-            own if own.is_file() else model_folder(self.params.source) / WAVLM_FILE
-        )
+        wavlm = self.params.ssl_model or str(own if own.is_file() else model_folder(self.params.source) / WAVLM_FILE)
         frontend = self.context.get("frontend", "wavlm", {"model": wavlm, "layers": "all", "batch_size": 1})
-        self._folder, self._wavlm = folder, Path(wavlm)
+        self._folder, self._wavlm, self._files = folder, Path(wavlm), None
         self._embedder = None
         self._ssl = SslEmbedder(folder, frontend, self.context.device, self.context.autocast)
         return self._ssl
@@ -90,7 +89,7 @@ class FolderEmbeddings:
         if is_ssl_folder(folder):
             self._use_ssl(folder)
         else:
-            self.use(load_folder(folder, f"{self.name} trained model"))
+            self.use(load_folder(folder, f"{self.name} trained model", own_checkpoints=True))
 
     @property
     def dim(self) -> int:
@@ -100,9 +99,19 @@ class FolderEmbeddings:
         """[B, D] for raw waveforms, each with its rate."""
         embedder = self.prepare()
         prepared = [self.waveform(audio, rate) for audio, rate in raws]
-        if self._ssl is not None:  # the WavLM stream reads the file as it is (its rate too), as VPC 2026 does
-            return np.stack([self._ssl.embed(p, np.asarray(r, dtype=np.float32)) for p, (r, _) in zip(prepared, raws)])
+        if self._ssl is not None:  # the WavLM stream reads the file as it is (no peak division, no trimming)
+            return np.stack(
+                [self._ssl.embed(p, self._wavlm_input(audio, rate)) for p, (audio, rate) in zip(prepared, raws)]
+            )
         return embedder.embed(prepared)
+
+    @staticmethod
+    def _wavlm_input(audio: np.ndarray, rate: int) -> np.ndarray:
+        """The file's samples for WavLM, at 16 kHz. VPC 2026 hands WavLM the file at its own rate unresampled
+        (sf.read in WavLMFeatureExtractor); here another rate is resampled with the log-mel stream's filter
+        (torchaudio's Resample), a deliberate difference: 16 kHz files, the challenge's, are the same."""
+        audio = np.asarray(audio, dtype=np.float32)
+        return audio if rate == SAMPLE_RATE else toolkit_resample(audio, rate)
 
     def waveform(self, audio: np.ndarray, rate: int = SAMPLE_RATE) -> np.ndarray:
         return vpc_waveform(audio, self.params.peak_normalize, self.params.trim_zeros, rate)
@@ -156,7 +165,9 @@ class FolderEmbeddings:
 
         self.prepare()
         assert self._folder is not None
-        files = [self._folder / name for name in READ_FILES if (self._folder / name).is_file()]
+        files = list(self._files or [])
+        if self._files is None:  # asv_ssl: its folder's files by name
+            files = [self._folder / name for name in READ_FILES if (self._folder / name).is_file()]
         if self._ssl is not None:  # the WavLM model, wherever it is
             ssl = self._wavlm.expanduser()
             files += sorted(f for f in ssl.iterdir() if f.is_file()) if ssl.is_dir() else [ssl]

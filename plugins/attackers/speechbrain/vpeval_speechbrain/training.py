@@ -5,7 +5,8 @@ what vpeval's `ecapa` attacker trains (and the x-vector recipe its `xvector` att
 that attacker through `context.get` with the folder's sizes and the recipe's numbers, instead of a second
 training loop. Fine-tuning (VPC 2026) hands it the folder's weights as its `init_from` folder (its
 config.json + embedding_model.pt layout). The trained weights come back as a SpeechBrain folder:
-the source's hyperparams.yaml and the new embedding_model.ckpt, which EncoderClassifier also reads.
+the source's hyperparams.yaml (less a Pretrainer `paths:` entry, which names the source's weights) and the
+new embedding_model.ckpt, which EncoderClassifier also reads.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from vpeval.errors import ConfigError
 from vpeval.torchload import load_weights_only
 from vpeval.types import TrainingData
 from vpeval_speechbrain.build import HPARAMS, SpeechBrainModel, load_folder
+from vpeval_speechbrain.hparams import HyperParams
 from vpeval_speechbrain.params import RECIPES, SpeechBrainTrainParams
 from vpeval_speechbrain.paths import model_folder
+from vpeval_speechbrain.pretrainer import text_without_paths
 
 WEIGHTS = "embedding_model.ckpt"
 HISTORY = "training_history.json"
@@ -64,11 +67,16 @@ def train_folder(params: SpeechBrainTrainParams, context, data: TrainingData, ou
     network.save(saved)
     state = load_weights_only(saved / "embedding_model.pt")
     out.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source.folder / HPARAMS, out / HPARAMS)  # the architecture: the source's, as data
+    # the architecture: the source's, as data, less any `paths:` entry naming the source's weights
+    stripped = text_without_paths(HyperParams.read(source.folder / HPARAMS))
+    if stripped is None:
+        shutil.copyfile(source.folder / HPARAMS, out / HPARAMS)
+    else:
+        (out / HPARAMS).write_bytes(stripped.encode("utf-8", "surrogateescape"))
     torch.save(cpu_state_dict(state), out / WEIGHTS)
     if (saved / "history.json").is_file():
         shutil.copyfile(saved / "history.json", out / HISTORY)
-    load_folder(out, f"{name} trained model")  # what is saved loads back (and fails here, not later)
+    load_folder(out, f"{name} trained model", own_checkpoints=True)  # loads back (fails here, not later)
     return out
 
 
