@@ -34,6 +34,18 @@ def test_a_missing_folder_is_one_sentence_at_validate(tmp_path, architecture, on
     assert "does not exist" in sentence
 
 
+@pytest.mark.parametrize("where", ["source", "in the folder"])
+def test_a_fifo_as_the_model_file_is_named_not_missing(tmp_path, where, one_sentence):
+    """Before, a named pipe as embedding_model.ckpt (or as source) read as missing (issue 38)."""
+    import os
+
+    fifo = tmp_path / "embedding_model.ckpt"
+    os.mkfifo(fifo)
+    (sentence,) = missing_paths("campplus", {"source": str(fifo if where == "source" else tmp_path)})
+    assert f"{fifo} cannot be used: it is a named pipe (FIFO" in one_sentence(sentence)
+    assert "does not exist" not in sentence and "holds no model file" not in sentence
+
+
 def test_a_folder_without_a_model_file_is_one_sentence(tmp_path, one_sentence):
     (tmp_path / "configuration.json").write_text("{}")
     (sentence,) = missing_paths("campplus", {"source": str(tmp_path)})

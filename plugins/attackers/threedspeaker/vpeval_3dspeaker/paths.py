@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from vpeval.errors import MissingModelError
+from vpeval.safepath import PathProblem, stat_regular
 
 TORCH_SUFFIXES = (".bin", ".ckpt", ".pt", ".pth")
 ONNX_SUFFIX = ".onnx"
@@ -44,8 +45,14 @@ def choose(source: str, fmt: str, name: str) -> tuple[Path, str] | str:
             return f"{name} source {path} is not {_expected(fmt)}; give one, or set format: auto."
         return path, kind
     if not path.is_dir():
+        if path.exists():  # a FIFO, a device: there, but not a file to read
+            return f"{name} source {path} cannot be used: {_problem(path)}."
         return f"{name} source {path} does not exist; give the model folder or file, {_expected(fmt)}."
     torch_files, onnx_files = candidates(path, fmt)
+    if not torch_files and not onnx_files:  # a model file that is there but not a regular file is named so
+        odd = [f for f in sorted(path.iterdir()) if f.suffix in (*TORCH_SUFFIXES, ONNX_SUFFIX) and not f.is_dir()]
+        if odd:
+            return f"{name} model file {odd[0]} cannot be used: {_problem(odd[0])}."
     if len(torch_files) > 1 and any(f.name == RECIPE_CHECKPOINT for f in torch_files):
         torch_files = [path / RECIPE_CHECKPOINT]
     for files, kind in ((torch_files, "torch"), (onnx_files, "onnx")):  # a checkpoint before an export
@@ -55,6 +62,14 @@ def choose(source: str, fmt: str, name: str) -> tuple[Path, str] | str:
             names = ", ".join(f.name for f in files)
             return f"{name} source folder {path} holds several model files ({names}); give the one to use as source."
     return f"{name} source folder {path} holds no model file; it needs {_expected(fmt)}."
+
+
+def _problem(path: Path) -> str:
+    try:
+        stat_regular(path)
+    except PathProblem as problem:
+        return problem.reason
+    return "it is not a regular file"
 
 
 def model_file(source: str, fmt: str, name: str) -> tuple[Path, str]:
