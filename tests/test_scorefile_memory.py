@@ -88,3 +88,13 @@ def test_a_fault_in_a_later_block_names_its_line(tmp_path, small_blocks, change,
     path.write_text("\n".join(change(path.read_text().splitlines())) + "\n")
     with pytest.raises(DataError, match=message):
         read_score_file(path)
+
+
+def test_a_file_with_cr_line_ends_past_the_block_limit_is_read_whole(tmp_path, small_blocks, monkeypatch):
+    monkeypatch.setattr(scorefile, "MAX_LINE_CHARS", 50)  # no "\n" within a block and its read-on: the slow path
+    path = tmp_path / "scores.txt"
+    _score_file(path, lines=300)
+    rows = [line.split() for line in path.read_text().splitlines()]
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r"))
+    scores = read_score_file(path)
+    assert scores.test_ids.tolist() == [r[1] for r in rows] and scores.scores.tolist() == [float(r[2]) for r in rows]

@@ -53,7 +53,7 @@ def read_score_file(path: str | Path) -> Scores:
                 return columns.scores(path)
     except OSError as exc:
         raise DataError(f"Score file {path} cannot be read ({exc.strerror or exc}); check the file.") from None
-    _explain(path)
+    return _whole_file(path)
 
 
 def _blocks(handle) -> Iterator[str]:
@@ -155,9 +155,13 @@ def _strings(known: dict[str, int]) -> np.ndarray:
     return out
 
 
-def _explain(path: Path) -> NoReturn:
-    """Name what is wrong with the file (the checked reader, then the first bad line): the slow path."""
+def _whole_file(path: Path) -> Scores:
+    """The slow path: the checked reader on the whole file, then the first bad line named (or, for a file the
+    blocks could not split, such as one with old Mac CR line ends, its columns)."""
     text = read_text(path, f"Score file {path}")  # UTF-8 only (a BOM dropped, CRLF as LF), NUL bytes refused
+    whole = _Columns()
+    if whole.add(text):
+        return whole.scores(path)
     if not text.split():
         raise DataError(f"Score file {path} has no trials; expected lines '{FORMAT}'.")
     _raise_bad_line(path, text)
