@@ -204,3 +204,9 @@ class TestByAttributeSimilarityContract(MetricContract):
     def inputs(self):
         rng, speakers = np.random.default_rng(0), [f"s{k}" for k in range(6)]
         return MetricInputs(similarity={p: _similarity(rng, speakers) for p in ("O-O", "O-A", "A-A")})
+
+
+def test_validate_names_a_missing_attribute_source(tmp_path):
+    params = ByAttribute.Params(manifest=str(tmp_path / "nope.csv"), files={"age": str(tmp_path / "spk2age")})
+    problems = ByAttribute.missing_paths(params)
+    assert len(problems) == 2 and "manifest" in problems[0] and "files.age" in problems[1]

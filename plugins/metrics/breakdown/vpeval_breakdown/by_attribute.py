@@ -14,6 +14,7 @@ breakdown), so headline summaries, which read `avg` or `all`, leave these rows o
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
@@ -50,6 +51,16 @@ class AttributeMetric(Metric):
     """Shared: reading the attributes, grouping speakers and labelling the rows."""
 
     inner_needs: ClassVar[str] = "scores"
+
+    @classmethod
+    def missing_paths(cls, params: Params) -> list[str]:
+        named = [("kaldi", params.kaldi), ("manifest", params.manifest)]
+        named += [(f"files.{name}", path) for name, path in params.files.items()]
+        return [
+            f"{cls.name}: {field} {path} does not exist; give the file or folder that holds the speaker attributes."
+            for field, path in named
+            if path and not Path(path).exists()
+        ]
 
     def _inner(self) -> Metric:
         inner = getattr(self, "_inner_metric", None)
