@@ -75,7 +75,7 @@ def test_a_file_size_limit_names_the_file_and_the_limit(tmp_path):
     assert done.stderr.strip() == (
         f"Error: the report file {tmp_path / 'out.md'} would grow past the file size limit of this shell "
         "(ulimit -f: 100 bytes, 0 in ulimit's KiB); raise the limit (`ulimit -f unlimited`) or pass --output with "
-        "another folder, then rerun the same command."
+        "another folder, then rerun."
     )
     assert not (tmp_path / "out.md").exists()
 

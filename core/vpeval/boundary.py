@@ -124,19 +124,23 @@ def _out_of_memory(exc: BaseException) -> bool:
 _NO_MEMORY_TO_LOAD = ("failed to map segment", "Cannot allocate memory", "cannot allocate memory")
 
 
-def _memory_limit() -> str:
+def _limit(name: str) -> int | None:
+    """This process's soft resource limit `name` (RLIMIT_AS, RLIMIT_FSIZE), None when unlimited or unknown."""
     try:
         import resource
 
-        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
-    except (ImportError, OSError, ValueError):
-        return ""
-    return "" if limit == resource.RLIM_INFINITY else f" (this process may use {limit / 2**30:.3g} GiB: ulimit -v)"
+        limit = resource.getrlimit(getattr(resource, name))[0]
+    except (ImportError, AttributeError, OSError, ValueError):
+        return None
+    return None if limit == resource.RLIM_INFINITY else limit
 
 
 def _memory_sentence() -> str:
+    limit = (
+        "" if (most := _limit("RLIMIT_AS")) is None else f" (this process may use {most / 2**30:.3g} GiB: ulimit -v)"
+    )
     return (
-        f"this machine ran out of memory{_memory_limit()}; use fewer `workers`, a smaller corpus or batch size, "
+        f"this machine ran out of memory{limit}; use fewer `workers`, a smaller corpus or batch size, "
         "raise the limit or use a machine with more memory, then rerun the same command (finished stages are cached)."
     )
 
@@ -210,10 +214,10 @@ def environment_message(exc: OSError) -> str:
     if code == errno.ENOMEM:
         return _memory_sentence()
     if code == errno.EFBIG:
-        return (
-            f"{where} would grow past {_file_size_limit()}; raise the limit (`ulimit -f unlimited`) or "
-            f"{elsewhere}, then rerun the same command."
-        )
+        size = _limit("RLIMIT_FSIZE")
+        limit = f"the file size limit of this shell (ulimit -f: {size} bytes, {size // 1024} in ulimit's KiB)"
+        limit = "the largest file this file system allows" if size is None else limit
+        return f"{where} would grow past {limit}; raise the limit (`ulimit -f unlimited`) or {elsewhere}, then rerun."
     if code == errno.EIO:
         return f"input/output error on {where}; the disk or network file system may be failing: check it, then rerun."
     if code == errno.ELOOP:
@@ -226,18 +230,6 @@ def environment_message(exc: OSError) -> str:
             "check the machine (disk, network, limits) and rerun the same command."
         )
     return f"{where}: {reason}; check that path (it is this machine's file system, not vpeval, that refused it)."
-
-
-def _file_size_limit() -> str:
-    try:
-        import resource
-
-        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-    except (ImportError, OSError, ValueError):
-        limit = None
-    if limit is None or limit == resource.RLIM_INFINITY:
-        return "the largest file this file system allows"
-    return f"the file size limit of this shell (ulimit -f: {limit} bytes, {limit // 1024} in ulimit's KiB)"
 
 
 def _place_of(path: str | None) -> Place | None:

@@ -133,10 +133,12 @@ class _Columns:
         pairs = enroll.astype(np.int64) * len(self.ids[1]) + test
         pairs.sort()
         if (pairs[1:] == pairs[:-1]).any():
-            del pairs
             _refuse_repeats(path, read_text(path, f"Score file {path}"))
         del pairs
-        enroll_ids, test_ids = (_strings(known)[codes] for known, codes in zip(self.ids, (enroll, test), strict=True))
+        # object arrays indexed by code: one string per distinct id, shared by its trials
+        enroll_ids, test_ids = (
+            np.array(list(ids), dtype=object)[codes] for ids, codes in zip(self.ids, (enroll, test))
+        )
         return Scores(
             scores=values,
             targets=targets,
@@ -146,13 +148,6 @@ class _Columns:
             enroll_ids=enroll_ids,
             test_ids=test_ids,
         )
-
-
-def _strings(known: dict[str, int]) -> np.ndarray:
-    """The ids by code, as an object array: indexing it shares one string per distinct id."""
-    out = np.empty(len(known), dtype=object)
-    out[:] = list(known)
-    return out
 
 
 def _whole_file(path: Path) -> Scores:
