@@ -242,3 +242,52 @@ def test_ssl_whisper_reads_the_whisper_frames_of_every_utterance():
         other = model(frames, frame_positions, changed, whisper_positions)
     assert out.shape == (2, 6)
     assert not torch.allclose(out, other, atol=1e-4)
+
+
+def test_mean_pooling_is_the_papers_mean_of_embeddings_unless_unit_is_asked():
+    """IV-B: the baseline 'aggregates enrollment and target utterance embeddings using mean pooling'; the
+    mean of unit vectors (vpeval's earlier default) is `mean_pooling: unit-embeddings`."""
+    from vpeval_multiutt.params import MultiUttParams
+
+    assert MultiUttParams().mean_pooling == "embeddings"
+    side = utterances()
+    plain = model("mean")
+    unit = model("mean")
+    unit.unit_mean = True
+    with torch.no_grad():
+        vectors = torch.stack([plain.utterance_embeddings(f[None])[0] for f in side])
+        torch.testing.assert_close(plain.side_embedding(side), vectors.mean(0), rtol=1e-5, atol=1e-6)
+        normalised = torch.nn.functional.normalize(vectors, dim=-1).mean(0)
+        torch.testing.assert_close(unit.side_embedding(side), normalised, rtol=1e-5, atol=1e-6)
+        assert not torch.allclose(plain.side_embedding(side), normalised, atol=1e-3)
+
+
+@pytest.mark.parametrize("pooling", ["query", "asp"])
+def test_rjca_pools_any_n_with_either_pooling(pooling):
+    """rjca_pooling: the 4-head query (default) or [18]'s attentive statistics pooling; one model serves
+    N = 5 and 15, and the pooled vector depends on every position."""
+    from vpeval_multiutt.rjca import Rjca
+
+    torch.manual_seed(0)
+    m = Rjca(8, 6, 16, 2, 2, 4, 0.0, 12, global_text=False, pooling=pooling).eval()
+    g = torch.Generator().manual_seed(3)
+    audio, text = torch.randn(2, 15, 8, generator=g), torch.randn(2, 15, 6, generator=g)
+    with torch.no_grad():
+        assert m(audio[:, :5], text[:, :5]).shape == m(audio, text).shape == (2, 12)
+        changed = audio.clone()
+        changed[:, -1] += 1.0
+        assert not torch.allclose(m(audio, text), m(changed, text), atol=1e-4)
+    assert isinstance(getattr(m, "asp" if pooling == "asp" else "pool"), torch.nn.Module)
+
+
+@pytest.mark.parametrize("schedule", ["step", "constant"])
+def test_later_stage_schedule_step_or_constant(schedule):
+    """later_stage_schedule: the lazy / hybrid / semi-informed stages follow end-to-end's StepLR (step) or keep
+    their rate (constant); end-to-end training keeps StepLR either way."""
+    from vpeval_multiutt.params import MultiUttParams
+
+    attacker = MultiUttAttacker.__new__(MultiUttAttacker)
+    attacker.params = MultiUttParams(later_stage_schedule=schedule, lr_step=5)
+    attacker.context = attacker.history = None
+    assert attacker._training_kwargs()["lr_step"] == 5
+    assert attacker._training_kwargs(later_stage=True)["lr_step"] == (5 if schedule == "step" else None)

@@ -34,6 +34,7 @@ ONE_EPOCH = {
     # end to end, the score-level weighted fusion (the defaults became the paper's two-stage ones since).
     "base_share": 1.0,
     "aggregation_training": "end-to-end",
+    "mean_pooling": "unit-embeddings",  # the default until issue 40 (now the paper's plain mean)
     "transcripts": "corpus",
     "epochs": 1,
     "text_epochs": 1,

@@ -38,6 +38,7 @@ AUDIO_RECIPE = (
     "n_mels",
     "attention_heads",
     "query_temperature",
+    "mean_pooling",  # the validation EER that picks the epoch reads side means
     "utterances_per_speaker",
     "speakers_per_batch",
     "crop_seconds",
@@ -185,7 +186,11 @@ class MultiUttAttacker(Attacker):
             # Keyed by the aggregation, not the system: systems that share an encoder share its start (shared.py).
             torch.manual_seed(self.context.torch_seed(self.name, self.audio_aggregation, "audio"))
             model = AudioModel(
-                config, self.audio_aggregation, self.params.attention_heads, self.params.query_temperature
+                config,
+                self.audio_aggregation,
+                self.params.attention_heads,
+                self.params.query_temperature,
+                unit_mean=self.params.mean_pooling == "unit-embeddings",
             )
         return model.to(self.device)  # built on the CPU: the same start weights on every device
 
@@ -336,12 +341,15 @@ class MultiUttAttacker(Attacker):
             np.stack([random_crop(self.frames.frames(utterances[k]), length, rng) for k in picks.ravel()])
         )
 
-    def _training_kwargs(self) -> dict:
+    def _training_kwargs(self, later_stage: bool = False) -> dict:
+        """later_stage: a two-stage, hybrid or semi-informed stage, whose schedule the paper does not give
+        (later_stage_schedule); end-to-end training has IV-C's StepLR."""
         p = self.params
+        constant = later_stage and p.later_stage_schedule == "constant"
         return dict(
             weight_decay=p.weight_decay,
             grad_clip=p.grad_clip,
-            lr_step=p.lr_step,
+            lr_step=None if constant else p.lr_step,
             lr_gamma=p.lr_gamma,
             margin=p.margin,
             scale=p.scale,
@@ -394,7 +402,7 @@ class MultiUttAttacker(Attacker):
                 lr=p.semi_lr if self.continuing else p.lr,
                 stage=f"audio-{self.audio_aggregation}",
                 validate=self._validator(self._validation[0], _audio_vector),
-                **self._training_kwargs(),
+                **self._training_kwargs(later_stage=self.continuing),
             )
 
         if not fresh:  # semi-informed: continues from the lazy model, nothing to share
@@ -466,7 +474,7 @@ class MultiUttAttacker(Attacker):
         if self.text is not None:
             self.text.requires_grad_(False)
         step = self.strategy.fusion_step(self, utterances)
-        schedule = {**self._training_kwargs(), **self.strategy.fusion_schedule()}
+        schedule = {**self._training_kwargs(later_stage=True), **self.strategy.fusion_schedule()}
         if self.continuing:
             schedule.update(epochs=p.semi_epochs, lr=p.semi_lr)
         train_aam(

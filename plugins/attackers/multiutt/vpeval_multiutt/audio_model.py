@@ -110,6 +110,11 @@ def _relative(lengths: torch.Tensor, total: int) -> torch.Tensor:
     return (lengths.to(torch.float32) - 0.5) / total
 
 
+def side_mean(vectors: torch.Tensor, unit: bool) -> torch.Tensor:
+    """[N, D] -> [D]: the mean of the vectors (the paper's mean pooling), or of their unit vectors."""
+    return (nn.functional.normalize(vectors, dim=-1) if unit else vectors).mean(dim=0)
+
+
 class QueryAttention(nn.Module):
     """A learnable query q over N utterance embeddings: z = MHA(q / tau, X, X) (III-A1)."""
 
@@ -129,10 +134,11 @@ class QueryAttention(nn.Module):
 class AudioModel(nn.Module):
     """An ECAPA-TDNN with one of the aggregations: mean, query-attention or frame-concat."""
 
-    def __init__(self, config: AudioConfig, aggregation: str, heads: int, temperature: float):
+    def __init__(self, config: AudioConfig, aggregation: str, heads: int, temperature: float, unit_mean: bool = False):
         super().__init__()
         self.config = config
         self.aggregation = aggregation
+        self.unit_mean = unit_mean  # mean_pooling: unit-embeddings (not a weight: a scoring choice)
         self.encoder = FrameEncoder(config)
         self.query = (
             QueryAttention(config.embedding_dim, heads, temperature) if aggregation == "query-attention" else None
@@ -166,7 +172,9 @@ class AudioModel(nn.Module):
         return self.aggregate(torch.cat([self.encoder(f[None]) for f in frames]))
 
     def aggregate(self, embeddings: torch.Tensor) -> torch.Tensor:
-        """Utterance-level aggregation of one side's utterance embeddings [N, D] -> [D]."""
+        """Utterance-level aggregation of one side's utterance embeddings [N, D] -> [D]: the query, or the mean
+        (IV-B: the baseline "aggregates ... utterance embeddings using mean pooling"; unit_mean: of their
+        unit vectors)."""
         if self.aggregation == "query-attention":
             return self.query(embeddings[None])[0]
-        return nn.functional.normalize(embeddings, dim=-1).mean(dim=0)
+        return side_mean(embeddings, self.unit_mean)

@@ -82,6 +82,12 @@ class MultiUttParams(Params):
     query_temperature: float = Field(
         0.3, gt=0.0, le=100.0, description="Temperature tau dividing the learnable query (III-A1, IV-C: 0.3)."
     )
+    mean_pooling: Literal["embeddings", "unit-embeddings"] = Field(
+        "embeddings",
+        description="A side's mean pooling (the mean system and the utterance-level fusions): the mean of its "
+        "utterance embeddings (IV-B, the paper's), or of their unit vectors (vpeval's earlier default, which "
+        "weights every utterance alike).",
+    )
     aggregation_training: Literal["two-stage", "end-to-end"] = Field(
         "two-stage",
         description="How query-attention learns its query (IV-C: 'two-stage training is used for all utterance-level "
@@ -206,6 +212,13 @@ class MultiUttParams(Params):
         100, ge=1, le=100_000, description="Non-target trials per validation speaker (IV-A: 100)."
     )
 
+    later_stage_schedule: Literal["step", "constant"] = Field(
+        "step",
+        description="Learning-rate schedule of the two-stage (lazy), hybrid and semi-informed stages, for which "
+        "IV-C gives epochs and a rate but no schedule: step applies end-to-end training's StepLR (lr_step, "
+        "lr_gamma) there too (a 5-epoch stage never reaches its first step); constant keeps the rate fixed.",
+    )
+
     # -- semi-informed (IV-C) -------------------------------------------------------------------------
     semi_epochs: int = Field(
         15,
@@ -240,6 +253,12 @@ class MultiUttParams(Params):
     rjca_recurrent_layers: int = Field(2, ge=1, le=64, description="Layers of each BiLSTM (IV-C: 2).")
     rjca_fusion_layers: int = Field(2, ge=1, le=64, description="Recursive joint cross-attention layers (IV-C: 2).")
     rjca_dropout: float = Field(0.6, ge=0.0, lt=1.0, description="Dropout of RJCA (IV-C: 0.6).")
+    rjca_pooling: Literal["query", "asp"] = Field(
+        "query",
+        description="How RJCA pools its N attended positions (the paper names no pooling, only 'four attention "
+        "heads'): query, a learnable 4-head query (attention_heads); asp, attentive statistics pooling and a "
+        "linear layer, as reference [18]'s published code.",
+    )
 
     # -- SSL-Whisper cross-attention (III-B6) ------------------------------------------------------------
     cross_frames: Annotated[str, PluginRef("frontend", params="cross_frames_params", keywords=("fbank",))] = Field(

@@ -5,8 +5,13 @@ global-text variant repeats one speaker-level text vector and skips the text BiL
 cross-attention layer correlates each modality with the joint [audio ‖ text] sequence,
 C_m = tanh(X_m W_jm J^T / sqrt(d)), turns the correlations into attention maps
 H_m = ReLU(X_m W_m + (C_m J / N) W_cm) and adds them back, X_m <- H_m W_hm + X_m; the layers are applied
-recursively, each on the previous one's output. The attended sequences are concatenated, pooled by a
-learnable multi-head query and projected to the speaker embedding.
+recursively, each on the previous one's output. The attended sequences are concatenated, pooled and
+projected to the speaker embedding.
+
+Pooling (`rjca_pooling`): seed 000 gives RJCA "four attention heads" and no pooling; vpeval's default pools
+with a learnable 4-head query (the query-attention module, tau 1). Reference [18]'s published speaker
+verification code (praveena2j/RJCAforSpeakerVerification, models/avmodels.py `FusionModel`) pools with
+attentive statistics pooling and a linear layer: `rjca_pooling: asp`.
 
 Deviation: the original maps the L x L correlation matrix with a weight of size k x L, which ties the
 model to one sequence length; here the correlations weight the joint features (C_m J / N), so one
@@ -58,6 +63,7 @@ class Rjca(nn.Module):
         dropout: float,
         out: int,
         global_text: bool,
+        pooling: str = "query",
     ):
         super().__init__()
         if hidden % 2:
@@ -72,12 +78,25 @@ class Rjca(nn.Module):
         self.audio = nn.LSTM(audio_dim, **lstm)
         self.text = nn.Linear(text_dim, hidden) if global_text else nn.LSTM(text_dim, **lstm)
         self.layers = nn.ModuleList([JointCrossAttention(hidden, hidden, dropout) for _ in range(fusion_layers)])
-        self.pool = QueryAttention(2 * hidden, heads, temperature=1.0)
-        self.out = nn.Linear(2 * hidden, out)
+        if pooling == "asp":  # [18]: attentive statistics (weighted mean and std) over the N positions
+            from speechbrain.lobes.models.ECAPA_TDNN import AttentiveStatisticsPooling
+
+            self.asp = AttentiveStatisticsPooling(2 * hidden, attention_channels=hidden)
+            self.out = nn.Linear(4 * hidden, out)
+        else:
+            self.pool = QueryAttention(2 * hidden, heads, temperature=1.0)
+            self.out = nn.Linear(2 * hidden, out)
+        self.pooling = pooling
+
+    def _pool(self, joint: torch.Tensor) -> torch.Tensor:
+        """[B, N, 2 hidden] -> [B, 2 hidden] (query) or [B, 4 hidden] (asp: mean and std)."""
+        if self.pooling == "asp":
+            return self.asp(joint.transpose(1, 2)).squeeze(-1)
+        return self.pool(joint)
 
     def forward(self, audio: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
         a, _ = self.audio(audio)
         t = self.text(text) if isinstance(self.text, nn.Linear) else self.text(text)[0]
         for layer in self.layers:
             a, t = layer(a, t)
-        return self.out(self.pool(torch.cat([a, t], dim=-1)))
+        return self.out(self._pool(torch.cat([a, t], dim=-1)))

@@ -83,11 +83,12 @@ class System:
         raise NotImplementedError
 
 
-def _mean_of_unit(fused) -> np.ndarray:
-    """Per-utterance fused vectors [N, D] -> the mean of their unit vectors (utterance-level fusion, III-A)."""
-    import torch
+def _side_mean(attacker, fused) -> np.ndarray:
+    """Per-utterance fused vectors [N, D] -> their mean (mean pooling, Table IV), or the mean of their unit
+    vectors (mean_pooling: unit-embeddings)."""
+    from vpeval_multiutt.audio_model import side_mean
 
-    return to_numpy(torch.nn.functional.normalize(fused.float(), dim=-1).mean(dim=0))
+    return to_numpy(side_mean(fused.float(), attacker.params.mean_pooling == "unit-embeddings"))
 
 
 def _transcripts(attacker: AttackerParts, utterances: list[Utterance]) -> list[str]:
@@ -230,7 +231,9 @@ class AudioTextSystem(_LevelledFusion):
         texts = attacker.texts(side)
         if self.speaker_level:
             return to_numpy(attacker.fusion(attacker.audio_side(side)[None], attacker.text([texts]))[0])
-        return _mean_of_unit(attacker.fusion(attacker.audio_utterances(side), attacker.text([[t] for t in texts])))
+        return _side_mean(
+            attacker, attacker.fusion(attacker.audio_utterances(side), attacker.text([[t] for t in texts]))
+        )
 
 
 class WeightedAudioTextSystem(AudioTextSystem):
@@ -294,7 +297,7 @@ class AudioProsodySystem(_LevelledFusion):
         prosody = attacker.tensor(attacker.prosody_input(attacker.prosody(side)[None]))
         if self.speaker_level:
             return to_numpy(attacker.fusion(attacker.audio_side(side)[None], prosody)[0])
-        return _mean_of_unit(attacker.fusion(attacker.audio_utterances(side), prosody))
+        return _side_mean(attacker, attacker.fusion(attacker.audio_utterances(side), prosody))
 
 
 # -- cross-modal attention --------------------------------------------------------------------------
@@ -359,7 +362,7 @@ class HybridSystem(System):
         fused = torch.cat(
             [attacker.fusion(*self.inputs(attacker, [m[0]], [t])) for m, t in zip(attacker.frame_maps(side), texts)]
         )
-        return _mean_of_unit(fused)
+        return _side_mean(attacker, fused)
 
 
 class RjcaSystem(System):
@@ -391,6 +394,7 @@ class RjcaSystem(System):
             p.rjca_dropout,
             p.embedding_dim,
             global_text=self.speaker_level,
+            pooling=p.rjca_pooling,
         )
 
     def fusion_step(self, attacker, utterances):

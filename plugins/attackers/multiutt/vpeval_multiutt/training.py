@@ -141,7 +141,7 @@ def train_aam(
     lr: float,
     weight_decay: float,
     grad_clip: float,
-    lr_step: int,
+    lr_step: int | None,
     lr_gamma: float,
     margin: float,
     scale: float,
@@ -162,7 +162,8 @@ def train_aam(
         classifier = AamSoftmax(dim, len(episodes.speakers), margin, scale).to(context.device)
     params = [p for p in modules.parameters() if p.requires_grad] + list(classifier.parameters())
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
-    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=lr_step, gamma=lr_gamma)
+    # lr_step None: a constant rate (later_stage_schedule: constant)
+    scheduler = None if lr_step is None else torch.optim.lr_scheduler.StepLR(optimizer, lr_step, gamma=lr_gamma)
     scaler = torch.amp.GradScaler("cuda", enabled=context.on_gpu and context.precision == "fp16")  # fp16 underflows
     context.log.info(
         "%s: %d speakers, %d batches of %d speakers x %d utterances per epoch, %d epochs",
@@ -197,7 +198,8 @@ def train_aam(
                 scaler.update()
                 losses.append(loss.item())
             lr_now = optimizer.param_groups[0]["lr"]
-            scheduler.step()
+            if scheduler is not None:
+                scheduler.step()
             record = EpochRecord(stage, epoch, float(np.mean(losses)), lr_now, time.perf_counter() - started)
             history.epochs.append(record)
             best.after_epoch(record)
