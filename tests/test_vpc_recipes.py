@@ -1,8 +1,9 @@
 """The shipped VoicePrivacy recipes (experiments/vpc2024.yaml, vpc2026-track1.yaml) end to end, on a VPC root
 written in the current toolkit's layout: data/ from the small real recordings (vpeval.testing.vpc_tree) with a
 `_fast` "submission", exp/ with tiny random-weight SpeechBrain folders where the toolkit puts the released models
-(exp/asv_orig/CKPT+1, exp/asr, exp/ser; vpeval_speechbrain.tiny, vpeval_speech.tiny). The numbers mean nothing; the wiring is what is tested: the
-CLI validates the file with the user's variables, and a run writes the toolkit-style results_vpc.txt with the
+(exp/asv_orig/CKPT+1, exp/asr, exp/ser; vpeval_speechbrain.tiny, vpeval_speech.tiny). The numbers mean
+nothing; the wiring is what is tested: the CLI validates the file with the user's variables, and a run writes
+the toolkit's results_orig.txt / results_anon.txt and vpeval's results_vpc.txt with the
 lazy-informed (O-O, O-A) and semi-informed (A-A) rows per dataset and gender, WER, and UAR where IEMOCAP
 folders are given (UTILITY=true; with UTILITY=false the uar metric is switched off, not failing). The runs
 are slow (about a minute each on 2 busy cores); validation stays in the default run."""
@@ -168,6 +169,15 @@ def test_vpc2024_runs_end_to_end(vpc_root, tmp_path):
     assert {r[2] for r in wer} == {"original", "anon"} and all(float(r[-1]) >= 0 for r in wer), text
     uar = _rows(text, "UAR")
     assert {r[2] for r in uar} == {"original", "anon"} and all(0 <= float(r[-1]) <= 100 for r in uar), text
+    # The toolkit's own files: O-O of asv_eval per f/m folder (index 0, 3, 6, 9), A-A of asv_anon (2, 5, 8, 11).
+    orig = (out / "results_summary" / "eval_orig_fast" / "results_orig.txt").read_text().splitlines()
+    anon = (out / "results_summary" / "eval_anon_fast" / "results_anon.txt").read_text().splitlines()
+    assert orig[2] == "---- ASV_eval results ----" and anon[2] == "---- ASV_eval^anon results ----"
+    assert [line.split()[:6] for line in orig[4:]] == [
+        [i, "libri", s, g, "original", "original"]
+        for i, s, g in (("0", "dev", "f"), ("3", "dev", "m"), ("6", "test", "f"), ("9", "test", "m"))
+    ]
+    assert [line.split()[0] for line in anon[4:]] == ["2", "5", "8", "11"]
 
 
 @pytest.mark.slow
@@ -182,6 +192,12 @@ def test_vpc2026_track1_runs_end_to_end(ssl_root, tmp_path):
     text = (out / "results_vpc.txt").read_text()
     assert "UAR" not in text  # UTILITY=false: uar switched off, not failed
     lazy, semi = {("original", "original"), ("original", "anon")}, {("anon", "anon")}
+    for part, title in (("orig", "ASV_eval"), ("anon", "ASV_eval^anon")):  # the toolkit's: A-A of the mixed lists
+        lines = (out / "results_summary" / f"eval_{part}_fast" / f"results_{part}.txt").read_text().splitlines()
+        assert lines[2] == f"---- {title} results ----"
+        assert [line.split()[:6] for line in lines[4:]] == [
+            ["2", "libri", "dev", "mixed", "anon", "anon"], ["5", "libri", "test", "mixed", "anon", "anon"]
+        ]  # fmt: skip
     for block, sides in (("asv_ssl", lazy), ("asv_anon", semi)):
         rows = _rows(text, block)
         for dataset in ("dev", "test"):

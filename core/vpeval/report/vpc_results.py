@@ -79,3 +79,63 @@ def vpc_results_text(rows: list[dict[str, Any]]) -> str:
     asr = utility_block(rows, "wer", "WER")
     blocks += [asr] if asr else []
     return "\n\n".join(f"{title}\n{table}" for title, table in blocks) + "\n"
+
+
+def toolkit_summaries(exp, rows: list[dict[str, Any]], time: str) -> dict[str, str]:
+    """The toolkit's own summary files (run_evaluation.py's save_result_summary; VPC 2024 400de3a, 2026 e6810a4),
+    path -> text, for each `precomputed` submission given by `vpc` folders: results_summary/eval_orig<suffix>/
+    results_orig.txt with the lazy-informed attacker's rows as the toolkit keeps them (2024: O-O per f/m trial
+    folder; 2026: A-A of the mixed folder) and eval_anon<suffix>/results_anon.txt with the semi-informed A-A rows,
+    its index numbers, order and pandas layout. ASV blocks only: vpeval's WER and UAR are not per IEMOCAP or
+    LibriSpeech split, so the SER and ASR blocks stay in results_vpc.txt."""
+    mixed = exp.corpus.params.get("challenge") == "2026-track1"
+    out = {}
+    for anon in exp.anonymizers:
+        suffix = (anon.steps[0].params.get("vpc") or {}).get("suffix")
+        mine = [r for r in rows if r.get("anonymizer") == anon.label and r.get("metric") == "eer" and r.get("dataset")]
+        for part, scenario, title, keep in (
+            ("orig", "original", "ASV_eval", "A-A" if mixed else "O-O"),
+            ("anon", "anonymized", "ASV_eval^anon", "A-A"),
+        ):
+            table = _toolkit_asv(mine, scenario, keep, mixed)
+            if suffix and table:
+                path = f"results_summary/eval_{part}{suffix}/results_{part}.txt"
+                out[path] = f"---- Time: {time} ----\n\n---- {title} results ----\n{table}\n"
+    return out
+
+
+def _toolkit_asv(rows: list[dict[str, Any]], scenario: str, keep: str, mixed: bool) -> str:
+    """evaluate_asv's rows (enrollment-trial pair x oo, oa, aa, numbered so), those of `keep`, sorted stably."""
+    rows = [r for r in rows if r.get("scenario") == scenario and r["gender"] in (("all",) if mixed else ("f", "m"))]
+    body, index = [], []
+    for i, dataset in enumerate(sorted({r["dataset"] for r in rows})):
+        for j, gender in enumerate(("all",) if mixed else ("f", "m")):
+            for k, protocol in enumerate(SIDES):
+                found = [r for r in rows if (r["dataset"], r["gender"], r["protocol"]) == (dataset, gender, protocol)]
+                if protocol == keep and found:
+                    name, split = dataset.split("_")[:2] if "_" in dataset else (dataset, "_")
+                    shown = "mixed" if mixed else gender
+                    body.append([name, split, shown, *SIDES[protocol], round(found[0]["value"], 3)])
+                    index.append(str((i * (1 if mixed else 2) + j) * 3 + k))
+    order = sorted(range(len(body)), key=lambda n: (body[n][0], body[n][1]))
+    header = ["dataset", "split", "gender", "enrollment", "trial", "EER"]
+    return _pandas_string(header, [body[n] for n in order], [index[n] for n in order]) if body else ""
+
+
+def _pandas_string(header: list[str], rows: list[list[Any]], index: list[str]) -> str:
+    """DataFrame.to_string() of these columns: index left-justified, each cell with pandas' leading space, floats
+    as '{: .6f}' with the zeros every cell of the column ends in trimmed, every column right-justified."""
+    columns = []
+    for j, name in enumerate(header):
+        cells = [row[j] for row in rows]
+        if all(isinstance(c, float) for c in cells):
+            text = [f"{c: .6f}" for c in cells]
+            while all(t.endswith("0") and not t.endswith(".0") for t in text):
+                text = [t[:-1] for t in text]
+        else:
+            text = [f" {c}" for c in cells]
+        width = max(len(name), *(len(t) for t in text))
+        columns.append([name.rjust(width)] + [t.rjust(width) for t in text])
+    left = max(len(i) for i in index)
+    lines = [[""] + index] + columns
+    return "\n".join(lines[0][n].ljust(left) + "".join(" " + col[n] for col in lines[1:]) for n in range(len(rows) + 1))

@@ -23,7 +23,7 @@ from vpeval.report.figures import FIGURES_DIR, SCORE_INDEX, Figure, report_figur
 from vpeval.report.provenance import RunInfo
 from vpeval.report.tables import attack_tables, speech_tables
 from vpeval.report.training import curve_entries, training_markdown, upper_bound_reasons
-from vpeval.report.vpc_results import vpc_results_text
+from vpeval.report.vpc_results import toolkit_summaries, vpc_results_text
 from vpeval.report.worst_case import worst_case_tables
 from vpeval.safepath import output_target
 
@@ -97,6 +97,8 @@ def write_outputs(exp, result, plan, score_sets) -> None:
     write_text_atomic(folder / "results.csv", rows_csv(result.rows))
     if exp.experiment.report is not None and exp.experiment.report.preset == "vpc":
         write_text_atomic(folder / "results_vpc.txt", vpc_results_text(result.rows))
+        for name, text in toolkit_summaries(exp, result.rows, datetime.today().strftime("%d-%m-%y_%H:%M")).items():
+            write_text_atomic(folder / name, text)  # the toolkit's own results files, for its parsers
     write_text_atomic(folder / "report.md", report_markdown(exp, result, payload, info, figures, paper))
 
 
