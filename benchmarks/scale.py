@@ -11,7 +11,7 @@ largest of the process and its workers, ru_maxrss). Stages, each through the pub
     anonymize  mcadams (VPC 2024 B2) on every utterance, written as wav, with the run's workers
     embed      ecapa 512/1536 (random weights: speed does not depend on them; --embed-network demo: the
                demo's 128/384) on every utterance through represent_many, with a content cache as in a run
-    score      every distinct trial side represented and scored (Runner._score_trials), by the ecapa
+    score      every distinct trial side represented and scored (vpeval.run.stage_score), by the ecapa
                attacker that embedded the utterances just before (outside the measured section)
     metrics    eer, min-dcf, cllr, min-cllr, linkability (with their speaker-level bootstrap intervals)
     report     results.json, results.csv, report.md, score files and the evaluation data folder
@@ -251,7 +251,7 @@ def stage_metrics(root: Path, size: int, workers: int, **_) -> dict:
 
 
 def _row(coords: dict, plugin: str, r) -> dict:
-    """A results row as the runner writes it (vpeval.run.runner._row)."""
+    """A results row as the runner writes it (vpeval.run.stage_metrics._row)."""
     import math
 
     def num(x):

@@ -1,4 +1,4 @@
-"""The runner's metric inputs: one builder per `needs` (runner.METRIC_INPUTS), rows in one fixed order."""
+"""The runner's metric inputs: one builder per `needs` (stage_metrics.METRIC_INPUTS), rows in one fixed order."""
 
 from __future__ import annotations
 

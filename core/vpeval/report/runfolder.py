@@ -26,7 +26,7 @@ REWRITE = "rerun its experiment (`vpeval --experiment FILE --output RUN`) to wri
 
 
 class ResultRow(BaseModel):
-    """One result as the runner writes it (vpeval.run.runner._row); other keys are kept as they are."""
+    """One result as the runner writes it (vpeval.run.stage_metrics._row); other keys are kept as they are."""
 
     model_config = ConfigDict(extra="allow", strict=True)
 

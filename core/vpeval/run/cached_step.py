@@ -70,14 +70,8 @@ def _reuse(state: RunState, stage: str, label: str, key: str, stored: Stored) ->
             state.log.info("%s %s: reused from cache (key %s)", stage, label, key[:12])
             return value
     aside = cache.discard(stage, key)
-    state.log.warning(
-        "cache entry %s %s (key %s) was damaged (%s); recomputing it (the damaged copy is in %s)",
-        stage,
-        label,
-        key[:12],
-        problem,
-        aside,
-    )
+    message = "cache entry %s %s (key %s) was damaged (%s); recomputing it (the damaged copy is in %s)"
+    state.log.warning(message, stage, label, key[:12], problem, aside)
     return _DAMAGED
 
 

@@ -12,9 +12,9 @@ import numpy as np
 from vpeval.api import Anonymizer, Executor, Metric, Plugin, PluginContext
 from vpeval.build import build_helper, build_resolved
 from vpeval.builtin.local_executor import LocalProcesses
-from vpeval.config import ResolvedExperiment, ResolvedPlugin
 from vpeval.run.cache import StageCache, stable_key
 from vpeval.run.console import RunConsole
+from vpeval.schema import ResolvedExperiment, ResolvedPlugin
 from vpeval.types import Corpus, EvaluationPlan
 from vpeval.vector_table import VectorTable
 
@@ -36,9 +36,8 @@ class RunState:
     stamps: dict[str, list[int]] = field(default_factory=dict)  # audio path -> its stat stamp when fingerprinted
     timings: dict[str, float] = field(default_factory=dict)
     executed: dict[str, list[str]] = field(default_factory=dict)  # stage -> labels computed (not reused)
-    anonymized: dict[tuple[str, str], tuple[str, Corpus]] = field(
-        default_factory=dict
-    )  # (label, part) -> (key, corpus)
+    # (anonymizer label, plan part) -> (its anonymize key, the anonymized corpus)
+    anonymized: dict[tuple[str, str], tuple[str, Corpus]] = field(default_factory=dict)
     anonymizers: dict[str, list[Anonymizer]] = field(default_factory=dict)  # label -> chain instances
     prepared: set[str] = field(default_factory=set)  # labels whose instances ran prepare()
     metrics: dict[str, Metric] = field(default_factory=dict)  # metric label -> instance

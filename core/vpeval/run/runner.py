@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vpeval.config import ResolvedExperiment
 from vpeval.device import effective_precision, resolve_device
 from vpeval.plugins import get_plugin_manager
 from vpeval.run.cache import StageCache
@@ -29,7 +28,6 @@ from vpeval.run.stage_anonymize import anonymize
 from vpeval.run.stage_data import data_stage
 from vpeval.run.stage_metrics import (
     METRIC_INPUTS,
-    MetricInputKind,
     MetricScope,
     TrainedAttacker,
     attacker_metric_rows,
@@ -39,11 +37,11 @@ from vpeval.run.stage_metrics import (
 )
 from vpeval.run.stage_score import ScoreSet, score_attacker
 from vpeval.run.stage_train import fit_frontend, train_attacker
+from vpeval.schema import ResolvedExperiment
 from vpeval.types import Corpus
 
-# What other code imports from here: the stages' names stay importable from the runner.
-__all__ = ["METRIC_INPUTS", "MetricInputKind", "MetricScope", "RunResult", "RunState", "Runner", "ScoreSet"]
-__all__ += ["TrainedAttacker", "default_cache_root"]
+# What other code imports from here: the runner's names, and some of its stages'.
+__all__ = ["METRIC_INPUTS", "RunResult", "RunState", "Runner", "ScoreSet", "default_cache_root"]
 
 CACHE_ENV = "VPEVAL_CACHE"
 DEFAULT_CACHE = ".vpeval-cache"

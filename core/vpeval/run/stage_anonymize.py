@@ -4,13 +4,13 @@ validation), one file per utterance, cached under the chain, the seed and the ut
 from __future__ import annotations
 
 from vpeval.api import Anonymizer
-from vpeval.config import ResolvedAnonymizer
 from vpeval.names import utterance_file
 from vpeval.run.anonymize_task import AnonymizeTask
 from vpeval.run.cache import stable_key
 from vpeval.run.cached_step import get_or_build
 from vpeval.run.run_state import RunState
 from vpeval.run.stored import SpeechFiles, StoredSpeech
+from vpeval.schema import ResolvedAnonymizer
 from vpeval.types import Corpus
 
 
@@ -77,13 +77,8 @@ def _anonymize_files(state: RunState, anon: ResolvedAnonymizer, corpus: Corpus, 
         anon, settings.seed, settings.threads, state.cache.root, partial, state.options, state.device, state.precision
     )
     task.remember(steps)
-    if len(todo) < len(entries):
-        state.log.info(
-            "anonymize %s: resuming, %d of %d utterances already done",
-            label,
-            len(entries) - len(todo),
-            len(entries),
-        )
+    if (done := len(entries) - len(todo)) > 0:
+        state.log.info("anonymize %s: resuming, %d of %d utterances already done", label, done, len(entries))
     try:
         results = state.executor.map(task, todo, f"anonymize {label}")
         for _ in state.console.track(results, total=len(todo), description=f"anonymize {label}"):

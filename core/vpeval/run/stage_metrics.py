@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from vpeval.api import Attacker, MetricInputs, SimilarityMatrix
-from vpeval.config import ResolvedAnonymizer, ResolvedAttacker, ResolvedPlugin
 from vpeval.errors import PluginError
 from vpeval.run.cache import stable_key
 from vpeval.run.cached_step import get_or_build
@@ -22,6 +21,7 @@ from vpeval.run.run_state import RunState
 from vpeval.run.stage_score import ScoreSet, side_corpora
 from vpeval.run.stored import StoredMetricResults
 from vpeval.run.trial_scoring import represent_sides
+from vpeval.schema import ResolvedAnonymizer, ResolvedAttacker, ResolvedPlugin
 from vpeval.types import Corpus, EvaluationPlan, MetricResult
 
 Rows = list[dict[str, Any]]
@@ -130,31 +130,19 @@ def _score_rows(state: RunState, plugin: ResolvedPlugin, scope: MetricScope) -> 
     """needs "scores": once per score set (attacker, protocol, N, anonymizer)."""
     rows = []
     for s in scope.score_sets:
-        coords = {"anonymizer": s.anonymizer, "attacker": s.attacker, "scenario": s.scenario, "protocol": s.protocol}
-        coords["n"] = s.n
+        coords = dict(anonymizer=s.anonymizer, attacker=s.attacker, scenario=s.scenario, protocol=s.protocol, n=s.n)
         label = f"{s.attacker} {s.protocol} N={s.n} vs {s.anonymizer}"
-        results = _metric_results(
-            state,
-            plugin,
-            label,
-            {"scores": s.key},
-            coords,
-            lambda s=s, coords=coords: MetricInputs(scores=s.scores, attributes=coords),
-        )
-        rows += [_row(coords, plugin, r) for r in results]
-        # Several evaluation sets (VoicePrivacy's libri_dev and libri_test): each set's own rows too, as the
-        # challenge reports them, with a `dataset` coordinate; the rows above pool the sets.
-        for subset in s.scores.subset_names():
-            mask = np.asarray(s.scores.subsets) == subset
-            part = {**coords, "dataset": subset}
-            results = _metric_results(
-                state,
-                plugin,
-                f"{label} on {subset}",
-                {"scores": s.key},
-                part,
-                lambda s=s, mask=mask, part=part: MetricInputs(scores=s.scores.select(mask), attributes=part),
-            )
+        # The pooled rows first; then, with several evaluation sets (VoicePrivacy's libri_dev and libri_test),
+        # each set's own rows, as the challenge reports them, with a `dataset` coordinate.
+        for subset in [None, *s.scores.subset_names()]:
+            part = coords if subset is None else {**coords, "dataset": subset}
+
+            def inputs(s=s, subset=subset, part=part) -> MetricInputs:
+                scores = s.scores if subset is None else s.scores.select(np.asarray(s.scores.subsets) == subset)
+                return MetricInputs(scores=scores, attributes=part)
+
+            where = label + (f" on {subset}" if subset is not None else "")
+            results = _metric_results(state, plugin, where, {"scores": s.key}, part, inputs)
             rows += [_row(part, plugin, r) for r in results]
     return rows
 
@@ -169,8 +157,7 @@ def _speech_rows(state: RunState, plugin: ResolvedPlugin, scope: MetricScope) ->
     for anon in list(state.exp.anonymizers) or [None]:
         anonymized = scope.anonymized.get(anon.label) if anon else None
         anonymized_key = state.anonymized_key(anon.label) if anon else None
-        coords = {"anonymizer": anon.label if anon else "original", "attacker": "", "scenario": "", "protocol": ""}
-        coords["n"] = None
+        coords = dict(anonymizer=anon.label if anon else "original", attacker="", scenario="", protocol="", n=None)
         results = _metric_results(
             state,
             plugin,
@@ -255,8 +242,8 @@ def _embedding_rows(state: RunState, plugin: ResolvedPlugin, scope: MetricScope)
     for protocol, anon in versions:
         observed = scope.anonymized[anon.label] if anon is not None else plan.evaluation
         anon_key = state.anonymized_key(anon.label) if anon is not None else None
-        coords = {"anonymizer": anon.label if anon else "none", "attacker": att.label, "scenario": att.train_on}
-        coords |= {"protocol": protocol, "n": 1}
+        coords = dict(anonymizer=anon.label if anon else "none", attacker=att.label, scenario=att.train_on)
+        coords.update(protocol=protocol, n=1)
 
         def inputs(observed=observed, coords=coords) -> MetricInputs:
             recovered, target, speakers = attacker.inversion_embeddings(observed, plan.evaluation)

@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vpeval.api import Attacker
-from vpeval.config import ResolvedAnonymizer, ResolvedAttacker
 from vpeval.run.cache import stable_key
 from vpeval.run.cached_step import get_or_build
 from vpeval.run.run_state import RunState
 from vpeval.run.stored import StoredScores
 from vpeval.run.trial_scoring import represent_sides, trial_scores
+from vpeval.schema import ResolvedAnonymizer, ResolvedAttacker
 from vpeval.types import Corpus, EvaluationPlan, Scores, TrialList
 
 

@@ -4,12 +4,12 @@ on the original speech or on one anonymizer's version of it (a pretrained attack
 from __future__ import annotations
 
 from vpeval.api import Attacker, Frontend
-from vpeval.config import ResolvedAnonymizer, ResolvedAttacker
 from vpeval.run.cache import stable_key
 from vpeval.run.cached_step import get_or_build
 from vpeval.run.run_state import RunState
 from vpeval.run.stage_anonymize import anonymize
 from vpeval.run.stored import StoredPlugin
+from vpeval.schema import ResolvedAnonymizer, ResolvedAttacker
 from vpeval.types import Corpus, TrainingData, TrainingStage
 
 
