@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
-from typing import Annotated, Any
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -15,9 +16,14 @@ from vpeval.data.fingerprint import file_hash
 from vpeval.errors import MetricInputError
 from vpeval.stats import percentile_interval, speaker_weights
 from vpeval.types import Corpus, MetricResult, Utterance
+from vpeval_speech import vpc_text
 from vpeval_speech.normalize import normalize_text
 
-NORMALISER = "vpeval_speech.normalize.normalize_text (NFKC, lowercase, numbers to words, no punctuation)"
+NORMALISERS = {
+    "vpeval": "vpeval_speech.normalize.normalize_text (NFKC, lowercase, numbers to words, no punctuation)",
+    "vpc2026": "VPC 2026 Track 2 (vpeval_speech.vpc_text): lowercase, the toolkit's punctuation removed, words; "
+    "Chinese per character (CER)",
+}
 
 
 class WER(Metric):
@@ -47,6 +53,33 @@ class WER(Metric):
             description="Speaker-level bootstrap replicates for the confidence interval; 0 disables it.",
         )
         confidence: float = Field(0.95, gt=0.0, lt=1.0, description="Coverage of the percentile confidence interval.")
+        normaliser: Literal["vpeval", "vpc2026"] = Field(
+            "vpeval",
+            description="How texts become tokens: vpeval (numbers to words, see vpeval_speech.normalize) or vpc2026 "
+            "(the VoicePrivacy 2026 toolkit's Track 2 rules: lowercase, its punctuation removed, words; a text "
+            "with Chinese characters scored per character, CER; empty references count insertions).",
+        )
+        sets: list[str] = Field(
+            default_factory=list,
+            description="Kaldi data folders (the toolkit's data/en_dev, data/cn_test, ...): one row per folder "
+            "over the utterances its `text` lists, named by the folder (details.dataset), as the toolkit's "
+            "per-set WER; empty: the pooled rows only.",
+        )
+        language_from_set: bool = Field(
+            True,
+            description="With `sets`: transcribe each set in the language its name starts with (en_, de_, fr_, "
+            "es_, ja_, cn_ or zh_ -> Whisper's code), as the toolkit reads it from the audio path; for an ASR "
+            "with a `language` parameter.",
+        )
+
+    @classmethod
+    def missing_paths(cls, params: Params) -> list[str]:
+        return [
+            f"the wer set {folder} has no `text` file (the references); make it with the challenge's data "
+            "preparation or drop it from `sets`."
+            for folder in params.sets
+            if not (Path(folder).expanduser() / "text").is_file()
+        ]
 
     def compute(self, inputs: MetricInputs) -> list[MetricResult]:
         if inputs.original is None:
@@ -60,13 +93,34 @@ class WER(Metric):
                 "the transcripts (a Kaldi `text` file or a transcript column) or drop the wer metric."
             )
         references = self.sample(inputs.original, references)
-        asr = self.context.get("asr", self.params.asr, dict(self.params.asr_params))
+        groups = self.set_groups(references)
+        asr = self.asr_for(None)
         asr_label = asr.describe() if hasattr(asr, "describe") else asr.name
         genders = {u.id: u.gender for u in inputs.original}
-        results = self.score(asr, asr_label, inputs.original, references, "original", genders)
+        results = self.score(asr_label, inputs.original, references, "original", genders, groups)
         if inputs.anonymized is not None:
-            results += self.score(asr, asr_label, inputs.anonymized, references, "anonymized", genders)
+            results += self.score(asr_label, inputs.anonymized, references, "anonymized", genders, groups)
         return results
+
+    def asr_for(self, language: str | None):
+        """The ASR plugin, in this language where one is given (per set, as the toolkit transcribes)."""
+        params = dict(self.params.asr_params)
+        if language is not None:
+            params["language"] = language
+        return self.context.get("asr", self.params.asr, params)
+
+    def set_groups(self, references: dict[str, str]) -> list[tuple[str | None, list[str], str | None]]:
+        """(set name, utterance ids, language) per `sets` folder; one unnamed group of all without sets."""
+        if not self.params.sets:
+            return [(None, list(references), None)]
+        groups, claimed = [], set()
+        for folder in self.params.sets:
+            path = Path(folder)
+            ids = [uid for uid in _listed_ids(path / "text") if uid in references and uid not in claimed]
+            claimed.update(ids)
+            language = vpc_text.set_language(path.name) if self.params.language_from_set else None
+            groups.append((path.name, ids, language))
+        return groups
 
     def sample(self, corpus: Corpus, references: dict[str, str]) -> dict[str, str]:
         """The references to evaluate: all, or a seeded sample spread evenly over speakers."""
@@ -88,55 +142,81 @@ class WER(Metric):
 
     def score(
         self,
-        asr,
         asr_label: str,
         corpus: Corpus,
         references: dict[str, str],
         speech: str,
         genders: dict[str, str | None],
+        groups: list[tuple[str | None, list[str], str | None]],
     ) -> list[MetricResult]:
-        """Pooled WER with a speaker-bootstrap interval, then the same per gender where genders are known."""
+        """Pooled WER with a speaker-bootstrap interval, then the same per gender where genders are known,
+        then per set (`sets`)."""
         import jiwer
 
+        toolkit = self.params.normaliser == "vpc2026"
         refs: list[str] = []
         hyps: list[str] = []
         speakers: list[str] = []
         utterance_genders: list[str | None] = []
+        sets: list[str] = []
         no_transcript = empty_reference = 0
-        hypotheses = self.transcribe(asr, corpus, references, speech)
+        hypotheses, set_of = {}, {}
+        for name, ids, language in groups:
+            wanted = {uid: references[uid] for uid in ids}
+            hypotheses.update(self.transcribe(self.asr_for(language), corpus, wanted, speech, name))
+            set_of.update(dict.fromkeys(ids, name or ""))
         for utterance in corpus:
             reference = references.get(utterance.id)
-            if not reference:
-                no_transcript += 0 if utterance.transcript else 1  # not sampled is not missing
+            if not reference or utterance.id not in set_of:
+                no_transcript += 0 if utterance.transcript else 1  # not sampled (or in no set) is not missing
                 continue
-            reference = normalize_text(reference)
-            if not reference:  # nothing left to count errors against (text was punctuation only)
-                empty_reference += 1
-                continue
+            hypothesis = hypotheses[utterance.id]
+            if not toolkit:
+                reference, hypothesis = normalize_text(reference), normalize_text(hypothesis)
+                if not reference:  # nothing left to count errors against (text was punctuation only)
+                    empty_reference += 1
+                    continue
             refs.append(reference)
-            hyps.append(normalize_text(hypotheses[utterance.id]))
+            hyps.append(hypothesis)
             speakers.append(utterance.speaker)
             utterance_genders.append(genders.get(utterance.id) or utterance.gender)
+            sets.append(set_of[utterance.id])
         if not refs:
             raise MetricInputError(
                 f"No utterance of corpus {corpus.name} ({speech} speech) has a usable transcript for wer: check "
                 "that its utterance ids match the original evaluation speech."
             )
-        measures = jiwer.process_words(refs, hyps)
-        errors, words = utterance_errors(measures)
+        measures = None
+        if toolkit:
+            counted = [vpc_text.errors(r, h) for r, h in zip(refs, hyps)]
+            errors = np.array([e for e, _ in counted], dtype=np.float64)
+            words = np.array([w for _, w in counted], dtype=np.float64)
+            empty_reference = int((words == 0).sum())  # kept: their hypothesis tokens are insertions
+        else:
+            measures = jiwer.process_words(refs, hyps)
+            errors, words = utterance_errors(measures)
         common = {
             "speech": speech,
             "asr": asr_label,
-            "normaliser": NORMALISER,
+            "normaliser": NORMALISERS[self.params.normaliser],
             "skipped_no_transcript": no_transcript,
-            "skipped_empty_reference": empty_reference,
+            "skipped_empty_reference": 0 if toolkit else empty_reference,
         }
+        if toolkit:
+            common["empty_references_scored"] = empty_reference
         speakers_array, gender_array = np.array(speakers), np.array([g or "" for g in utterance_genders])
         results = [self.result(errors, words, speakers_array, "all", common, measures)]
         for gender in ("f", "m"):
             rows = gender_array == gender
             if rows.any() and not rows.all():
                 results.append(self.result(errors[rows], words[rows], speakers_array[rows], gender, common))
+        set_array = np.array(sets)
+        for name, _, _ in groups:
+            rows = set_array == (name or "")
+            if name is not None and rows.any():
+                # "class" too: the core keeps one original-speech row per metric, gender and class.
+                part = {**common, "dataset": name, "class": name}
+                results.append(self.result(errors[rows], words[rows], speakers_array[rows], "all", part))
         return results
 
     def result(
@@ -171,7 +251,7 @@ class WER(Metric):
             }
         return MetricResult(
             metric=self.name,
-            value=100.0 * float(errors.sum() / words.sum()),
+            value=100.0 * float(errors.sum() / words.sum()) if words.sum() > 0 else float("nan"),
             gender=gender,
             ci_low=low,
             ci_high=high,
@@ -179,10 +259,13 @@ class WER(Metric):
             details=details,
         )
 
-    def transcribe(self, asr, corpus: Corpus, references: dict[str, str], speech: str) -> dict[str, str]:
+    def transcribe(
+        self, asr, corpus: Corpus, references: dict[str, str], speech: str, set_name: str | None = None
+    ) -> dict[str, str]:
         """Hypothesis text per utterance that has a reference, from the cache or the ASR.
 
-        Also writes them as a Kaldi-style `hyp_<speech>.txt` (utt-id text) in the work folder.
+        Also writes them as a Kaldi-style `hyp_<speech>.txt` (`hyp_<speech>_<set>.txt` per set; utt-id text)
+        in the work folder.
         """
         cache = JsonCache(self.context.folder("transcripts"))
         label = asr.describe() if hasattr(asr, "describe") else ""
@@ -226,7 +309,8 @@ class WER(Metric):
                 done = self.context.progress(pool.map(text_of, wanted), total=len(wanted), description=description)
                 texts = {u.id: text for u, text in zip(wanted, done)}
         lines = "".join(f"{uid} {' '.join(text.split())}\n" for uid, text in texts.items())
-        (self.context.folder() / f"hyp_{speech}.txt").write_text(lines)
+        suffix = f"_{set_name}" if set_name else ""
+        (self.context.folder() / f"hyp_{speech}{suffix}.txt").write_text(lines)
         return texts
 
 
@@ -245,3 +329,13 @@ def utterance_errors(measures) -> tuple[np.ndarray, np.ndarray]:
         errors.append(count)
         words.append(length)
     return np.array(errors, dtype=np.float64), np.array(words, dtype=np.float64)
+
+
+def _listed_ids(text_file: Path) -> list[str]:
+    """Utterance ids of a Kaldi `text` file, in its order (the first field of each non-empty line)."""
+    if not text_file.is_file():
+        raise MetricInputError(
+            f"The wer parameter `sets` names {text_file.parent}, which has no `text` file: give the toolkit's "
+            "data folders (data/en_dev, ...) that hold the references."
+        )
+    return [line.split(maxsplit=1)[0] for line in text_file.read_text(encoding="utf-8").splitlines() if line.strip()]
