@@ -67,6 +67,9 @@ def test_a_bare_submission_is_repaired_logged_and_scored_as_the_intact_one(data,
     assert f"{enrolls}: spk2gender, text, utt2spk copied from {data / 'libri_dev_enrolls'} (missing)" in log
     assert "spk2gender, text, trials, utt2spk copied from" in log  # the trial folders' trials too
     assert not (enrolls / "wav.scp").exists()  # the user's folder is left as it was
+    report = (bare.folder / "report.md").read_text()  # and each repair is in the report's drops and doubts
+    assert f"- Logged: precomputed: {enrolls}: wav.scp built from 12 files under {enrolls}/" in report
+    assert "Logged:" not in (intact.folder / "report.md").read_text()
     assert "wav.scp built" not in (intact.folder / "run.log").read_text()
 
 

@@ -1,14 +1,17 @@
 """Every drop and doubt of a run, counted, for the top of report.md and the console.
 
 Drops: audio the data scan skipped, data-plan notes (speakers left out, labels missing and the groups they
-change) and what metrics skipped, from their `skipped_<reason>` counts (WER's untranscribed utterances) or a
-`skipped` entry. Doubts: figures at a low false-positive rate (min-DCF at a small p_target, TPR at a small FPR)
-and the non-target trials behind them, warned below the rule of 30.
+change), the warnings of the run's log (a submission's repairs) and what metrics skipped, from their
+`skipped_<reason>` counts (WER's untranscribed utterances) or a `skipped` entry. Doubts: figures at a low
+false-positive rate (min-DCF at a small p_target, TPR at a small FPR) and the non-target trials behind them,
+warned below the rule of 30.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
+from pathlib import Path
 from typing import Any
 
 # Doddington's rule of 30: an error rate is trusted (to about +-30 %, 90 % confidence) once 30 errors were
@@ -25,8 +28,19 @@ def drops_and_doubts(payload: dict[str, Any]) -> list[str]:
     """One line per drop or doubt of the run (results.json's contents), or one line saying there is none."""
     lines = _skipped_audio(payload.get("skipped_audio") or [])
     lines += [f"Data plan: {note}." for note in payload.get("plan_notes") or []]
+    lines += [f"Logged: {warning}" for warning in payload.get("log_warnings") or []]  # repairs, fallbacks
     lines += metric_skips(payload.get("rows") or [])
     return (lines or [NOTHING]) + low_rate_counts(payload.get("rows") or [])
+
+
+def logged_warnings(log: Path) -> list[str]:
+    """The plugins' warnings in the run's log (run.log), once each: what a plugin repaired or fell back on (a
+    submission's wav.scp built from its files) is read where the results are, not only in the log. The core's
+    own warnings (logger `vpeval`: skipped audio, plan notes) are counted above already."""
+    if not log.is_file():
+        return []
+    found = re.findall(r"^\S+ \S+ WARNING (\S+): (.*)$", log.read_text(encoding="utf-8", errors="replace"), re.M)
+    return list(dict.fromkeys(message for name, message in found if name.startswith("vpeval.")))
 
 
 def _skipped_audio(skipped: list[dict[str, str]]) -> list[str]:

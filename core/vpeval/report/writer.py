@@ -17,7 +17,7 @@ from vpeval import __version__
 from vpeval.api import ReportSections
 from vpeval.atomic import write_json_atomic, write_text_atomic
 from vpeval.names import file_name
-from vpeval.report.doubts import drops_and_doubts
+from vpeval.report.doubts import drops_and_doubts, logged_warnings
 from vpeval.report.extensions import declared_sections
 from vpeval.report.figures import FIGURES_DIR, SCORE_INDEX, Figure, report_figures
 from vpeval.report.provenance import RunInfo
@@ -86,6 +86,7 @@ def write_outputs(exp, result, plan, score_sets) -> None:
         "rows": result.rows,
         "training": curve_entries(result.training),
     }
+    payload["log_warnings"] = logged_warnings(folder / "run.log")
     payload["drops_and_doubts"] = drops_and_doubts(payload)
     figures = report_figures(folder, result.rows)
     info = RunInfo.from_run(exp.to_dict(), payload)
