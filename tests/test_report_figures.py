@@ -104,14 +104,24 @@ def test_every_figure_is_written_as_png_and_pdf_and_embedded(fake_run):
     report = (fake_run.folder / "report.md").read_text()
     for stem in expected:
         assert f"](figures/{stem}.png)" in report and f"(figures/{stem}.pdf)" in report
-    # Under each figure: which data, models, scenario and protocol produced it.
-    det = report.split("](figures/det__gentle.png)")[1].split("###")[0]
-    assert (
-        "corpus `fake-corpus`" in det
-        and "gentle (`fake-shift`" in det
-        and "semi-informed: trained on anonymized speech" in det
-    )
-    assert "protocol O-O, O-A, A-A" in det and "N = 1, 2" in det
+    # Which data, models, scenario and protocol produced them: the report's one caption, under its title.
+    caption = report.split("\n\n")[1]
+    assert caption.startswith("*Data: corpus `fake-corpus`") and "gentle (`fake-shift`" in caption
+    assert "semi-informed: trained on anonymized speech" in caption and caption.endswith(".*")
+
+
+def test_results_and_warnings_come_first_and_each_caption_is_written_once(fake_run):
+    """Issue 37, item 5: no caption line repeats, timings and provenance live in provenance.md (linked)."""
+    report = (fake_run.folder / "report.md").read_text()
+    order = ["## Drops and doubts", "## Worst case at a glance", "## Privacy (attacker) metrics", "## Figures"]
+    assert [report.index(h) for h in order] == sorted(report.index(h) for h in order)
+    captions = [line for line in report.splitlines() if line.startswith("*Data:")]
+    assert len(captions) == 1
+    assert "timings" not in report.split("## Drops")[1].lower() and "[provenance.md](provenance.md)" in report
+    provenance = (fake_run.folder / "provenance.md").read_text()
+    assert "## Stage timings (s)" in provenance and "| data |" in provenance and "| gentle | `fake-shift`" in provenance
+    # One table per metric: the N are columns of it, not tables of their own.
+    assert report.count("### fake-eer [%]") == 1 and "| O-O, N = 1 | O-A, N = 1 | A-A, N = 1 | O-O, N = 2 |" in report
 
 
 def test_the_worst_case_table_comes_first(fake_run):

@@ -67,7 +67,10 @@ def test_outputs_and_anonymization_hides_the_fake_speakers(tmp_path, fake_plugin
     oa = v[("fake-shift", "fake-spectrum", "O-A", 1, "all")]
     assert oo < 40, "the fake attacker identifies the dummy speakers better than chance"
     assert oa > oo + 15, "the fake anonymizer hides them from an attacker trained on original speech"
-    assert "| anonymizer | attacker | trained on | O-O | O-A | A-A |" in (folder / "report.md").read_text()
+    assert (
+        "| anonymizer | attacker | trained on | O-O, N = 1 | O-A, N = 1 | A-A, N = 1 | O-O, N = 2 |"
+        in (folder / "report.md").read_text()
+    )
 
 
 def test_second_run_reuses_everything_and_changed_attacker_reruns_only_itself(tmp_path, fake_plugins):

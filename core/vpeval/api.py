@@ -338,6 +338,7 @@ class Attacker(Plugin):
     kind: ClassVar[str] = "attacker"
     sample_rate: ClassVar[int] = 16000
     needs_training: ClassVar[bool] = True
+    pretrained_on: ClassVar[str] = ""  # with needs_training False: what its weights learned from, as reports say it
     uses_frontend: ClassVar[bool] = False
 
     frontend: Frontend | None = None  # set by the core when the experiment names one

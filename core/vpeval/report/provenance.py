@@ -37,12 +37,15 @@ class RunInfo:
             + f", {a.get('level', 'utterance')} level"
             for a in resolved.get("anonymizers") or []
         }
-        attackers = {}
+        attackers, pretrained = {}, payload.get("pretrained") or {}  # label -> its weights' training data, if known
         for a in resolved.get("attackers") or []:
             frontend = f" on `{a['frontend']['use']}` tokens" if a.get("frontend") else ""
-            attackers[a["label"]] = (
-                f"`{a['use']}`{frontend}, {SCENARIOS.get(a.get('train_on'), 'trained on ' + str(a.get('train_on')))}"
-            )
+            trained = SCENARIOS.get(a.get("train_on"), "trained on " + str(a.get("train_on")))
+            if a["label"] in pretrained:  # it never trained: what it was trained on is its weights' data
+                trained = "pretrained" + (
+                    f": {pretrained[a['label']]}" if pretrained[a["label"]] else ", not trained here"
+                )
+            attackers[a["label"]] = f"`{a['use']}`{frontend}, {trained}"
         return cls(str(payload.get("experiment") or resolved.get("name") or "run"), data, anonymizers, attackers)
 
     @classmethod

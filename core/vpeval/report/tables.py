@@ -35,10 +35,11 @@ def markdown_table(header: list[str], body: list[list[str]]) -> str:
 
 
 def attack_tables(
-    rows: list[dict[str, Any]], extra_key: str | None = None, caption=None, marks: dict | None = None
+    rows: list[dict[str, Any]], extra_key: str | None = None, caption=None, marks: dict | None = None, pretrained=()
 ) -> list[str]:
-    """One table per metric (and N): systems down, protocols across; an attacker in `marks` (attacker, system)
-    -> reason (vpeval.report.training.upper_bound_reasons) is marked, its figures read as upper bounds.
+    """One table per metric: systems down, protocols (per N, when several) across; an attacker in `marks`
+    (attacker, system) -> reason (vpeval.report.training.upper_bound_reasons) is marked, its figures read as upper
+    bounds. Attackers in `pretrained` never trained: their "trained on" says so, not the scenario's speech.
 
     A cell shows the female/male average (as VPAC ranks) with its confidence interval and the two
     genders beside it; without gender labels, the pooled value. results.csv has every gender row.
@@ -50,26 +51,28 @@ def attack_tables(
     for r in rows:
         # Two entries of one metric (different parameters, different labels) get a table each, titled by label.
         label = r.get("metric_plugin") or "" if r["metric"] in several else ""
-        groups[(r["metric"], _variant(r), r.get("n"), label)].append(r)
+        groups[(r["metric"], _variant(r), label)].append(r)
     out = []
-    for (metric, variant, n, label), items in sorted(
-        groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0, kv[0][3])
-    ):
+    for (metric, variant, label), items in sorted(groups.items()):
         unit = items[0].get("unit") or ""
+        order = ("O-O", "O-A", "A-A")
         protocols = sorted(
-            {r["protocol"] for r in items},
-            key=lambda p: ("O-O", "O-A", "A-A").index(p) if p in ("O-O", "O-A", "A-A") else 9,
+            {(r.get("n") or 0, r["protocol"]) for r in items},
+            key=lambda c: (c[0], order.index(c[1]) if c[1] in order else 9),
         )
+        ns = sorted({n for n, _ in protocols})
         by_cell: dict[tuple, dict[str, dict]] = defaultdict(dict)
         row_keys = []
         # Several evaluation sets: a row per set beside the pooled one ("all"), as VoicePrivacy reports them.
         datasets = any(r.get("dataset") is not None for r in items)
         for r in items:
-            key = ((r.get(extra_key, ""),) if extra_key else ()) + (r["anonymizer"], r["attacker"], r["scenario"])
+            trained_on = "pretrained" if r["attacker"] in pretrained else r["scenario"]
+            key = ((r.get(extra_key, ""),) if extra_key else ()) + (r["anonymizer"], r["attacker"], trained_on)
             key += (r.get("dataset") or "all",) if datasets else ()
             row_keys.append(key)
-            by_cell[(key, r["protocol"])][r["gender"]] = r
-        header = ([extra_key] if extra_key else []) + ["anonymizer", "attacker", "trained on"] + protocols
+            by_cell[(key, (r.get("n") or 0, r["protocol"]))][r["gender"]] = r
+        titles = [p if len(ns) == 1 else f"{p}, N = {n}" for n, p in protocols]
+        header = ([extra_key] if extra_key else []) + ["anonymizer", "attacker", "trained on"] + titles
         header[len(header) - len(protocols) : len(header) - len(protocols)] = ["dataset"] if datasets else []
         body = [list(k) + [_cell(by_cell.get((k, p), {})) for p in protocols] for k in dict.fromkeys(row_keys)]
         at, notes = (1 if extra_key else 0), {}
@@ -80,15 +83,17 @@ def attack_tables(
                 notes[cells[at + 1]] = reason
                 cells[at + 1] += " " + UPPER_BOUND
         title = (
-            f"### {metric}{' (' + variant + ')' if variant else ''}{' from ' + label if label else ''}, N = {n}"
-            f"{' [' + unit + ']' if unit else ''}"
+            f"### {metric}{' (' + variant + ')' if variant else ''}{' from ' + label if label else ''}"
+            f"{f', N = {ns[0]}' if len(ns) == 1 and ns[0] else ''}{' [' + unit + ']' if unit else ''}"
         )
         text = title + "\n\n" + markdown_table(header, body) + undefined_notes(items)
         text += "".join(
             f"\n\n{UPPER_BOUND} {a} {why}: its figures here are upper bounds on privacy." for a, why in notes.items()
         )
         if caption is not None:
-            text += "\n\n" + caption([r["anonymizer"] for r in items], [r["attacker"] for r in items], protocols, [n])
+            text += "\n\n" + caption(
+                [r["anonymizer"] for r in items], [r["attacker"] for r in items], [p for _, p in protocols], ns
+            )
         out.append(text)
     return out
 

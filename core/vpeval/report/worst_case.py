@@ -86,14 +86,15 @@ def worst_case_tables(rows: list[dict[str, Any]], caption=None, marks: set | dic
             if has_link:
                 cells += [fmt_value(w.linkability), w.linkability["attacker"]] if w.linkability else ["", ""]
             body.append(cells)
-        unit = mine[0].eer.get("unit") or ""
-        text = (
-            f"### Worst case for {anonymizer}\n\nEach row names the strongest attacker of this run (lowest "
-            f"{metric}{' [' + unit + ']' if unit else ''}{', highest linkability' if has_link else ''}"
-            f"{', ' + note if note else ''}): the worst case for privacy, which a privacy claim must hold against. "
-            "O-O, the reference, is not compared.\n\n"
+        unit, links = mine[0].eer.get("unit") or "", any(w.linkability for w in cases)
+        lowest = f"lowest {metric}{' [' + unit + ']' if unit else ''}{', highest linkability' if links else ''}"
+        text = (  # what the tables mark, said once, under the first
+            ""
+            if tables
+            else f"Each row names the strongest attacker of this run ({lowest}{', ' + note if note else ''}): the "
+            "worst case for privacy, which a privacy claim must hold against. O-O, the reference, is not compared.\n\n"
         )
-        text += markdown_table(header, body)
+        text = f"### Worst case for {anonymizer}\n\n{text}" + markdown_table(header, body)
         for attacker, reason in marked.items():
             text += f"\n\n{MARK} {attacker} {reason}."
         if caption is not None:

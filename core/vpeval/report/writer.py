@@ -27,6 +27,7 @@ from vpeval.report.vpc_results import toolkit_summaries, vpc_results_text
 from vpeval.report.worst_case import worst_case_tables
 from vpeval.safepath import output_target
 
+PROVENANCE = "provenance.md"  # the run's versions, models and stage timings, linked from report.md
 CSV_FIELDS = [
     "anonymizer",
     "attacker",
@@ -85,6 +86,7 @@ def write_outputs(exp, result, plan, score_sets) -> None:
         "skipped_audio": [{"utterance": u, "path": p, "reason": r} for u, p, r in result.skipped_audio],
         "rows": result.rows,
         "training": curve_entries(result.training),
+        "pretrained": pretrained_attackers(exp),
     }
     payload["log_warnings"] = logged_warnings(folder / "run.log")
     payload["drops_and_doubts"] = drops_and_doubts(payload)
@@ -101,6 +103,15 @@ def write_outputs(exp, result, plan, score_sets) -> None:
         for name, text in toolkit_summaries(exp, result.rows, datetime.today().strftime("%d-%m-%y_%H:%M")).items():
             write_text_atomic(folder / name, text)  # the toolkit's own results files, for its parsers
     write_text_atomic(folder / "report.md", report_markdown(exp, result, payload, info, figures, paper))
+    write_text_atomic(folder / PROVENANCE, provenance_markdown(exp, result, payload, info))
+
+
+def pretrained_attackers(exp) -> dict[str, str]:
+    """Label -> what its weights were trained on ("" when the plugin does not say), of attackers that never train."""
+    from vpeval.registry import get_plugin_manager
+
+    classes = {a.label: get_plugin_manager().get("attacker", a.plugin.use) for a in exp.attackers}
+    return {label: getattr(cls, "pretrained_on", "") for label, cls in classes.items() if not cls.needs_training}
 
 
 def kaldi_scores_text(scores) -> str:
@@ -128,48 +139,24 @@ def report_markdown(
     figures: list[Figure] = (),
     paper: ReportSections | None = None,
 ) -> str:
-    """The worst case first, then the experiment's findings and paper tables (its `report:` section), the
-    figures, every table, and under each what produced it."""
+    """Results and warnings first: what was run (its one caption), drops and doubts, the worst case, the
+    experiment's findings and paper tables, every table, training curves, figures. Timings and provenance
+    are in PROVENANCE (provenance_markdown)."""
     e = exp.experiment
-    lines = [f"# {e.name}", ""]
+    lines = [f"# {e.name}", "", info.caption(anonymizers=list(info.anonymizers), attackers=list(info.attackers)), ""]
     lines.append(
-        f"Seed {e.seed}; corpus `{exp.corpus.use}` ({exp.corpus.distribution} {exp.corpus.version}); "
-        f"{payload['corpus']['evaluation_speakers']} evaluation speakers, "
-        f"{payload['corpus']['train_speakers']} attacker-train speakers; "
-        f"trials per N: {payload['trials']}."
+        f"Seed {e.seed}; {payload['corpus']['train_speakers']} attacker-train speakers. Protocols: O-O original "
+        "enrollment and trials (the reference); O-A original enrollment, anonymized trials; A-A both anonymized. "
+        "Brackets: 95 % speaker-level bootstrap confidence intervals; (f, m): the female and male values of an "
+        f"average. Every result: results.csv; timings and provenance: [{PROVENANCE}]({PROVENANCE})."
     )
-    lines.append("")
-    lines.append(
-        "Anonymizers: " + (", ".join(f"`{a.label}` (level {a.level})" for a in exp.anonymizers) or "none") + "."
-    )
-    lines.append(
-        "Attackers: " + (", ".join(f"`{a.label}` trained on {a.train_on}" for a in exp.attackers) or "none") + "."
-    )
-    lines.append(
-        "Protocols: O-O original enrollment and trials; O-A original enrollment, anonymized trials; "
-        "A-A both anonymized."
-    )
-    lines.append("Values with a bracket carry a 95 % speaker-level bootstrap confidence interval.")
     lines += ["", "## Drops and doubts", ""] + [f"- {line}" for line in payload["drops_and_doubts"]]
     marks = upper_bound_reasons(payload["training"], result.rows)
-    worst = worst_case_tables(
-        result.rows,
-        caption=lambda an, at, pr, n: info.caption(anonymizers=[an], attackers=at, protocols=pr, n=n),
-        marks=marks,
-    )
+    worst = worst_case_tables(result.rows, marks=marks)
     if worst:
         lines += ["", "## Worst case at a glance", ""] + [t + "\n" for t in worst]
-    if payload["training"]:
-        lines += ["", "## Training curves", "", "Each trained attacker's epochs, as it reported them."]
-        lines += [""] + [t + "\n" for t in training_markdown(payload["training"])]
     if paper is not None and paper.findings:
-        lines += [
-            "",
-            "## Findings",
-            "",
-            "Each finding of the experiment's `report:` section, checked on this run's results.",
-            "",
-        ]
+        lines += ["", "## Findings", "", "Each finding of the experiment's `report:` section, checked on this run.", ""]
         lines += [f + "\n" for f in paper.findings_markdown]
     if paper is not None and paper.tables:
         lines += ["", "## Paper tables", ""] + [t + "\n" for t in paper.tables]
@@ -177,36 +164,47 @@ def report_markdown(
         lines += ["", "## VoicePrivacy results summary", "", "As the challenge toolkits print it (also in "]
         lines[-1] += "results_vpc.txt):"
         lines += ["", "```", vpc_results_text(result.rows).rstrip("\n"), "```"]
-    if paper is not None and (paper.figures or paper.notes):
-        lines += ["", "## Paper figures", ""] + [
-            figure_markdown(f, folder=result.folder, info=info) + "\n" for f in paper.figures
-        ]
-        lines += [f"- {note}" for note in paper.notes]
-    if figures:
-        lines += ["", "## Figures", ""] + [figure_markdown(f, folder=result.folder, info=info) + "\n" for f in figures]
-    attack = attack_tables(
-        result.rows,
-        caption=lambda an, at, pr, n: info.caption(anonymizers=an, attackers=at, protocols=pr, n=n),
-        marks=marks,
-    )
+    pretrained = set(payload.get("pretrained") or {})
+    attack = attack_tables(result.rows, marks=marks, pretrained=pretrained)
     if attack:
         lines += ["", "## Privacy (attacker) metrics", ""] + [t + "\n" for t in attack]
-    speech = speech_tables(result.rows, caption=lambda an, at: info.caption(anonymizers=an, attackers=at))
+    speech = speech_tables(result.rows)
     if speech:
         lines += ["", "## Utility and speech metrics", ""] + [t + "\n" for t in speech]
+    if payload["training"]:
+        lines += ["", "## Training curves", "", "Each trained attacker's epochs, as it reported them."]
+        lines += [""] + [t + "\n" for t in training_markdown(payload["training"])]
+    if paper is not None and (paper.figures or paper.notes):
+        lines += ["", "## Paper figures", ""] + [figure_markdown(f, result.folder) + "\n" for f in paper.figures]
+        lines += [f"- {note}" for note in paper.notes]
+    if figures:
+        lines += ["", "## Figures", ""] + [figure_markdown(f, result.folder) + "\n" for f in figures]
+    return "\n".join(lines) + "\n"
+
+
+def provenance_markdown(exp, result, payload: dict[str, Any], info: RunInfo) -> str:
+    """PROVENANCE: what produced the run (versions, corpus fingerprint, each model) and how long each stage took."""
+    lines = [f"# {exp.experiment.name}: provenance and timings", "", "The results are in [report.md](report.md)."]
+    lines += [
+        "",
+        f"vpeval {payload['vpeval_version']}, finished {payload['finished']}; seed {payload['seed']}; corpus "
+        f"fingerprint {payload['corpus']['fingerprint']}; the experiment as run: resolved.yaml; trial lists: data/.",
+        "",
+        "| model | what |",
+        "|---|---|",
+    ]
+    lines += [f"| {label} | {what} |" for label, what in {**info.anonymizers, **info.attackers}.items()]
     lines += ["", "## Stage timings (s)", "", "| stage | seconds |", "|---|---|"]
     lines += [f"| {k} | {v:.1f} |" for k, v in result.timings.items()]
     return "\n".join(lines) + "\n"
 
 
-def figure_markdown(figure: Figure, folder: Path, info: RunInfo) -> str:
-    """The figure embedded by its path relative to report.md, a link to its PDF and what produced it."""
+def figure_markdown(figure: Figure, folder: Path) -> str:
+    """The figure embedded by its path relative to report.md and a link to its PDF (the report's caption says
+    what produced it)."""
     png, pdf = figure.png.relative_to(folder).as_posix(), figure.pdf.relative_to(folder).as_posix()
-    caption = info.caption(
-        anonymizers=figure.anonymizers, attackers=figure.attackers, protocols=figure.protocols, n=figure.n
-    )
     note = f" Kept: {figure.note}." if figure.note else ""
-    return f"### {figure.title}\n\n![{figure.title}]({png})\n\n{caption} [PDF]({pdf}).{note}"
+    return f"### {figure.title}\n\n![{figure.title}]({png}) [PDF]({pdf}).{note}"
 
 
 def combined_report(run_folders: list[Path]) -> str:

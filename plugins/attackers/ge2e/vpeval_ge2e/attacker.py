@@ -23,6 +23,7 @@ class Ge2eAttacker(Attacker):
     name: ClassVar[str] = "ge2e"
     sample_rate: ClassVar[int] = 16000
     needs_training: ClassVar[bool] = False
+    pretrained_on: ClassVar[str] = "the GE2E weights resemblyzer 0.1.4 ships (the package does not name their data)"
     Params: ClassVar[type[Ge2eParams]] = Ge2eParams
     device_sensitive: ClassVar[bool] = True
 
