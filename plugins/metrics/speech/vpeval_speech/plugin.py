@@ -7,8 +7,10 @@ from vpeval import hookimpl
 def register_asr(register):
     from vpeval_speech.speechbrain_asr import SpeechBrainASR
     from vpeval_speech.whisper_asr import WhisperASR
+    from vpeval_speech.whisper_transformers import WhisperTransformersASR
 
     register(WhisperASR)
+    register(WhisperTransformersASR)
     register(SpeechBrainASR)
 
 
