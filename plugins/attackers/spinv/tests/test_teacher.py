@@ -156,3 +156,53 @@ def test_dino_entropies_are_monitored_and_reach_ln_k_when_the_teacher_is_uniform
     assert float(weighted_sum(terms, weights).detach()) == pytest.approx(
         sum(weights[n] * float(terms[n].detach()) for n in weights)
     )
+
+
+def test_ema_schedule_restarts_at_stage_b_per_stage_and_runs_once_over_both_otherwise():
+    """ema_schedule (section IV: 'the EMA momentum follows a cosine schedule from 0.996 to 0.9995', no word on
+    the stages): per-stage starts Stage B at 0.996 again; whole-training continues from where Stage A ended."""
+    from vpeval_spinv.teacher import ema_spans
+
+    assert ema_spans([60, 40], whole_training=False) == [None, None]
+    a, b = ema_spans([60, 40], whole_training=True)
+    assert a == (0, 100) and b == (60, 100)
+    end_of_a = ema_momentum(a[0] + 59, a[1], 0.996, 0.9995)
+    start_of_b = ema_momentum(b[0], b[1], 0.996, 0.9995)
+    assert 0.996 < end_of_a < start_of_b < 0.9995
+    assert ema_momentum(0, 40, 0.996, 0.9995) == pytest.approx(0.996)  # per-stage: Stage B restarts
+    assert ema_momentum(b[0] + 39, b[1], 0.996, 0.9995) == pytest.approx(0.9995)
+
+
+@pytest.mark.parametrize("layers", [1, 2, 3])
+def test_projection_head_has_the_asked_depth(layers):
+    """projection_layers (section IV gives the head's sizes, 512 -> d_z, not its depth; default 2)."""
+    import torch
+
+    from vpeval_spinv.model import Sizes, projection_head
+
+    head = projection_head(Sizes(output=32, target=8, projection_layers=layers))
+    linears = [m for m in head if isinstance(m, torch.nn.Linear)]
+    assert len(linears) == layers and linears[-1].out_features == 8
+    assert head(torch.randn(4, 32)).shape == (4, 8)
+
+
+def test_params_defaults_are_the_papers():
+    """Section IV's values are the defaults: d_h 384, d_a 512, Adam batch 96, Stage A 60 epochs at 4e-4 with
+    lambda 1 / 0.5 / 1 / 25 / 1, Stage B 40 epochs at 1e-4 with mu 0.2 / 0.8 / 0.4 / 0.4 / 10 / 0.5, margin
+    0 -> 0.2 over epochs 10-20, DINO centre 0.9, EMA 0.996 -> 0.9995."""
+    from vpeval_spinv.params import SpInvParams
+
+    p = SpInvParams()
+    assert (p.hidden, p.output_dim, p.batch_size) == (384, 512, 96)
+    assert (p.stage_a_epochs, p.stage_a_lr, p.stage_b_epochs, p.stage_b_lr) == (60, 4e-4, 40, 1e-4)
+    assert p.stage_a_weights.model_dump() == {"align": 1.0, "rel": 0.5, "dino": 1.0, "var": 25.0, "cov": 1.0}
+    assert p.stage_b_weights.model_dump() == {
+        "spk": 0.2,
+        "align": 0.8,
+        "rel": 0.4,
+        "dino": 0.4,
+        "var": 10.0,
+        "cov": 0.5,
+    }
+    assert (p.margin, p.margin_ramp_start, p.margin_ramp_end) == (0.2, 10, 20)
+    assert (p.center_momentum, p.ema_start, p.ema_end) == (0.9, 0.996, 0.9995)

@@ -14,6 +14,7 @@ from vpeval.errors import DataError
 from vpeval.types import Corpus
 from vpeval_spinv.model import DinoHead, Layout, Recovery, Sizes
 from vpeval_spinv.parts import SpInvParts
+from vpeval_spinv.teacher import ema_spans
 from vpeval_spinv.training import DistillSettings, SpInvNetworks, StageSettings, Views, run_stage
 from vpeval_spinv.views import FrameStore, collate, crop_waveform, layout_of, slice_output
 
@@ -58,6 +59,7 @@ def fit_spinv(
         target_dim,
         attacker.frames_for(longest, first.frame_rate) + FRAME_SLACK,
         p.dropout,
+        p.projection_layers,
     )
     config = {
         "layout": layout.as_dict(),
@@ -138,8 +140,10 @@ def fit_spinv(
     if validation is not None and len(validation) and p.select_stage_a == "validation":
         validate = validation_cossim(attacker, nets.student, validation, layout, sizes.max_frames, p.batch_size)
     history = []
+    steps = [stage.epochs * max(1, len(utterances) // min(p.batch_size, len(utterances))) for stage in stages]
+    spans = ema_spans(steps, p.ema_schedule == "whole-training")
     try:
-        for stage in stages:
+        for k, stage in enumerate(stages):
             history += run_stage(
                 nets,
                 stage,
@@ -151,6 +155,7 @@ def fit_spinv(
                 validate if stage.name == "A" else None,
                 autocast=context.autocast,
                 scaler=_scaler(context),
+                ema_span=spans[k],
             )
     finally:
         if store is not None:

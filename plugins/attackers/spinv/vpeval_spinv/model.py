@@ -35,6 +35,7 @@ class Sizes:
     target: int = 192  # d_z
     max_frames: int = 512
     dropout: float = 0.1
+    projection_layers: int = 2  # the paper's text gives no depth (section IV)
 
 
 @dataclass
@@ -97,8 +98,14 @@ class AuB(nn.Module):
 
 
 def projection_head(sizes: Sizes) -> nn.Module:
-    """o (d_a) -> ẑ (d_z): a two-layer MLP (the paper's figure shows a head; its depth is not in the text)."""
-    return nn.Sequential(nn.Linear(sizes.output, sizes.output), nn.GELU(), nn.Linear(sizes.output, sizes.target))
+    """o (d_a) -> ẑ (d_z): an MLP of `projection_layers` linear layers (GELU between; 1: one linear map).
+
+    Section IV: "The feature fusion layer uses a one-layer MLP" (AuB's `fusion`, above) and "The projection
+    head maps this 512-dimensional output to d_z": its depth is not in the text; the default is two layers."""
+    layers: list[nn.Module] = []
+    for _ in range(sizes.projection_layers - 1):
+        layers += [nn.Linear(sizes.output, sizes.output), nn.GELU()]
+    return nn.Sequential(*layers, nn.Linear(sizes.output, sizes.target))
 
 
 class DinoHead(nn.Module):

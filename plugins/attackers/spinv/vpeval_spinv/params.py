@@ -64,6 +64,13 @@ class SpInvParams(Params):
     heads: int = Field(6, ge=1, le=64, description="Attention heads (not given; must divide hidden).")
     output_dim: int = Field(512, ge=2, le=8192, description="AuB output d_a (paper: 512).")
     dropout: float = Field(0.1, ge=0, lt=1, description="Dropout in AuB (BERT's 0.1; not given).")
+    projection_layers: int = Field(
+        2,
+        ge=1,
+        le=8,
+        description="Linear layers of the projection head o -> z_hat (section IV gives its input 512 and output d_z, "
+        "not its depth; its 'one-layer MLP' is AuB's feature fusion layer).",
+    )
     dino_prototypes: int = Field(1024, ge=2, le=262144, description="K prototypes of the DINO head (not given).")
     dino_hidden: int = Field(2048, ge=2, le=16384, description="DINO head MLP width (DINO's 2048).")
     dino_bottleneck: int = Field(256, ge=2, le=4096, description="DINO head bottleneck (DINO's 256).")
@@ -77,6 +84,12 @@ class SpInvParams(Params):
     ema_start: float = Field(0.996, ge=0, le=1, description="EMA teacher momentum at the first step (paper: 0.996).")
     ema_end: float = Field(
         0.9995, ge=0, le=1, description="EMA momentum at the last step, cosine schedule (paper: 0.9995)."
+    )
+    ema_schedule: Literal["per-stage", "whole-training"] = Field(
+        "per-stage",
+        description="Where the EMA cosine schedule runs (section IV gives only 'a cosine schedule from 0.996 to "
+        "0.9995'): per-stage restarts it at Stage B (DINO schedules over one training; Stage B is a new "
+        "training from the Stage A checkpoint); whole-training runs it once over Stage A then Stage B.",
     )
     var_gamma: float = Field(1.0, gt=0, le=1000, description="gamma of eq. 10 (VICReg's 1).")
     var_epsilon: float = Field(1e-4, gt=0, le=1, description="epsilon of eq. 10 (VICReg's 1e-4).")

@@ -17,6 +17,14 @@ def ema_momentum(step: int, total_steps: int, start: float, end: float) -> float
     return end - (end - start) * (math.cos(math.pi * progress) + 1.0) / 2.0
 
 
+def ema_spans(stage_steps: list[int], whole_training: bool) -> list[tuple[int, int] | None]:
+    """Each stage's (first step, total steps) on one EMA schedule over all stages (whole_training), or None
+    per stage (each stage runs the schedule from start to end: `ema_schedule: per-stage`)."""
+    if not whole_training:
+        return [None] * len(stage_steps)
+    return [(sum(stage_steps[:k]), sum(stage_steps)) for k in range(len(stage_steps))]
+
+
 @torch.no_grad()
 def ema_update(teacher: nn.Module, student: nn.Module, momentum: float) -> None:
     """teacher <- m * teacher + (1 - m) * student, parameter by parameter (buffers copied)."""

@@ -160,12 +160,15 @@ def run_stage(
     *,
     autocast: Callable[[], AbstractContextManager] = nullcontext,
     scaler: torch.amp.GradScaler | None = None,
+    ema_span: tuple[int, int] | None = None,
 ) -> list[dict[str, float]]:
     """Train one stage with Adam over `count` utterances; returns per-epoch mean loss terms.
 
     With `validate` (a score, higher is better, computed after every epoch) the networks end in the
     state of the best epoch ("the selected Stage A checkpoint" of section III-C), else the last.
     Forward passes run under `autocast()` (the run's precision on a GPU); `scaler` scales fp16 losses.
+    ema_span (first step, total steps): where this stage sits on an EMA schedule spanning both stages
+    (ema_schedule: whole-training); None: the schedule runs from ema_start to ema_end within this stage.
     """
     if stage.epochs == 0:
         return []
@@ -204,7 +207,8 @@ def run_stage(
                 scaler.scale(loss).backward()
                 scaler.step(optimizer)
                 scaler.update()
-            nets.teacher_step(ema_momentum(step, total_steps, settings.ema_start, settings.ema_end))
+            first, span = ema_span or (0, total_steps)
+            nets.teacher_step(ema_momentum(first + step, span, settings.ema_start, settings.ema_end))
             step += 1
             for name, value in {**terms, "total": loss}.items():
                 sums[name] = sums.get(name, 0.0) + float(value.detach())
