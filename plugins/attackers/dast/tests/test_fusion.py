@@ -44,3 +44,27 @@ def test_whisper_folder_stream_trains(train_corpus, heldout, tiny_whisper, tmp_p
     attacker.train(TrainingData([TrainingStage("original", train_corpus)]))
     assert attacker.embedder.network.config.ssl_layers == 2
     assert eer_on(attacker, heldout) < 0.4
+
+
+def test_raw_level_fusion_reads_the_ssl_stream_and_is_not_the_fbank_network():
+    """docs/results/dast.md's Table 1 showed the same average A-A EER for Fbank and raw-level fusion (26.98 and
+    36.35). Not one network under two names: raw-level concatenates the interpolated SSL frames to the Fbank
+    frames before one ECAPA (its first layer is n_mels + ssl_dim wide), its output moves with the SSL input
+    alone, and it differs from the Fbank network built from the same seed."""
+    import torch
+
+    from vpeval_dast.model import DastNetwork, NetworkConfig
+
+    sizes = dict(n_mels=24, ssl_dim=16, channels=(32, 32, 32, 32, 96), attention_channels=16, embedding_dim=20)
+    torch.manual_seed(0)
+    raw = DastNetwork(NetworkConfig("raw", ssl_layers=3, **sizes)).eval()
+    torch.manual_seed(0)
+    fbank_only = DastNetwork(NetworkConfig("fbank", ssl_layers=0, **sizes)).eval()
+    g = torch.Generator().manual_seed(1)
+    fbank, ssl = torch.randn(2, 120, 24, generator=g), torch.randn(3, 2, 60, 16, generator=g)
+    with torch.no_grad():
+        assert raw.encoders["raw"](torch.zeros(1, 50, 40)).shape[0] == 1  # one encoder over 24 + 16 inputs
+        base = raw(fbank, ssl)
+        moved = raw(fbank, ssl + torch.randn(ssl.shape, generator=g))
+        assert (base - moved).abs().max() > 1e-3
+        assert (base - fbank_only(fbank, None)).abs().max() > 1e-3

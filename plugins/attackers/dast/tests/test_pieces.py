@@ -111,3 +111,23 @@ def test_a_pickled_object_checkpoint_is_refused(trained, tmp_path, tiny):
         restored.load(bad)
     with pytest.raises(MissingModelError, match="network.pt and config.json"):
         restored.load(tmp_path / "nowhere")
+
+
+def test_average_is_the_mean_of_embeddings_unless_unit_is_asked(trained, heldout, tmp_path, tiny):
+    """Section 3.2 scores 'averaged enrollment and test embeddings': a side is the plain mean of its
+    utterances' embeddings; `average: unit-embeddings` (vpeval's earlier default) averages unit vectors."""
+    from vpeval_dast.embedding import length_normalise
+
+    attacker, folder = trained
+    assert DastAttacker.Params.model_fields["average"].default == "embeddings"
+    side = heldout.utterances[:4]
+    each = attacker.represent_many([[u] for u in side])
+    np.testing.assert_allclose(attacker.represent_many([side])[0], each.mean(axis=0), rtol=1e-5, atol=1e-6)
+    unit = DastAttacker(
+        DastAttacker.Params(**tiny, fusion="fbank", average="unit-embeddings"),
+        plugin_context(seed=9, work_dir=tmp_path),
+    )
+    unit.load(folder)
+    expected = length_normalise(each).mean(axis=0)
+    np.testing.assert_allclose(unit.represent_many([side])[0], expected, rtol=1e-5, atol=1e-6)
+    assert np.abs(expected - each.mean(axis=0)).max() > 1e-4  # the two differ: the embeddings' norms differ

@@ -283,12 +283,15 @@ class DastAttacker(Attacker):
         return self.represent_many([utterances])[0]
 
     def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:
-        """Each side's mean length-normalised embedding [S, E] (averaged enrollment, section 3.2)."""
+        """Each side's mean embedding [S, E] (averaged enrollment and test, section 3.2); `average:
+        unit-embeddings` averages their unit vectors instead."""
         from vpeval_dast.embedding import length_normalise
 
         self.context.apply_threads()
         require_utterances(sides, self.name)
         flat = [u for side in sides for u in side]
-        embeddings = length_normalise(self.embedder.embed_utterances(flat, self.context, f"{self.name}: embed"))
+        embeddings = self.embedder.embed_utterances(flat, self.context, f"{self.name}: embed")
+        if self.params.average == "unit-embeddings":
+            embeddings = length_normalise(embeddings)
         bounds = np.cumsum([0, *(len(side) for side in sides)])
         return np.stack([embeddings[a:b].mean(axis=0) for a, b in zip(bounds[:-1], bounds[1:])])

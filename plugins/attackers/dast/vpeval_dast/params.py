@@ -176,12 +176,23 @@ class DastParams(Params):
 
     # -- optimisation shared by the stages -----------------------------------------------------
     lr: float = Field(1e-3, gt=0.0, le=1.0, description="Peak learning rate of the cyclical schedule (3.2: 1e-3).")
-    base_lr: float = Field(1e-8, ge=0.0, le=1.0, description="Lowest learning rate of the cyclical schedule.")
-    clr_cycles: float = Field(1.0, gt=0.0, le=1000.0, description="Triangular CLR cycles per stage.")
+    base_lr: float = Field(
+        1e-8,
+        ge=0.0,
+        le=1.0,
+        description="Lowest learning rate of the cyclical schedule (the paper gives only 1e-3; 1e-8 is the "
+        "base_lr of SpeechBrain's VoxCeleb ECAPA recipe, which the paper's models are built with).",
+    )
+    clr_cycles: float = Field(1.0, gt=0.0, le=1000.0, description="Triangular CLR cycles per stage (not in the paper).")
     weight_decay: float = Field(2e-6, ge=0.0, le=1.0, description="AdamW weight decay (SpeechBrain ECAPA's).")
     crop_seconds: float = Field(3.0, ge=0.2, le=60.0, description="Training crop length (SpeechBrain ECAPA's).")
     embed_max_seconds: float | None = Field(
         None, ge=0.2, le=3600.0, description="Embed at most this many seconds; null: all."
+    )
+    average: Literal["embeddings", "unit-embeddings"] = Field(
+        "embeddings",
+        description="A trial side's embedding: the mean of its utterances' embeddings (3.2: 'cosine distance "
+        "between averaged enrollment and test embeddings'), or of their unit vectors (vpeval's earlier default).",
     )
     embed_batch_size: int = Field(
         16, ge=1, le=4096, description="Utterances per padded embedding batch (grouped by length)."
