@@ -90,6 +90,7 @@ class AttributeInference(AttributeMetric):
         info = {
             "attribute": attribute,
             "class": attribute,
+            "variant": attribute,  # report.md's privacy tables: one table per attribute
             "speakers_per_class": per_class,
             "speakers_unlabelled": len(set(speakers[~known])),
             "folds": self.params.folds,
