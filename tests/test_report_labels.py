@@ -40,3 +40,17 @@ def test_the_run_records_which_attackers_are_pretrained(fake_plugins):
     )
     (label, on), *others = pretrained_attackers(exp).items()
     assert label == "ge2e" and "resemblyzer 0.1.4" in on and others == []
+
+
+def test_vpeval_report_on_run_folders_keeps_the_labels_and_the_drops(tmp_path):
+    import json
+
+    from vpeval.report.writer import combined_report
+
+    results = {"experiment": "demo", "rows": [eer_row("ge2e")], "pretrained": {"ge2e": ""},
+               "drops_and_doubts": ["Metric wer (mcadams): 20 utterances skipped (no transcript)."]}  # fmt: skip
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    (tmp_path / "resolved.yaml").write_text("attackers: [{label: ge2e, use: ge2e, train_on: original}]\n")
+    text = combined_report([tmp_path])
+    assert "- demo: Metric wer (mcadams): 20 utterances skipped (no transcript)." in text
+    assert "| demo | mcadams | ge2e | pretrained | 30.00 |" in text

@@ -211,12 +211,14 @@ def combined_report(run_folders: list[Path]) -> str:
     """One markdown document with the tables of several runs side by side (a `run` column)."""
     from vpeval.report.runfolder import load_run
 
-    rows = []
+    rows, pretrained, doubts = [], set(), ["## Drops and doubts", ""]
     for folder in run_folders:
         run = load_run(folder)
         rows += [{**r, "run": run.name} for r in run.rows]
-    parts = [f"# Results of {len(run_folders)} runs", ""]
-    parts += [t + "\n" for t in attack_tables(rows, extra_key="run")]
+        pretrained |= set(run.results.get("pretrained") or {})  # runs before round four say nothing: none
+        doubts += [f"- {run.name}: {line}" for line in run.results.get("drops_and_doubts") or ["not recorded."]]
+    parts = [f"# Results of {len(run_folders)} runs", "", *doubts, ""]
+    parts += [t + "\n" for t in attack_tables(rows, extra_key="run", pretrained=pretrained)]
     parts += [t + "\n" for t in speech_tables(rows, extra_key="run")]
     return "\n".join(parts)
 
