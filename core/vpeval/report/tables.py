@@ -51,7 +51,8 @@ def attack_tables(
     for r in rows:
         # Two entries of one metric (different parameters, different labels) get a table each, titled by label.
         label = r.get("metric_plugin") or "" if r["metric"] in several else ""
-        groups[(r["metric"], _variant(r), label)].append(r)
+        group = r["gender"] if "=" in str(r.get("gender")) else ""  # a breakdown's attribute=group: a table each
+        groups[(r["metric"], ", ".join(filter(None, (_variant(r), group))), label)].append(r)
     out = []
     for (metric, variant, label), items in sorted(groups.items()):
         unit = items[0].get("unit") or ""
@@ -70,7 +71,7 @@ def attack_tables(
             key = ((r.get(extra_key, ""),) if extra_key else ()) + (r["anonymizer"], r["attacker"], trained_on)
             key += (r.get("dataset") or "all",) if datasets else ()
             row_keys.append(key)
-            by_cell[(key, (r.get("n") or 0, r["protocol"]))][r["gender"]] = r
+            by_cell[(key, (r.get("n") or 0, r["protocol"]))]["all" if "=" in str(r["gender"]) else r["gender"]] = r
         titles = [p if len(ns) == 1 else f"{p}, N = {n}" for n, p in protocols]
         header = ([extra_key] if extra_key else []) + ["anonymizer", "attacker", "trained on"] + titles
         header[len(header) - len(protocols) : len(header) - len(protocols)] = ["dataset"] if datasets else []

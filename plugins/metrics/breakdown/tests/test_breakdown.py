@@ -210,3 +210,23 @@ def test_validate_names_a_missing_attribute_source(tmp_path):
     params = ByAttribute.Params(manifest=str(tmp_path / "nope.csv"), files={"age": str(tmp_path / "spk2age")})
     problems = ByAttribute.missing_paths(params)
     assert len(problems) == 2 and "manifest" in problems[0] and "files.age" in problems[1]
+
+
+def test_report_md_gives_each_group_its_own_table(tmp_path):
+    from vpeval.report.tables import attack_tables
+
+    rng = np.random.default_rng(1)
+    speakers, ages, accents = _speakers(rng)
+    _write_kaldi(tmp_path / "data", ages, accents)
+    metric = _metric(ByAttribute, tmp_path, attributes=["accent"], kaldi=str(tmp_path / "data"), min_speakers=3)
+    results = metric.compute(MetricInputs(scores=_scores(rng, speakers)))
+    coords = {"anonymizer": "x", "attacker": "a", "scenario": "original", "protocol": "O-A", "n": 1}
+    rows = [
+        {**coords, "metric": r.metric, "metric_plugin": "by-attribute", "gender": r.gender, "value": r.value,
+         "ci_low": r.ci_low, "ci_high": r.ci_high, "unit": r.unit, "details": r.details}
+        for r in results
+    ]  # fmt: skip
+    tables = attack_tables(rows)
+    assert len(tables) == 3 and all("| x | a | original |" in t for t in tables)
+    for r, table in zip(sorted(rows, key=lambda r: r["gender"]), tables, strict=True):
+        assert f"{r['gender']})" in table.splitlines()[0] and f"{r['value']:.2f}" in table
