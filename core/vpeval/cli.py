@@ -159,7 +159,7 @@ def new_plugin(kind, name, directory):
     "fmt",
     type=click.Choice(["md", "csv", "latex"]),
     help="One paper-layout table of one metric "
-    "(systems down, conditions across, best per column marked); without it, every table of the runs in Markdown.",
+    "(systems down, conditions across, marks by the rows' role); without it, every table of the runs in Markdown.",
 )
 @click.option("--metric", help="The metric of the table (default: the EER).")
 @click.option(
@@ -174,7 +174,8 @@ def new_plugin(kind, name, directory):
 @click.option(
     "--best",
     type=click.Choice(["higher", "lower", "none"]),
-    help="Which value per column is marked best (default: the anonymizer's side: higher EER, lower WER, ...).",
+    help="Mark the highest or lowest value per column (default: by the rows' role: the best system among "
+    "systems, the strongest attacker, the worst case for privacy, among attackers; references never).",
 )
 @click.option(
     "--output", type=click.Path(dir_okay=False), help="Write the report to this new file instead of printing it."

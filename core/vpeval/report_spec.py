@@ -51,8 +51,8 @@ class TableSpec(StrictModel):
     where: Where = Field(default_factory=dict, description="keep only results whose coordinates take these values")
     best: Literal["higher", "lower", "none"] | None = Field(
         default=None,
-        description="which value per column is marked: an attack paper marks the lowest EER (lower); "
-        "default: the privacy side's",
+        description="which value per column is marked (higher, lower); default: by the rows' role, the best "
+        "system among systems and the strongest attacker (lowest EER) among attackers",
     )
 
     @model_validator(mode="after")
