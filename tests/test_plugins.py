@@ -94,7 +94,7 @@ def test_a_duplicate_name_breaks_both_registrations_and_nothing_else(monkeypatch
     assert "vpeval-first 2.0 and vpeval-second 2.0" in sentence and "\n" not in sentence
 
 
-def test_a_run_naming_a_duplicated_plugin_fails_with_one_sentence(monkeypatch):
+def test_a_run_naming_a_duplicated_plugin_fails_with_one_sentence(monkeypatch, tmp_path):
     from vpeval.config import load_experiment_text
     from vpeval.errors import ConfigError
 
@@ -106,7 +106,9 @@ def test_a_run_naming_a_duplicated_plugin_fails_with_one_sentence(monkeypatch):
         ],
     )
     manager.register_module(importlib.import_module("vpeval.builtin.plugin"), "vpeval", "0")
-    text = "name: t\ndata: {corpus: {use: manifest, params: {path: m.csv}}}\nprotocols: [O-O]\nmetrics: [same]\n"
+    (tmp_path / "m.csv").write_text("path,speaker\n")  # validate checks that the manifest exists
+    corpus = f"{{use: manifest, params: {{path: {tmp_path / 'm.csv'}}}}}"
+    text = f"name: t\ndata: {{corpus: {corpus}}}\nprotocols: [O-O]\nmetrics: [same]\n"
     with pytest.raises(ConfigError) as info:
         load_experiment_text(text, "exp.yaml", manager=manager)
     assert str(info.value).startswith("exp.yaml, line 4 (metrics[0].use): The metric name 'same' is registered by two")
