@@ -108,3 +108,11 @@ def test_the_run_puts_them_at_the_top_of_the_report_and_on_the_console(tmp_path,
     report = (tmp_path / "run" / "report.md").read_text()
     assert report.index("## Drops and doubts") < report.index("\n| ")  # before any table
     assert f"## Drops and doubts\n\n- {NOTHING}\n" in report
+
+
+def test_trials_without_a_gender_label_are_counted_against_the_f_m_average():
+    payload = {"unlabelled_trials": {"1": [40, 400], "3": [0, 400], "5": [400, 400]}}
+    assert drops_and_doubts(payload) == [
+        "Trials at N = 1: 40 of 400 have no gender label; they count in the pooled figures but in no f or m figure, "
+        "so not in the f/m average shown first."
+    ]  # none unlabelled, or all (no f/m figures at all): nothing to say

@@ -30,6 +30,12 @@ def drops_and_doubts(payload: dict[str, Any]) -> list[str]:
     lines += [f"Data plan: {note}." for note in payload.get("plan_notes") or []]
     lines += [f"Logged: {warning}" for warning in payload.get("log_warnings") or []]  # repairs, fallbacks
     lines += metric_skips(payload.get("rows") or [])
+    lines += [
+        f"Trials at N = {n}: {missing} of {total} have no gender label; they count in the pooled figures but in "
+        "no f or m figure, so not in the f/m average shown first."
+        for n, (missing, total) in (payload.get("unlabelled_trials") or {}).items()
+        if 0 < missing < total
+    ]
     return (lines or [NOTHING]) + low_rate_counts(payload.get("rows") or [])
 
 

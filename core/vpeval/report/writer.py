@@ -83,6 +83,10 @@ def write_outputs(exp, result, plan, score_sets) -> None:
         },
         "trials": {str(n): len(t) for n, t in sorted(plan.trial_lists.items())},
         "plan_notes": list(plan.notes),
+        # N -> (trials without a gender label, trials): they count in pooled figures, in no f/m one nor their average
+        "unlabelled_trials": {
+            str(n): [sum(not t.gender for t in tl.trials), len(tl)] for n, tl in plan.trial_lists.items()
+        },
         "skipped_audio": [{"utterance": u, "path": p, "reason": r} for u, p, r in result.skipped_audio],
         "rows": result.rows,
         "training": curve_entries(result.training),
