@@ -104,6 +104,8 @@ def test_report_prints_findings_tables_and_the_declared_curve(run):
     table = report.split("### Table I: EER of both attackers")[1].split("###")[0]
     assert "| narrow |" in table and "| wide |" in table and "O-A" in table and "gentle" not in table.split("*Data")[0]
     assert "corpus `fake-corpus`" in table  # what produced it, under the table
+    captions = [line for line in report.splitlines() if line.startswith("*Data:")]
+    assert len(captions) == len(set(captions)) == 2  # the report's own and Table I's (it names its metric)
     # A table the results cannot fill (several anonymizers per cell) is one sentence, and the run still ends.
     assert "Not filled:" in report.split("### Table II")[1].split("###")[0]
     pytest.importorskip("matplotlib")

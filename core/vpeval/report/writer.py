@@ -183,7 +183,13 @@ def report_markdown(
         lines += [f"- {note}" for note in paper.notes]
     if figures:
         lines += ["", "## Figures", ""] + [figure_markdown(f, result.folder) + "\n" for f in figures]
-    return "\n".join(lines) + "\n"
+    out, captions = [], set()
+    for line in "\n".join(lines).split("\n"):  # each caption once: a declared table's may repeat one
+        if line.startswith("*Data:") and line in captions:
+            continue
+        captions.add(line)
+        out.append(line)
+    return "\n".join(out) + "\n"
 
 
 def provenance_markdown(exp, result, payload: dict[str, Any], info: RunInfo) -> str:
