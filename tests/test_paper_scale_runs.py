@@ -1,0 +1,418 @@
+"""experiments/paper-scale/ scaled down by variables only: each file validates (the default run) and runs end to
+end (slow) on inputs built here in the layouts the files document: Kaldi/VoicePrivacy data folders from the
+small real recordings (vpeval.testing.vpc_tree) and synthetic voices (vpeval.testing.dummies), tiny random-weight
+model folders written by the plugins' own test helpers (WavLM, SpeechBrain ECAPA, Mimi, ...). Nothing in a file
+changes: its `--var`s shrink epochs, batch and network sizes, and give the folders. The numbers mean nothing;
+what is tested is that every plugin, stage and report section of the paper's file runs and fills its tables.
+
+    OMP_NUM_THREADS=1 .venv/bin/python -m pytest -q -p no:xdist -m slow tests/test_paper_scale_runs.py
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vpeval.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER_SCALE = ROOT / "experiments" / "paper-scale"
+
+
+def cli(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def as_vars(values: dict[str, object]) -> list[str]:
+    return [arg for name, value in values.items() for arg in ("--var", f"{name}={value}")]
+
+
+def validate(name: str, variables: dict[str, object]) -> None:
+    result = cli("validate", str(PAPER_SCALE / name), *as_vars(variables))
+    assert result.exit_code == 0, result.output
+
+
+def run(name: str, variables: dict[str, object], cache: Path, out: Path) -> dict:
+    """Runs the file; returns results.json after checking that report.md has every table the file declares."""
+    args = ["--experiment", str(PAPER_SCALE / name), *as_vars(variables), "--cache", str(cache), "--output", str(out)]
+    result = cli(*args, "-q")
+    assert result.exit_code == 0, result.output
+    report = (out / "report.md").read_text()
+    import yaml
+
+    declared = yaml.safe_load((PAPER_SCALE / name).read_text()).get("report") or {}
+    for table in declared.get("tables", []):
+        assert table["title"] in report, table["title"]
+        following = report.split(table["title"], 1)[1].strip().splitlines()[:6]
+        assert any(line.startswith("|") for line in following), f"{table['title']}: no table\n" + "\n".join(following)
+    return json.loads((out / "results.json").read_text())
+
+
+def values(results: dict, metric: str) -> list[dict]:
+    return [row for row in results["rows"] if row["metric"] == metric]
+
+
+def kaldi_folder(corpus, folder: Path, prefix: str) -> Path:
+    """A Kaldi data folder of `corpus` with `prefix` on every speaker and utterance id (sets apart)."""
+    folder.mkdir(parents=True)
+    utts = sorted(corpus.utterances, key=lambda u: u.id)
+    (folder / "wav.scp").write_text("".join(f"{prefix}-{u.id} {Path(u.path).resolve()}\n" for u in utts))
+    (folder / "utt2spk").write_text("".join(f"{prefix}-{u.id} {prefix}-{u.speaker}\n" for u in utts))
+    genders = sorted({(u.speaker, corpus.gender_of(u.speaker)) for u in utts})
+    (folder / "spk2gender").write_text("".join(f"{prefix}-{s} {g}\n" for s, g in genders))
+    return folder
+
+
+# ---- seed 001 (DAST) ------------------------------------------------------------------------------------
+
+VPAC = ("B3", "B4", "B5", "T8-5", "T10-2", "T12-5", "T25-1")
+SSTC = ("againvc", "freevc", "mediumvc", "styletts", "triaanvc", "vqmivc", "knnvc", "sigvc")
+DAST_SMALL = {
+    "CHANNELS": 16, "AGG_CHANNELS": 48, "ATTENTION": 8, "EMBEDDING": 16, "CROP": 1.0,
+    "STAGE1_EPOCHS": 1, "STAGE2_EPOCHS": 1, "EPOCHS_100": 1, "EPOCHS_50": 1, "EPOCHS_LOW": 1,
+    "BATCH_I_II": 4, "ACCUMULATION": 1, "BATCH_III": 4,
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def seed001(tmp_path_factory) -> dict[str, object]:
+    """VPC_DATA with each VPAC system's `_<system>` copy (the tree's faster-played speech), VOXCELEB2/dev and
+    the eight SSTC folders over synthetic voices, a tiny WavLM and a tiny exp/asv_orig."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("speechbrain")
+    from vpeval.data.kaldi import write_data_dir
+    from vpeval.testing.dummies import make_corpus
+    from vpeval.testing.vpc_tree import build_vpc_tree
+    from vpeval_speechbrain.tiny import write_ecapa_folder
+    from vpeval_ssl_frontends.tiny import write_folder
+
+    root = tmp_path_factory.mktemp("seed001")
+    data = build_vpc_tree(root, suffix="_B3", train_per_speaker=6)
+    for system in VPAC[1:]:
+        for folder in sorted(data.glob("*_B3")):
+            shutil.copytree(folder, data / f"{folder.name[: -len('_B3')]}_{system}")
+    voices = make_corpus(root / "voices", speakers=4, utterances=4, seconds=1.5, seed=3)
+    write_data_dir(voices, root / "voxceleb2" / "dev")
+    for system in SSTC:
+        write_data_dir(voices, root / "sstc" / system)
+    return {
+        "VPC_DATA": data,
+        "VPAC_ANON": data,
+        "VOXCELEB2": root / "voxceleb2",
+        "SSTC": root / "sstc",
+        "WAVLM": write_folder("wavlm", root / "wavlm"),
+        "ASV_ORIG": write_ecapa_folder(root / "asv_orig"),
+        **DAST_SMALL,
+    }
+
+
+SEED001 = {
+    "seed001-table1.yaml": ("VPC_DATA", "VPAC_ANON", "WAVLM"),
+    "seed001-table2.yaml": ("VOXCELEB2", "SSTC", "VPC_DATA", "VPAC_ANON", "WAVLM"),
+    "seed001-figure2.yaml": ("VOXCELEB2", "SSTC", "VPC_DATA", "VPAC_ANON", "WAVLM"),
+    "seed001-dast.yaml": ("VOXCELEB2", "SSTC", "VPC_DATA", "VPAC_ANON", "WAVLM", "ASV_ORIG"),
+}
+
+
+def seed001_vars(name: str, inputs: dict[str, object]) -> dict[str, object]:
+    small = {k: v for k, v in DAST_SMALL.items()}
+    if name == "seed001-dast.yaml":
+        small.update(VPAC_EPOCHS=1, VPAC_BATCH=4)
+    return {**{k: inputs[k] for k in SEED001[name]}, **small}
+
+
+@pytest.mark.parametrize("name", sorted(SEED001))
+def test_seed001_validates_with_its_inputs(name, seed001):
+    validate(name, seed001_vars(name, seed001))
+
+
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory) -> Path:
+    """One cache for a paper's files, as their headers advise: the models they share train once."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SEED001))
+def test_seed001_runs_end_to_end(name, seed001, shared_cache, tmp_path):
+    results = run(name, seed001_vars(name, seed001), shared_cache, tmp_path / "run")
+    eer = values(results, "eer")
+    attackers = {row["attacker"] for row in eer}
+    systems = {row["anonymizer"] for row in eer}
+    assert systems == set(VPAC)
+    assert all(row["protocol"] == "A-A" and 0.0 <= row["value"] <= 100.0 for row in eer)
+    expected = {
+        "seed001-table1.yaml": {"Fbank", "SSL", "Raw-level", "Mid-level"},
+        "seed001-table2.yaml": {"I", "II", "III", "I+II", "I+III", "I+II+III"},
+        "seed001-figure2.yaml": {f"{p}-{n}%" for p in ("III", "DAST") for n in (5, 10, 20, 50, 100)} | {"I+II"},
+        "seed001-dast.yaml": {"VPAC-base", "dast-I+II", "DAST (10%)", "DAST (100%)"},
+    }[name]
+    assert attackers == expected
+
+
+# ---- seed 002 (SpInv) -----------------------------------------------------------------------------------
+
+SPINV_SMALL = {
+    "STAGE_A_EPOCHS": 1, "STAGE_B_EPOCHS": 1, "BATCH": 4, "HIDDEN": 16, "OUTPUT_DIM": 16, "LAYERS": 1, "HEADS": 2,
+    "DINO_PROTOTYPES": 8, "DINO_HIDDEN": 16, "DINO_BOTTLENECK": 8, "VALIDATION": 0.0,
+}  # fmt: skip
+# Table V's 3D-Speaker networks at the tiny sizes of the plugin's own tests (ERes2Net keeps its published
+# block counts; only the widths shrink)
+THREEDSPEAKER_SMALL = {
+    "FEAT_DIM": 16,
+    "CAMPPLUS_GROWTH": 8,
+    "CAMPPLUS_BN": 2,
+    "CAMPPLUS_INIT": 16,
+    "ERES2NET_CHANNELS": 4,
+}
+
+
+def _campplus(folder: Path, embedding: int, seed: int) -> Path:
+    import torch
+    from speakerlab.models.campplus.DTDNN import CAMPPlus
+
+    torch.manual_seed(seed)
+    folder.mkdir(parents=True)
+    net = CAMPPlus(feat_dim=16, embedding_size=embedding, growth_rate=8, bn_size=2, init_channels=16)
+    torch.save(net.state_dict(), folder / "campplus_voxceleb.bin")
+    return folder
+
+
+def _eres2net(folder: Path, seed: int) -> Path:
+    import torch
+    from speakerlab.models.eres2net.ERes2Net import ERes2Net
+
+    torch.manual_seed(seed)
+    folder.mkdir(parents=True)
+    torch.save(ERes2Net(m_channels=4, feat_dim=16, embedding_size=24).state_dict(), folder / "pretrained_eres2net.ckpt")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def seed002(tmp_path_factory) -> dict[str, object]:
+    """VOXCELEB with voxceleb2_dev, voxceleb2_test and voxceleb1_test over distinct synthetic voices, a
+    VoxCeleb1-O style list over voxceleb1_test, a tiny SpeechBrain ECAPA, Mimi, CAM++ and ERes2Net."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("speechbrain")
+    from vpeval.api import PluginContext
+    from vpeval.testing.dummies import make_corpus
+    from vpeval_slm_frontends.mimi import MimiFrontend
+    from vpeval_slm_frontends.tiny import MIMI
+    from vpeval_speechbrain.tiny import write_ecapa_folder
+
+    root = tmp_path_factory.mktemp("seed002")
+    for i, name in enumerate(("voxceleb2_dev", "voxceleb2_test", "voxceleb1_test")):
+        voices = make_corpus(root / "audio" / name, speakers=4, utterances=3, seconds=1.5, seed=20 + i, name=name)
+        kaldi_folder(voices, root / "vox" / name, prefix=f"id{i}")
+    test_ids = [line.split()[0] for line in (root / "vox" / "voxceleb1_test" / "utt2spk").read_text().splitlines()]
+    speaker = dict(line.split() for line in (root / "vox" / "voxceleb1_test" / "utt2spk").read_text().splitlines())
+    pairs = [(a, b) for i, a in enumerate(test_ids) for b in test_ids[i + 1 :]]
+    (root / "veri_test2.txt").write_text("".join(f"{int(speaker[a] == speaker[b])} {a} {b}\n" for a, b in pairs))
+    mimi = root / "mimi"
+    MimiFrontend(MimiFrontend.Params(config=MIMI), PluginContext(seed=0)).model.save_pretrained(mimi)
+    return {
+        "VOXCELEB": root / "vox",
+        "VOX1_O": root / "veri_test2.txt",
+        "ECAPA": write_ecapa_folder(root / "ecapa"),
+        "MIMI": mimi,
+        "ERES2NET": _eres2net(root / "eres2net", 1),
+        "CAMPPLUS_192": _campplus(root / "campplus192", 24, 2),
+        "CAMPPLUS_512": _campplus(root / "campplus512", 32, 3),
+        **slm_folders(root),
+    }
+
+
+def slm_folders(root: Path) -> dict[str, Path]:
+    """Tiny random-weight Higgs, Kimi (GLM-4-Voice tokenizer + Whisper encoder) and Qwen3-Omni audio-encoder
+    folders in the published layouts, as the slm frontends' own tests write them."""
+    import json as json_
+
+    from safetensors.torch import save_file
+
+    from vpeval.api import PluginContext
+    from vpeval_slm_frontends.higgs import HiggsFrontend
+    from vpeval_slm_frontends.kimi import KimiFrontend
+    from vpeval_slm_frontends.qwen import QwenFrontend
+    from vpeval_slm_frontends.tiny import HIGGS, KIMI_TOKENIZER, KIMI_WHISPER, QWEN
+
+    context = PluginContext(seed=0)
+    HiggsFrontend(HiggsFrontend.Params(config=HIGGS), context).model.save_pretrained(root / "higgs")
+    QwenFrontend(QwenFrontend.Params(config=QWEN), context).model.save_pretrained(root / "qwen")
+    kimi = KimiFrontend(KimiFrontend.Params(config=KIMI_TOKENIZER, feature_config=KIMI_WHISPER), context)
+    glm = root / "glm-4-voice-tokenizer"
+    glm.mkdir()
+    state = {
+        k.removeprefix("encoder."): v.contiguous()
+        for k, v in kimi.model["tokenizer"].state_dict().items()
+        if not k.startswith("encoder.layer_norm.")  # encoder-only checkpoints have no final norm
+    }
+    save_file(state, str(glm / "model.safetensors"))
+    (glm / "config.json").write_text(json_.dumps(KIMI_TOKENIZER))
+    whisper = root / "whisper-large-v3"
+    kimi.model["whisper"].config.save_pretrained(whisper)
+    encoder = {f"model.encoder.{k}": v.contiguous() for k, v in kimi.model["whisper"].state_dict().items()}
+    save_file(encoder, str(whisper / "model.safetensors"))
+    return {"HIGGS": root / "higgs", "KIMI_TOKENIZER": glm, "KIMI_WHISPER": whisper, "QWEN": root / "qwen"}
+
+
+SEED002 = {
+    "seed002-spinv.yaml": ("VOXCELEB", "VOX1_O", "ECAPA", "MIMI", "HIGGS", "KIMI_TOKENIZER", "KIMI_WHISPER", "QWEN"),
+    "seed002-spinv-vox2test.yaml": ("VOXCELEB", "ECAPA", "MIMI", "HIGGS", "KIMI_TOKENIZER", "KIMI_WHISPER", "QWEN"),
+    "seed002-spinv-table4.yaml": ("VOXCELEB", "ECAPA", "MIMI"),
+    "seed002-spinv-table5.yaml": ("VOXCELEB", "ECAPA", "MIMI", "ERES2NET", "CAMPPLUS_192", "CAMPPLUS_512"),
+}
+
+
+def seed002_vars(name: str, inputs: dict[str, object]) -> dict[str, object]:
+    extra = THREEDSPEAKER_SMALL if name == "seed002-spinv-table5.yaml" else {}
+    return {**{k: inputs[k] for k in SEED002[name]}, **SPINV_SMALL, **extra}
+
+
+@pytest.mark.parametrize("name", sorted(SEED002))
+def test_seed002_validates_with_its_inputs(name, seed002):
+    validate(name, seed002_vars(name, seed002))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SEED002))
+def test_seed002_runs_end_to_end(name, seed002, shared_cache, tmp_path):
+    results = run(name, seed002_vars(name, seed002), shared_cache, tmp_path / "run")
+    cossim = values(results, "inversion-cossim")
+    frontends = {f"spinv/{f}" for f in ("mimi", "higgs", "kimi", "qwen")}
+    expected = {
+        "seed002-spinv.yaml": frontends,
+        "seed002-spinv-vox2test.yaml": frontends,
+        "seed002-spinv-table4.yaml": {f"spinv/mimi/{s}s" for s in range(1, 11)},
+        "seed002-spinv-table5.yaml": {"ECAPA-TDNN", "ERes2Net", "CAM++ (192)", "CAM++ (512)"},
+    }[name]
+    assert {row["attacker"] for row in cossim} == expected
+    assert all(-1.0 <= row["value"] <= 1.0 for row in cossim)
+    assert {row["attacker"] for row in values(results, "inversion-eer")} == expected
+
+
+# ---- seed 003 (emotion-preserving anonymization) --------------------------------------------------------
+
+BASELINE_SUFFIXES = {
+    "B1_SUFFIX": "_b1",
+    "B3_SUFFIX": "_sttts",
+    "B4_SUFFIX": "_nac",
+    "B5_SUFFIX": "_asrbn_hifigan_bn_tdnnf_wav2vec2_vq_48_v1",
+    "B6_SUFFIX": "_asrbn_hifigan_bn_tdnnf_600h_vq_48_v1",
+}
+IEMOCAP_EMOTIONS = ("neu", "ang", "hap", "sad")  # utt2emo labels of VPC's IEMOCAP folders
+
+
+def add_iemocap(data: Path, suffix: str) -> None:
+    """IEMOCAP_dev / IEMOCAP_test (and their `suffix` copies) in VPC's layout (utt2emo, spk2fold over two
+    folds) over libri_{dev,test}_trials_mixed's speech under new ids: a stand-in with the toolkit's files."""
+    for source, target in (("libri_dev_trials_mixed", "IEMOCAP_dev"), ("libri_test_trials_mixed", "IEMOCAP_test")):
+        for copy in ("", suffix):
+            src, dst = data / (source + copy), data / (target + copy)
+            dst.mkdir()
+            for name in ("wav.scp", "utt2spk", "text"):
+                lines = [line.split(maxsplit=1) for line in (src / name).read_text().splitlines()]
+                if name == "utt2spk":
+                    lines = [[u, f"Ses_{s}"] for u, s in lines]
+                (dst / name).write_text("".join(f"iemo_{u} {v}\n" for u, v in lines))
+            genders = [line.split() for line in (src / "spk2gender").read_text().splitlines()]
+            (dst / "spk2gender").write_text("".join(f"Ses_{s} {g}\n" for s, g in genders))
+            utts = [line.split()[0] for line in (src / "utt2spk").read_text().splitlines()]
+            (dst / "utt2emo").write_text("".join(f"iemo_{u} {IEMOCAP_EMOTIONS[i % 4]}\n" for i, u in enumerate(utts)))
+            (dst / "spk2fold").write_text("".join(f"Ses_{s} {1 + i % 2}\n" for i, (s, _) in enumerate(genders)))
+
+
+@pytest.fixture(scope="module")
+def seed003_vpc(tmp_path_factory) -> Path:
+    """A VoicePrivacy 2024 checkout as 01_download_data_model.sh leaves it (tiny exp/ models under the names
+    seed003's files use) with each baseline's anonymized folders under its toolkit suffix."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("speechbrain")
+    from vpeval.testing.vpc_tree import build_vpc_tree
+    from vpeval_speech.tiny import tiny_emotion_folders, tiny_encoder_asr_folder
+    from vpeval_speechbrain.tiny import write_ecapa_folder
+
+    root = tmp_path_factory.mktemp("vpc2024")
+    work = tmp_path_factory.mktemp("vpc2024-work")
+    first = BASELINE_SUFFIXES["B1_SUFFIX"]
+    data = build_vpc_tree(root, suffix=first, train_per_speaker=6)
+    add_iemocap(data, first)
+    for suffix in list(BASELINE_SUFFIXES.values())[1:]:
+        for folder in sorted(data.glob(f"*{first}")):
+            shutil.copytree(folder, data / (folder.name[: -len(first)] + suffix))
+    exp = root / "exp"
+    write_ecapa_folder(exp / "asv_pre_ecapa")
+    asr = exp / "asr_pre_ctc_wav2vec2"
+    tiny_encoder_asr_folder(work / "asr", folder=asr, hub=asr / "wav2vec2")
+    tiny_emotion_folders(work / "ser", folds=2, models=exp / "ser_pre_sb")
+    return root
+
+
+SEED003_SMALL = {"ASV_EPOCHS": 1, "ASV_BATCH": 4}
+
+
+def test_seed003_baselines_validate_with_their_inputs(seed003_vpc):
+    validate("seed003-table2-baselines.yaml", {"VPC_ROOT": seed003_vpc, **SEED003_SMALL})
+
+
+@pytest.mark.slow
+def test_seed003_baselines_run_end_to_end(seed003_vpc, tmp_path):
+    results = run(
+        "seed003-table2-baselines.yaml",
+        {"VPC_ROOT": seed003_vpc, **SEED003_SMALL},
+        tmp_path / "cache",
+        tmp_path / "run",
+    )
+    systems = {"B1", "B2", "B3", "B4", "B5", "B6"}
+    eer = values(results, "eer")
+    aa = {row["anonymizer"] for row in eer if row["protocol"] == "A-A" and row["attacker"] == "asv_anon"}
+    assert aa == systems
+    assert {row["anonymizer"] for row in values(results, "wer")} >= systems
+    assert {row["anonymizer"] for row in values(results, "uar")} >= systems
+
+
+def sslsas_release(folder: Path) -> Path:
+    """The ssl-sas plugin's tiny random-weight release (its tests' writer, published layout)."""
+    import importlib.util
+
+    helper = ROOT / "plugins" / "anonymizers" / "sslsas" / "tests" / "sslsas_testing.py"
+    spec = importlib.util.spec_from_file_location("sslsas_testing", helper)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.write_release(folder)
+
+
+@pytest.fixture(scope="module")
+def seed003_figure7(seed003_vpc, tmp_path_factory) -> dict[str, object]:
+    """VOXCELEB2 (OHNN's speakers) and EMOTION (utt2emo in VPC's IEMOCAP labels) over synthetic voices, and a
+    tiny SSL-SAS release, beside seed003_vpc's IEMOCAP folders and SER models."""
+    from vpeval.testing.dummies import make_corpus
+
+    root = tmp_path_factory.mktemp("seed003-figure7")
+    kaldi_folder(make_corpus(root / "vox", speakers=6, utterances=3, seconds=1.5, seed=31), root / "vox2" / "dev", "vx")
+    emotion = kaldi_folder(
+        make_corpus(root / "emo", speakers=4, utterances=8, seconds=1.5, seed=32), root / "emo" / "all", "em"
+    )
+    utts = [line.split()[0] for line in (emotion / "utt2spk").read_text().splitlines()]
+    (emotion / "utt2emo").write_text("".join(f"{u} {IEMOCAP_EMOTIONS[i % 4]}\n" for i, u in enumerate(utts)))
+    return {
+        "VPC_ROOT": seed003_vpc,
+        "VOXCELEB2": root / "vox2",
+        "EMOTION": root / "emo",
+        "SSLSAS": sslsas_release(root / "pretrained_models_anon_xv"),
+    }
+
+
+def test_seed003_figure7_validates_with_its_inputs(seed003_figure7):
+    validate("seed003-figure7.yaml", seed003_figure7)
+
+
+@pytest.mark.slow
+def test_seed003_figure7_runs_end_to_end(seed003_figure7, tmp_path):
+    results = run("seed003-figure7.yaml", seed003_figure7, tmp_path / "cache", tmp_path / "run")
+    uar = values(results, "uar")
+    assert {row["anonymizer"] for row in uar} >= {"OH", "EC-a10", "EC-a20", "EC-a35", "EC-a50", "EC-a70"}
+    assert all(0.0 <= row["value"] <= 100.0 for row in uar)
