@@ -40,6 +40,7 @@ def get_or_build(
             reused = _reuse(state, stage, label, key, stored)
             if reused is not _DAMAGED:
                 return reused
+        state.log.info("%s %s: computing", stage, label)  # with "computed in" below: a line at each end
         started = time.perf_counter()
         value = compute()
         _check_unchanged(state, stage, label, key, reads)

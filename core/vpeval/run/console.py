@@ -1,9 +1,13 @@
-"""Progress bars with ETA and the run log: what a user watches while a run works."""
+"""Progress bars with ETA and the run log: what a user watches while a run works.
+
+Off a terminal (piped into a file or a CI log) there is no bar; each loop then logs one line when it
+starts, one about every 30 s with counts, elapsed time and ETA, and one when it ends."""
 
 from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -15,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 T = TypeVar("T")
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+PIPED_EVERY_S = 30.0  # off a terminal, a progress line about this often
 
 
 class RunConsole:
@@ -22,6 +27,7 @@ class RunConsole:
 
     def __init__(self, log_file: Path | None = None, quiet: bool = False):
         self.console = Console(stderr=True, quiet=quiet)
+        self.piped = not quiet and not sys.stderr.isatty()
         self.log = logging.getLogger("vpeval")
         self.log.setLevel(logging.INFO)
         self.log.propagate = False
@@ -49,7 +55,7 @@ class RunConsole:
             TimeRemainingColumn(),
             console=self.console,
             transient=True,
-            disable=quiet or not sys.stderr.isatty(),
+            disable=quiet or self.piped,
         )
 
     def __enter__(self) -> RunConsole:
@@ -67,6 +73,9 @@ class RunConsole:
     def track(self, items: Iterable[T], total: int | None = None, description: str = "") -> Iterator[T]:
         if total is None and hasattr(items, "__len__"):
             total = len(items)  # type: ignore[arg-type]
+        if self.piped:
+            yield from self._track_in_lines(items, total, description)
+            return
         task = self.progress.add_task(description, total=total)
         try:
             for item in items:
@@ -74,3 +83,30 @@ class RunConsole:
                 self.progress.advance(task)
         finally:
             self.progress.remove_task(task)
+
+    def _track_in_lines(self, items: Iterable[T], total: int | None, description: str) -> Iterator[T]:
+        started = last = time.monotonic()
+        done = 0
+        self.log.info("%s: started, %s to do", description, "?" if total is None else total)
+        for item in items:
+            yield item
+            done += 1
+            now = time.monotonic()
+            if now - last >= PIPED_EVERY_S:
+                last = now
+                self.log.info("%s: %s", description, progress_line(done, total, now - started))
+        self.log.info("%s: %d done in %s", description, done, _clock(time.monotonic() - started))
+
+
+def progress_line(done: int, total: int | None, elapsed: float) -> str:
+    """'120/400 (30 %), 1:05 elapsed, eta 2:31': the counts, the time so far and the time left at this pace."""
+    if not total:
+        return f"{done} done, {_clock(elapsed)} elapsed"
+    eta = elapsed / done * (total - done) if done else 0.0
+    return f"{done}/{total} ({100 * done // total} %), {_clock(elapsed)} elapsed, eta {_clock(eta)}"
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
