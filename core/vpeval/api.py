@@ -427,6 +427,8 @@ class Metric(Plugin):
     # section's `metric:` is checked against them when the experiment loads (the metric contract suite
     # checks that compute() keeps to them).
     result_metrics: ClassVar[tuple[str, ...]] = ()
+    # "embeddings" only: also hand it the attacker's training speech (MetricInputs.train / embed_train).
+    reads_training_side: ClassVar[bool] = False
 
     @classmethod
     def result_names(cls) -> tuple[str, ...]:
@@ -447,6 +449,8 @@ class MetricInputs:
     speakers: np.ndarray | None = None  # speaker per row of recovered/target
     pairs: np.ndarray | None = None  # (recovered row, target row) pairs to score [P, 2]; None: every other row
     pairs_note: str = ""  # where `pairs` come from (a trial list, a seeded sample), reported with the metric
+    train: Corpus | None = None  # the speech the attacker trained on (metrics that read the training side)
+    embed_train: Callable[[Sequence[str]], np.ndarray] | None = None  # its vectors of those utterance ids of `train`
     attributes: dict[str, Any] = field(default_factory=dict)  # coordinates: protocol, n, ...
 
 

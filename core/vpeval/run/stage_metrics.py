@@ -19,6 +19,7 @@ from vpeval.run.cache import stable_key
 from vpeval.run.cached_step import get_or_build
 from vpeval.run.run_state import RunState
 from vpeval.run.stage_score import ScoreSet, side_corpora
+from vpeval.run.stage_train import training_data
 from vpeval.run.stored import StoredMetricResults
 from vpeval.run.trial_scoring import represent_sides
 from vpeval.schema import ResolvedAnonymizer, ResolvedAttacker, ResolvedPlugin
@@ -238,6 +239,7 @@ def _embedding_rows(state: RunState, plugin: ResolvedPlugin, scope: MetricScope)
         return []
     versions: list[tuple[str, ResolvedAnonymizer | None]] = [("O", None)] if system is None else []
     versions += [("A", anon) for anon in state.exp.anonymizers if system is None or anon is system]
+    training = _training_side(state, trained) if state.manager.get("metric", plugin.use).reads_training_side else {}
     rows = []
     for protocol, anon in versions:
         observed = scope.anonymized[anon.label] if anon is not None else plan.evaluation
@@ -250,7 +252,13 @@ def _embedding_rows(state: RunState, plugin: ResolvedPlugin, scope: MetricScope)
             chosen = attacker.inversion_pairs(observed)  # rows in `observed` order, as the embeddings'
             pairs, note = chosen if chosen is not None else (None, "")
             return MetricInputs(
-                recovered=recovered, target=target, speakers=speakers, pairs=pairs, pairs_note=note, attributes=coords
+                recovered=recovered,
+                target=target,
+                speakers=speakers,
+                pairs=pairs,
+                pairs_note=note,
+                attributes=coords,
+                **training,
             )
 
         inputs_key = {
@@ -262,6 +270,17 @@ def _embedding_rows(state: RunState, plugin: ResolvedPlugin, scope: MetricScope)
         label = f"{att.label} {protocol}" + (f" vs {anon.label}" if anon else "")
         rows += [_row(coords, plugin, r) for r in _metric_results(state, plugin, label, inputs_key, coords, inputs)]
     return rows
+
+
+def _training_side(state: RunState, trained: TrainedAttacker) -> dict[str, Any]:
+    """The speech the attacker trained on (a pretrained attacker: the plan's attacker-train split) and its
+    single-utterance vectors of any of it, remembered per run like the evaluation sides."""
+    corpus = training_data(state, trained.spec, trained.system)[0].corpus
+    table = state.remembered(trained.key, "training")
+    return {
+        "train": corpus,
+        "embed_train": lambda ids: represent_sides(trained.model, table, [(i,) for i in ids], corpus),
+    }
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ def train_attacker(
         attacker = state.instantiate(att.plugin, "attacker-" + att.plugin.use, key[:16])
         attacker.frontend = frontend
         return attacker, key
-    data, data_keys = _training_data(state, att, system)
+    data, data_keys = training_data(state, att, system)
     start_key = None
     if att.init_from is not None:
         ref = next(a for a in state.exp.attackers if a.label == att.init_from)
@@ -63,7 +63,7 @@ def train_attacker(
     return get_or_build(state, "train", label, key, StoredPlugin(attacker), train), key
 
 
-def _training_data(
+def training_data(
     state: RunState, att: ResolvedAttacker, system: ResolvedAnonymizer | None
 ) -> tuple[TrainingData, list[str]]:
     """What the attacker trains on, and the keys of that speech (part of its train key)."""
