@@ -520,6 +520,11 @@ class CorpusSource(Plugin):
         """
         return None
 
+    def speaker_attributes(self) -> dict[str, dict[str, str]]:
+        """Speaker attributes beyond gender that the corpus declares (attribute -> speaker -> value: age, accent),
+        for metrics that break results down by them; {} when it declares none."""
+        return {}
+
 
 def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Cosine similarity of matching rows of a and b."""

@@ -17,12 +17,12 @@ import soxr
 from vpeval_synth.channel import Channel, record
 from vpeval_synth.grammar import Idiolect, to_transcript
 from vpeval_synth.styles import STYLES
-from vpeval_synth.voice import VoiceProfile, add_breath
+from vpeval_synth.voice import ACCENTS, AGE_RANGES, VoiceProfile, add_breath
 
 GENERATOR_VERSION = "7"
 EMOTIONS = tuple(STYLES)
-# Stream purposes: one stream per speaker voice, per session and per utterance.
-_VOICE, _SESSION, _UTTERANCE = 1, 2, 3
+# Stream purposes: one stream per speaker voice, per session, per utterance and per speaker's age.
+_VOICE, _SESSION, _UTTERANCE, _AGE = 1, 2, 3, 4
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,7 @@ class Settings:
     session_variation: float = 1.0
     snr_db: tuple[float, float] = (25.0, 40.0)
     level_db: tuple[float, float] = (-32.0, -18.0)
+    speaker_groups: bool = False  # an age and an accent group per speaker, shaping the voice
 
 
 @dataclass
@@ -53,10 +54,20 @@ class Speaker:
     voice: VoiceProfile
     idiolect: Idiolect
     channels: list[Channel]
+    age: int | None = None  # years (speaker_groups)
+    accent: str | None = None  # one of voice.ACCENTS (speaker_groups)
 
 
 def speaker_id(index: int) -> str:
     return f"s{index:04d}"
+
+
+def speaker_group(settings: Settings, index: int) -> tuple[int, str]:
+    """The age and accent group of speaker `index`: band and accent from the index (balanced with gender),
+    the age within its band from the speaker's own stream, so the voice's other draws are unchanged."""
+    low, high = AGE_RANGES[(index // 2) % len(AGE_RANGES)]
+    age = int(np.random.default_rng([settings.seed, _AGE, index]).integers(low, high + 1))
+    return age, list(ACCENTS)[(index // (2 * len(AGE_RANGES))) % len(ACCENTS)]
 
 
 def make_speaker(settings: Settings, index: int) -> Speaker:
@@ -68,7 +79,10 @@ def make_speaker(settings: Settings, index: int) -> Speaker:
         Channel.draw(np.random.default_rng([settings.seed, _SESSION, index, s]), settings.session_variation)
         for s in range(settings.sessions)
     ]
-    return Speaker(speaker_id(index), gender, voice, idiolect, channels)
+    if not settings.speaker_groups:
+        return Speaker(speaker_id(index), gender, voice, idiolect, channels)
+    age, accent = speaker_group(settings, index)
+    return Speaker(speaker_id(index), gender, voice.shaped(age, accent), idiolect, channels, age, accent)
 
 
 def generate_speaker(settings: Settings, index: int, folder: Path) -> list[dict]:
@@ -110,6 +124,7 @@ def generate_speaker(settings: Settings, index: int, folder: Path) -> list[dict]
                 "sample_rate": settings.sample_rate,
                 "duration": round(len(audio) / settings.sample_rate, 4),
             }
+            | ({"age": speaker.age, "accent": speaker.accent} if settings.speaker_groups else {})
         )
     return rows
 

@@ -30,6 +30,7 @@ PRESETS = {
 }
 MAX_UTTERANCES = 200_000
 MANIFEST_COLUMNS = ("path", "id", "speaker", "gender", "transcript", "emotion", "session", "sample_rate", "duration")
+GROUP_COLUMNS = ("age", "accent")  # with speaker_groups
 
 
 class SynthCorpus(CorpusSource):
@@ -112,6 +113,12 @@ class SynthCorpus(CorpusSource):
         workers: int = Field(
             1, ge=1, le=256, description="Processes generating in parallel (does not change the audio)."
         )
+        speaker_groups: bool = Field(
+            False,
+            description="Give each speaker an age (bands 20-29, 30-49, 50-75: declared edges 30 and 50) and an accent "
+            "group (north, south, west) that shape its voice, balanced with gender; the manifest gains age and "
+            "accent columns, and speaker_attributes() declares them for the breakdown metrics.",
+        )
 
         @field_validator("snr_db", "level_db")
         @classmethod
@@ -154,6 +161,7 @@ class SynthCorpus(CorpusSource):
             session_variation=p.session_variation,
             snr_db=tuple(p.snr_db),
             level_db=tuple(p.level_db),
+            speaker_groups=p.speaker_groups,
         )
 
     def fingerprint(self) -> str:
@@ -161,9 +169,7 @@ class SynthCorpus(CorpusSource):
         from vpeval_espeak.driver import espeak_version
         from vpeval_synth.generate import GENERATOR_VERSION
 
-        settings = asdict(self.settings())
-        if settings["style_strength"] == 1.0:  # added later: corpora made before it keep their identity
-            del settings["style_strength"]
+        settings = _identity_settings(self.settings())
         key = {
             "generator": GENERATOR_VERSION,
             "engine": self.params.engine,
@@ -171,6 +177,19 @@ class SynthCorpus(CorpusSource):
             "settings": settings,
         }
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+    def speaker_attributes(self) -> dict[str, dict[str, str]]:
+        """age (years) and accent of every speaker, with speaker_groups (no audio is generated for them)."""
+        from vpeval_synth.generate import speaker_group, speaker_id
+
+        settings = self.settings()
+        if not settings.speaker_groups:
+            return {}
+        groups = {speaker_id(i): speaker_group(settings, i) for i in range(settings.speakers)}
+        return {
+            "age": {s: str(age) for s, (age, _) in groups.items()},
+            "accent": {s: a for s, (_, a) in groups.items()},
+        }
 
     def cache_folder(self) -> Path:
         return Path(self.context.work_dir) / f"synth-{self.fingerprint()[:16]}"
@@ -251,14 +270,32 @@ class SynthCorpus(CorpusSource):
             ]
         rows = [row for speaker_rows in per_speaker for row in speaker_rows]
         with open(partial / "manifest.csv", "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=MANIFEST_COLUMNS)
+            writer = csv.DictWriter(f, fieldnames=MANIFEST_COLUMNS + (GROUP_COLUMNS if settings.speaker_groups else ()))
             writer.writeheader()
             writer.writerows(rows)
-        write_card(make_card(rows, asdict(settings), "espeak-ng", espeak_version(), GENERATOR_VERSION), partial)
+        write_card(make_card(rows, _card_settings(settings), "espeak-ng", espeak_version(), GENERATOR_VERSION), partial)
         try:
             os.replace(partial, folder)
         except OSError:  # another process finished the same corpus first; its copy is identical
             shutil.rmtree(partial, ignore_errors=True)
+
+
+def _card_settings(settings) -> dict:
+    """The settings as the card names them: speaker_groups (added later) only when on, so corpora made
+    before it keep their card byte for byte."""
+    out = asdict(settings)
+    if not out["speaker_groups"]:
+        del out["speaker_groups"]
+    return out
+
+
+def _identity_settings(settings) -> dict:
+    """The settings the fingerprint is made of: options added later are left out at their default, so corpora
+    made before them keep their identity."""
+    out = _card_settings(settings)
+    if out["style_strength"] == 1.0:
+        del out["style_strength"]
+    return out
 
 
 def remove_stale_partials(work_dir: Path) -> list[Path]:

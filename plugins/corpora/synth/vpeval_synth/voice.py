@@ -23,6 +23,21 @@ FORMANT_SD, HEIGHT_SD, WIDTH_SD = 3.0, 22.0, 25.0
 # about 28 % WER here, at 150 wpm about 22 %.
 RATE_WPM = (150.0, 15.0)
 
+# Speaker groups (the corpus's `speaker_groups`): an age and an accent group per speaker, each shaping the
+# voice drawn above. Ages are drawn within three bands whose declared edges are AGE_EDGES (the breakdown's
+# `bands: {age: [30, 50]}`); a speaker's band and accent come from its index, so genders, bands and accents
+# are balanced (every combination once per 18 speakers).
+AGE_RANGES = ((20, 29), (30, 49), (50, 75))
+AGE_EDGES = (30, 50)
+# Accent groups are synthetic: a vowel-quality shift (formant 1, 2 and 3 frequency, % of the voice's own), a
+# speaking-rate factor and an intonation-width factor. North: open, back vowels, slow and flat; south:
+# close, front vowels, fast and lively; west: a lowered third formant (r-coloured vowels).
+ACCENTS = {
+    "north": (7, -6, 0, 0.92, 0.8),
+    "south": (-6, 6, 0, 1.08, 1.35),
+    "west": (0, 0, -9, 1.0, 1.0),
+}
+
 
 @dataclass
 class VoiceProfile:
@@ -59,6 +74,28 @@ class VoiceProfile:
             breath_db=breath_db,
             roughness=int(rng.integers(0, 4)),
             rate_wpm=float(np.clip(RATE_WPM[0] + spread * RATE_WPM[1] * rng.standard_normal(), 125, 215)),
+        )
+
+    def shaped(self, age: int, accent: str) -> VoiceProfile:
+        """This voice as spoken at `age` (years) with `accent` (one of ACCENTS). Relative to age 40: women's
+        F0 falls 0.3 % a year and men's rises 0.3 % a year after 50; speech slows and intonation flattens
+        0.4 % a year; formants fall 0.08 points a year (a longer vocal tract); voices roughen after 50."""
+        df1, df2, df3, rate, width = ACCENTS[accent]
+        years = age - 40
+        f0 = self.f0_median * (1 - 0.003 * years if self.gender == "f" else 1 + 0.003 * max(0, age - 50))
+        tract = -0.08 * years
+        shift = {1: df1, 2: df2, 3: df3}
+        formants = [
+            (int(round(f + tract + shift.get(k, 0) * f / 100)), h, w) for k, (f, h, w) in enumerate(self.formants)
+        ]
+        return VoiceProfile(
+            gender=self.gender,
+            f0_median=float(f0),
+            pitch_width=float(self.pitch_width * (1 - 0.004 * years) * width),
+            formants=formants,
+            breath_db=self.breath_db,
+            roughness=min(7, self.roughness + (age >= 50) + (age >= 62)),
+            rate_wpm=float(self.rate_wpm * (1 - 0.004 * years) * rate),
         )
 
     def pitch_base_max(self) -> tuple[int, int]:

@@ -230,3 +230,17 @@ def test_report_md_gives_each_group_its_own_table(tmp_path):
     assert len(tables) == 3 and all("| x | a | original |" in t for t in tables)
     for r, table in zip(sorted(rows, key=lambda r: r["gender"]), tables, strict=True):
         assert f"{r['gender']})" in table.splitlines()[0] and f"{r['value']:.2f}" in table
+
+
+def test_a_corpus_source_declares_age_and_accent(tmp_path):
+    """The built-in corpus with speaker_groups: its declared ages, in the declared bands, and accents."""
+    corpus = {"use": "synth", "params": {"preset": "demo", "speakers": 12, "speaker_groups": True}}
+    metric = _metric(ByAttribute, tmp_path, attributes=["age", "accent"], corpus=corpus, bands={"age": [30, 50]})
+    found = metric._attributes(None)
+    source = plugin_context(seed=0, work_dir=tmp_path / "s").get("corpus", "synth", corpus["params"])
+    declared = source.speaker_attributes()
+    assert found["accent"] == declared["accent"] and len(found["accent"]) == 12
+    for speaker, age in declared["age"].items():
+        assert found["age"][speaker] == ("<30" if int(age) < 30 else "30-50" if int(age) < 50 else ">=50")
+    assert set(found["age"].values()) == {"<30", "30-50", ">=50"}
+    assert not list(tmp_path.glob("**/manifest.csv"))  # declared without generating the corpus

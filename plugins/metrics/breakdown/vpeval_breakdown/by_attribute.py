@@ -35,6 +35,11 @@ class AttributeParams(Params):
     manifest: str | None = Field(
         None, description="A CSV/TSV/JSONL manifest with a speaker column and one column per attribute."
     )
+    corpus: Annotated[dict[str, Any] | None, PluginRef("corpus")] = Field(
+        None,
+        description="{use, params} of a corpus source (the experiment's own) whose declared speaker attributes "
+        "(speaker_attributes(): synth with speaker_groups gives age and accent) give attributes.",
+    )
     bands: dict[str, list[float]] = Field(
         {}, description="attribute -> increasing band edges, for numeric attributes such as age."
     )
@@ -83,13 +88,18 @@ class AttributeMetric(Metric):
             found[name] = read_spk2(path)
         if p.manifest:
             found.update(read_manifest_columns(p.manifest, [a for a in p.attributes if a not in found]))
+        if p.corpus:
+            spec = dict(p.corpus)
+            declared = self.context.get("corpus", spec["use"], spec.get("params") or {}).speaker_attributes()
+            found.update({a: values for a, values in declared.items() if a not in found})
         if "gender" not in found and _gender_from_scores(scores):
             found["gender"] = _gender_from_scores(scores)
         missing = [a for a in p.attributes if a not in found]
         if missing:
             raise ConfigError(
                 f"{self.name}: no source gives the attribute '{missing[0]}'; give a spk2{missing[0]} file in `kaldi` "
-                f"or `files`, or a `manifest` with a '{missing[0]}' column (found: {', '.join(found) or 'none'})."
+                f"or `files`, a `manifest` with a '{missing[0]}' column or a `corpus` that declares it (found: "
+                f"{', '.join(found) or 'none'})."
             )
         for name, edges in p.bands.items():
             if list(edges) != sorted(set(edges)) or not edges:
