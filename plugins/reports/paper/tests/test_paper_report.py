@@ -62,3 +62,18 @@ def test_without_a_report_plugin_the_report_says_so_and_the_table_command_stops(
     assert extensions.declared_sections(None, rows(), tmp_path, caption) == ReportSections()
     with pytest.raises(PluginError, match="needs a report plugin that draws tables, and none is installed"):
         extensions.plugin_table([tmp_path], "latex", {})
+
+
+def test_rows_that_name_their_protocol_in_details_get_a_column_each():
+    """Identification rows carry protocol '' and details.protocol; before, the three protocols shared one cell
+    and the last row written was the only one shown."""
+    from vpeval_paper_report.tables import build_table
+
+    rows = [
+        {"anonymizer": "B2", "attacker": "ge2e", "scenario": "original", "protocol": "", "n": 1, "metric": "top-1",
+         "metric_plugin": "identification", "gender": "all", "value": value, "unit": "%", "details": {"protocol": p}}
+        for p, value in (("O-O", 99.0), ("O-A", 27.5), ("A-A", 30.0))
+    ]  # fmt: skip
+    table = build_table(rows, "top-1", ["attacker"], ["protocol"])
+    assert table.col_keys == [("O-O",), ("O-A",), ("A-A",)]
+    assert [table.cells[(("ge2e",), c)]["value"] for c in table.col_keys] == [99.0, 27.5, 30.0]

@@ -109,6 +109,9 @@ def build_table(
 ) -> PaperTable:
     metric = metric or eer_metric(rows) or next(iter(sorted({r["metric"] for r in rows})), None)
     chosen = [dict(r) for r in rows if r["metric"] == metric and r.get("value") is not None]
+    for r in chosen:  # identification rows name their protocol in details only; without it their cells collide
+        if not r.get("protocol") and isinstance((r.get("details") or {}).get("protocol"), str):
+            r["protocol"] = r["details"]["protocol"]
     for dims, option in ((row_dims, "--rows"), (col_dims, "--columns")):
         for d in dims or []:
             if d not in DIMENSIONS:

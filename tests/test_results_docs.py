@@ -1,0 +1,114 @@
+"""Result documents made from their runs (issue 40): scripts/results_docs.py regenerates every docs/results
+document that has a template and a kept run, and checks its prose and its run's defaults; every other
+document says that its tables are not regenerable."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "docs" / "results"
+spec = importlib.util.spec_from_file_location("results_docs", ROOT / "scripts" / "results_docs.py")
+results_docs = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(results_docs)
+
+TEMPLATES = results_docs.templates(RESULTS)
+
+
+def test_some_documents_are_made_from_their_runs():
+    assert TEMPLATES, "no docs/results/*.template.md"
+    for template in TEMPLATES:
+        run = results_docs.run_of(template)
+        assert {p.name for p in run.iterdir()} >= {"results.json", "resolved.yaml", "experiment.yaml"}, run
+
+
+@pytest.mark.parametrize("template", TEMPLATES, ids=lambda p: p.name)
+def test_document_is_its_template_and_run(template):
+    doc = results_docs.doc_of(template)
+    assert doc.read_text(encoding="utf-8") == results_docs.render(template), (
+        f"{doc.name} differs from what {template.name} and {template.name[: -len('.template.md')]}.run make: "
+        "edit the template, not the document, and run `python scripts/results_docs.py`"
+    )
+
+
+@pytest.mark.parametrize("template", TEMPLATES, ids=lambda p: p.name)
+def test_every_number_of_the_prose_is_a_result(template):
+    assert results_docs.unmatched_numbers(template) == []
+
+
+@pytest.mark.parametrize("template", TEMPLATES, ids=lambda p: p.name)
+def test_a_changed_default_is_rerun_or_bannered(template):
+    assert results_docs.unbannered_changes(template) == []
+
+
+def test_every_other_document_says_its_tables_are_not_regenerable():
+    made = {results_docs.doc_of(t) for t in TEMPLATES}
+    unmarked = [
+        doc.name
+        for doc in sorted(RESULTS.glob("*.md"))
+        if doc not in made
+        and not doc.name.endswith(".template.md")
+        and results_docs.NOT_REGENERABLE not in doc.read_text(encoding="utf-8")
+    ]
+    assert unmarked == [], f"neither made from a kept run nor marked '{results_docs.NOT_REGENERABLE}'"
+
+
+# -- the checks catch what they are for (a small run of the real shape, in a temporary docs folder) ----------
+
+
+@pytest.fixture
+def tiny_doc(tmp_path):
+    """privacy-beyond-eer-real's kept run with a two-line template: a report line and one quoted number."""
+    template = next(t for t in TEMPLATES if t.name.startswith("privacy-beyond-eer-real"))
+    run = tmp_path / "tiny.run"
+    shutil.copytree(results_docs.run_of(template), run)
+    text = (
+        "# tiny\n\nGE2E's pooled O-A EER is 35.7 % on [[24]] speakers.\n\n"
+        "<!-- vpeval report --format md --metric privacy-gate -->\n"
+    )
+    (tmp_path / "tiny.template.md").write_text(text, encoding="utf-8")
+    return tmp_path / "tiny.template.md"
+
+
+def test_regenerated_table_is_vpeval_reports_and_an_edit_is_caught(tiny_doc):
+    doc = results_docs.doc_of(tiny_doc)
+    doc.write_text(results_docs.render(tiny_doc), encoding="utf-8")
+    text = doc.read_text(encoding="utf-8")
+    assert "| ge2e | 1.67 |" in text.replace("B2 | ", "") and "on 24 speakers" in text and "[[" not in text
+    doc.write_text(text.replace("| 14.17 |", "| 14.71 |"), encoding="utf-8")
+    assert any("is not what" in p for p in results_docs.problems(tiny_doc))
+
+
+def test_a_number_not_in_the_results_is_caught_unless_marked(tiny_doc):
+    assert results_docs.unmatched_numbers(tiny_doc) == []
+    tiny_doc.write_text(tiny_doc.read_text().replace("35.7 %", "36.1 %"), encoding="utf-8")
+    assert results_docs.unmatched_numbers(tiny_doc) == ["tiny.template.md:3: 36.1"]
+    tiny_doc.write_text(tiny_doc.read_text().replace("36.1 %", "[[36.1]] %"), encoding="utf-8")
+    assert results_docs.unmatched_numbers(tiny_doc) == []
+
+
+def test_a_default_changed_after_the_run_fails_until_bannered(tiny_doc):
+    run = results_docs.run_of(tiny_doc)
+    resolved = yaml.safe_load((run / "resolved.yaml").read_text())
+    assert "win_ms" not in json.dumps(yaml.safe_load((run / "experiment.yaml").read_text()))
+    resolved["anonymizers"][0]["chain"][0]["params"]["win_ms"] = 25.0  # as if mcadams' default had been 25 then
+    (run / "resolved.yaml").write_text(yaml.safe_dump(resolved), encoding="utf-8")
+    found = results_docs.unbannered_changes(tiny_doc)
+    assert any("(mcadams) `win_ms` was 25.0 in the run, resolves to 20.0 now" in p for p in found)
+    banner = "> **Banner of 2026-12-05:** mcadams' `win_ms` default is 20 ms now; this run used 25.\n\n"
+    tiny_doc.write_text(banner + tiny_doc.read_text(), encoding="utf-8")
+    assert not any("win_ms" in p for p in results_docs.unbannered_changes(tiny_doc))
+
+
+def test_a_parameter_the_experiment_sets_is_not_a_default(tiny_doc):
+    run = results_docs.run_of(tiny_doc)
+    resolved = yaml.safe_load((run / "resolved.yaml").read_text())
+    resolved["metrics"][-1]["params"]["max_original_eer"] = 12.0  # set by the file (10): not compared
+    (run / "resolved.yaml").write_text(yaml.safe_dump(resolved), encoding="utf-8")
+    assert not any("max_original_eer" in p for p in results_docs.unbannered_changes(tiny_doc))
