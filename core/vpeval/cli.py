@@ -9,6 +9,7 @@ import click
 
 from vpeval.api import KINDS
 from vpeval.boundary import GuardedGroup, note_place
+from vpeval.errors import UserError
 from vpeval.run.cache import STAGES
 
 
@@ -67,10 +68,21 @@ def main(ctx, experiment, force, no_cache, cache_dir, output, overwrite, allow_p
     click.echo(f"Results in {result.folder}/results.json and {result.folder}/report.md")
 
 
+def _cache_admin():
+    """The library of `vpeval cache` and `validate --plan` (lib/cacheadmin: outside the core's line budget)."""
+    try:
+        import vpeval_cacheadmin
+    except ImportError as exc:
+        raise UserError(f"This command needs vpeval-cacheadmin ({exc}): `pip install -e lib/cacheadmin`.") from exc
+    return vpeval_cacheadmin
+
+
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--var", "var", multiple=True, metavar="NAME=VALUE", help="Set a variable of the file's `variables:`.")
-def validate(file, var):
+@click.option("--plan", is_flag=True, help="List the run's steps: cached (with the time recorded) or to compute.")
+@click.option("--cache", "cache_dir", type=click.Path(file_okay=False), help="The cache --plan looks in.")
+def validate(file, var, plan, cache_dir):
     """Check an experiment file (schema and every plugin's parameters) without running it."""
     from vpeval.config import load_experiment
     from vpeval.run.folder import experiment_run_folder
@@ -84,6 +96,15 @@ def validate(file, var):
         f"({grid} systems), protocols {', '.join(resolved.experiment.protocols)}, "
         f"N in {resolved.experiment.enroll_utterances}, {len(resolved.metrics)} metrics."
     )
+    if plan:
+        click.echo(_cache_admin().plan_text(resolved, cache_dir))
+
+
+@main.command(context_settings={"ignore_unknown_options": True}, add_help_option=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def cache(args):
+    """The stage cache's size by stage and plugin; `vpeval cache prune` removes entries (see --help)."""
+    _cache_admin().cache_command.main(list(args), prog_name="vpeval cache", standalone_mode=False)
 
 
 @main.command()

@@ -43,8 +43,9 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,7 @@ STAGES = ("data", "anonymize", "frontend", "train", "score", "metrics")
 ENTRY_MANIFEST = ".vpeval-entry.json"  # each entry's own list of files, sizes, hashes and stamps
 # Entries up to this size in all are hashed in full on every reuse (about 30 ms); bigger ones by stamp.
 ALWAYS_HASH_BYTES = 32 << 20
+ABOUT = ".about.json"  # `<key>.about.json`, beside an entry: what `vpeval cache` shows of it (StageCache.note)
 
 
 class CacheFolderError(UserError):
@@ -96,9 +98,12 @@ class StageCache:
         check_cache_folder(self.root)
         self.force = set(force or ())
         self._rebuilt: set[Path] = set()
+        self.plugins: dict[str, list[str]] = {}  # key -> the plugins its payload names, directly or by an input's key
 
     def key(self, stage: str, payload: Any) -> str:
-        return stable_key({"stage": stage, **payload}) if isinstance(payload, dict) else stable_key([stage, payload])
+        key = stable_key({"stage": stage, **payload}) if isinstance(payload, dict) else stable_key([stage, payload])
+        self.plugins[key] = sorted(plugins_named(payload, self.plugins))
+        return key
 
     def path(self, stage: str, key: str) -> Path:
         return self.root / stage / key[:2] / key
@@ -108,6 +113,15 @@ class StageCache:
         """Hold the entry's inter-process lock: other processes wait until the block ends."""
         with file_lock(self.root / stage / key[:2] / f"{key}.lock", on_wait):
             yield
+
+    def note(self, stage: str, key: str, **about: Any) -> None:
+        """Write the entry's note (`vpeval cache` shows it; nothing reads it to reuse the entry) or, given nothing,
+        touch it: its mtime is the entry's last build or reuse."""
+        path = self.path(stage, key).with_name(key + ABOUT)
+        created = datetime.now(UTC).isoformat(timespec="seconds")
+        about = {"stage": stage, **about, "plugins": self.plugins.get(key, []), "created": created} if about else {}
+        with suppress(OSError):  # a lost note costs only 'unknown' in `vpeval cache`
+            write_text_atomic(path, json.dumps(about)) if about else os.utime(path)
 
     def partial_path(self, stage: str, key: str) -> Path:
         """A folder that survives interruption, for stages that write many files one by one.
@@ -181,6 +195,16 @@ class StageCache:
         partial = final.parent / f"{key}.partial"
         if partial.exists():
             shutil.rmtree(partial, ignore_errors=True)
+
+
+def plugins_named(payload: Any, known: dict[str, list[str]]) -> set[str]:
+    """ "kind use" of every plugin identity in a key's payload, and those of the entries whose keys it holds."""
+    if isinstance(payload, dict):
+        own = {f"{payload['kind']} {payload['use']}"} if {"kind", "use"} <= payload.keys() else set()
+        return own.union(*(plugins_named(v, known) for v in payload.values()))
+    if isinstance(payload, (list, tuple)):
+        return set().union(*(plugins_named(v, known) for v in payload))
+    return set(known.get(payload, ())) if isinstance(payload, str) else set()
 
 
 def _stamp(st: os.stat_result) -> list[int]:

@@ -24,13 +24,18 @@ def get_or_build(
     stored: Stored,
     compute: Callable[[], Any],
     reads: Sequence[Corpus | None] | None = None,
+    stand_in: Callable[[], Any] | None = None,
 ) -> Any:
     """The entry under `key`, reused or computed. One process at a time builds an entry; others wait and
     reuse it.
 
     A damaged entry is moved aside and recomputed. Before a result is stored, the audio files of the
-    corpora it may have read (`reads`; default: the whole plan) must be as they were fingerprinted."""
+    corpora it may have read (`reads`; default: the whole plan) must be as they were fingerprinted. Planning
+    (`validate --plan`) notes the entry and returns a stand-in: all that later stages' keys read of the value."""
     cache = state.cache
+    if state.planned is not None:
+        state.planned.setdefault((stage, key), label)
+        return stand_in() if stand_in is not None else stored.stand_in()
 
     def waiting(holder: str) -> None:
         state.log.info("%s %s: waiting for %s, which is computing it", stage, label, holder)
@@ -46,7 +51,7 @@ def get_or_build(
         _check_unchanged(state, stage, label, key, reads)
         with cache.build(stage, key) as tmp:
             stored.save(value, tmp)
-        _timed(state, stage, label, started)
+        cache.note(stage, key, label=label, seconds=round(_timed(state, stage, label, started), 3))
         return stored.load(cache.path(stage, key)) if stored.reload else value
 
 
@@ -69,6 +74,7 @@ def _reuse(state: RunState, stage: str, label: str, key: str, stored: Stored) ->
                 except OSError:  # a read-only cache: reused unverified, as before manifests
                     pass
             state.log.info("%s %s: reused from cache (key %s)", stage, label, key[:12])
+            cache.note(stage, key)  # its last use
             return value
     aside = cache.discard(stage, key)
     message = "cache entry %s %s (key %s) was damaged (%s); recomputing it (the damaged copy is in %s)"
@@ -93,8 +99,9 @@ def _check_unchanged(state: RunState, stage: str, label: str, key: str, reads: S
         )
 
 
-def _timed(state: RunState, stage: str, label: str, started: float) -> None:
+def _timed(state: RunState, stage: str, label: str, started: float) -> float:
     took = time.perf_counter() - started
     state.timings[f"{stage}:{label}"] = state.timings.get(f"{stage}:{label}", 0.0) + took
     state.executed.setdefault(stage, []).append(label)
     state.log.info("%s %s: computed in %.1f s", stage, label, took)
+    return took

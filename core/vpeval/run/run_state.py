@@ -43,6 +43,7 @@ class RunState:
     metrics: dict[str, Metric] = field(default_factory=dict)  # metric label -> instance
     represented: dict[tuple, VectorTable] = field(default_factory=dict)  # (train key, speech version) -> side vectors
     training: dict[tuple[str, str | None], list[dict[str, Any]]] = field(default_factory=dict)  # RunResult.training
+    planned: dict[tuple[str, str], str] | None = None  # planning only: (stage, key) -> label (Runner.plan)
 
     @property
     def settings(self):

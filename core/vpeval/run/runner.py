@@ -134,11 +134,30 @@ class Runner:
             if self._tmp_cache is not None:
                 shutil.rmtree(self._tmp_cache, ignore_errors=True)
 
+    def plan(self) -> dict[tuple[str, str], str]:
+        """(stage, key) -> label of each cached step of the run, in order, none computed (`validate --plan`): the data
+        stage runs (every key holds the corpus fingerprint); later keys chain keys, not values, so stand-ins do."""
+        with RunConsole(self.folder / "run.log", quiet=True) as console:  # the caller gives a scratch folder
+            self._state = RunState(self.exp, self.cache, console, None, self.manager, self.device, self.precision)
+            self.state.planned = {}
+            self._stages()
+        return self.state.planned
+
     def _run(self) -> RunResult:
         from vpeval.report.writer import write_outputs
 
+        state, started = self.state, time.perf_counter()
+        rows, plan, skipped, anonymized_eval, score_sets = self._stages()
+        state.timings["total"] = time.perf_counter() - started
+        result = RunResult(
+            self.folder, rows, state.timings, state.executed, skipped, anonymized_eval, dict(state.training)
+        )
+        write_outputs(self.exp, result, plan, score_sets)
+        state.log.info("results: %s", self.folder / "results.json")
+        return result
+
+    def _stages(self):
         state, exp = self.state, self.exp
-        started = time.perf_counter()
         refuse_unknown_metric_inputs(state)
         _corpus, plan, skipped = data_stage(state)
 
@@ -163,7 +182,7 @@ class Runner:
             frontend = fit_frontend(state, att, plan.train) if att.frontend else None
             for system in [None] if att.train_on == "original" else list(exp.anonymizers):
                 attacker, train_key = train_attacker(state, att, system, frontend)
-                if self.manager.get("attacker", att.plugin.use).needs_training:
+                if self.manager.get("attacker", att.plugin.use).needs_training and state.planned is None:
                     state.training[(att.label, system.label if system else None)] = list(attacker.training_curve())
                 for anon in exp.anonymizers or [None]:
                     if att.train_on == "anonymized" and anon is not system:
@@ -174,10 +193,4 @@ class Runner:
 
         # Metrics of the whole run, then the report.
         rows = metric_rows(state, MetricScope(plan, anonymized_eval, score_sets=score_sets), attacker_rows)
-        state.timings["total"] = time.perf_counter() - started
-        result = RunResult(
-            self.folder, rows, state.timings, state.executed, skipped, anonymized_eval, dict(state.training)
-        )
-        write_outputs(exp, result, plan, score_sets)
-        state.log.info("results: %s", self.folder / "results.json")
-        return result
+        return rows, plan, skipped, anonymized_eval, score_sets

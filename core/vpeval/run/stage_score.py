@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from vpeval.api import Attacker
 from vpeval.run.cache import stable_key
 from vpeval.run.cached_step import get_or_build
@@ -58,7 +60,10 @@ def score_attacker(
                 sides = side_corpora(state, protocol, anonymized_eval.get(anon.label) if anon else None)
                 return _score_trials(state, attacker, train_key, trial_list, sides, anon_key, protocol)
 
-            scores = get_or_build(state, "score", label, key, StoredScores, score, reads=[plan.evaluation])
+            def planned(trials=trial_list.trials) -> Scores:  # planning: the trials' labels, zero scores
+                return trial_scores(trials, np.zeros(len(trials)))
+
+            scores = get_or_build(state, "score", label, key, StoredScores, score, [plan.evaluation], planned)
             out.append(ScoreSet(anon.label if anon else "none", att.label, att.train_on, protocol, n, scores, key))
     return out
 

@@ -27,6 +27,8 @@ class Stored(Protocol):
 
     def load(self, folder: Path) -> Any: ...
 
+    def stand_in(self) -> Any: ...  # what planning hands on instead of the value (cached_step.get_or_build)
+
 
 class StoredScores:
     """Trial scores and their labels in scores.npz (no pickles)."""
@@ -63,6 +65,10 @@ class StoredMetricResults:
     @staticmethod
     def load(folder: Path) -> list[MetricResult]:
         return [MetricResult(**r) for r in json.loads((folder / "results.json").read_text())]
+
+    @staticmethod
+    def stand_in() -> list[MetricResult]:
+        return []
 
 
 def _plain(value: Any) -> Any:
@@ -107,6 +113,9 @@ class StoredSpeech:
         original = self.original
         return Corpus(original.name + "-anonymized", utts, dict(original.speaker_gender), fingerprint=folder.name)
 
+    def stand_in(self) -> Corpus:  # planning: the same utterances, which is all a later stage's key reads
+        return self.original
+
 
 @dataclass
 class StoredPlugin(Generic[P]):
@@ -120,4 +129,7 @@ class StoredPlugin(Generic[P]):
 
     def load(self, folder: Path) -> P:
         self.instance.load(folder)  # type: ignore[attr-defined]
+        return self.instance
+
+    def stand_in(self) -> P:  # planning: untrained; later keys read only the key of its entry
         return self.instance
