@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -208,6 +210,9 @@ def seed002(tmp_path_factory) -> dict[str, object]:
     for i, name in enumerate(("voxceleb2_dev", "voxceleb2_test", "voxceleb1_test")):
         voices = make_corpus(root / "audio" / name, speakers=4, utterances=3, seconds=1.5, seed=20 + i, name=name)
         kaldi_folder(voices, root / "vox" / name, prefix=f"id{i}")
+    for name in ("voxceleb1_test", "voxceleb2_test"):  # the files' `prepare` line
+        script = ROOT / "scripts" / "kaldi_trial_folders.py"
+        subprocess.run([sys.executable, str(script), str(root / "vox" / name)], check=True, capture_output=True)
     test_ids = [line.split()[0] for line in (root / "vox" / "voxceleb1_test" / "utt2spk").read_text().splitlines()]
     speaker = dict(line.split() for line in (root / "vox" / "voxceleb1_test" / "utt2spk").read_text().splitlines())
     pairs = [(a, b) for i, a in enumerate(test_ids) for b in test_ids[i + 1 :]]
@@ -416,3 +421,25 @@ def test_seed003_figure7_runs_end_to_end(seed003_figure7, tmp_path):
     uar = values(results, "uar")
     assert {row["anonymizer"] for row in uar} >= {"OH", "EC-a10", "EC-a20", "EC-a35", "EC-a50", "EC-a70"}
     assert all(0.0 <= row["value"] <= 100.0 for row in uar)
+
+
+def test_kaldi_trial_folders_splits_a_folder_into_enrollment_and_trials(tmp_path):
+    """seed002's `prepare` script: each speaker's first utterance enrolls, the others are trials against every
+    enrolled speaker; nothing is lost or shared, and an existing output is refused."""
+    source = tmp_path / "voxceleb1_test"
+    source.mkdir()
+    utts = [(f"s{s}-u{u}", f"s{s}") for s in range(3) for u in range(3)]
+    (source / "wav.scp").write_text("".join(f"{u} /audio/{u}.wav\n" for u, _ in utts))
+    (source / "utt2spk").write_text("".join(f"{u} {s}\n" for u, s in utts))
+    (source / "spk2gender").write_text("s0 f\ns1 m\ns2 f\n")
+    script = [sys.executable, str(ROOT / "scripts" / "kaldi_trial_folders.py"), str(source)]
+    subprocess.run(script, check=True, capture_output=True)
+    enrolls, trials = tmp_path / "voxceleb1_test_enrolls", tmp_path / "voxceleb1_test_trials"
+    assert (enrolls / "utt2spk").read_text().split() == ["s0-u0", "s0", "s1-u0", "s1", "s2-u0", "s2"]
+    tested = [line.split()[0] for line in (trials / "wav.scp").read_text().splitlines()]
+    assert sorted(tested) == sorted(u for u, _ in utts if not u.endswith("u0"))
+    lines = [line.split() for line in (trials / "trials").read_text().splitlines()]
+    assert len(lines) == 3 * 6 and sum(label == "target" for *_, label in lines) == 6
+    assert all((label == "target") == utt.startswith(spk + "-") for spk, utt, label in lines)
+    again = subprocess.run(script, capture_output=True, text=True)
+    assert again.returncode != 0 and "exists; remove it first" in again.stderr
