@@ -30,10 +30,11 @@ def _plan(resolved: ResolvedExperiment, root: Path) -> tuple[dict[tuple[str, str
         return runner.plan(), runner.cache.plugins
 
 
-def _took(note: dict | None) -> str:
+def _took(note: dict | None, verb: str = "built in") -> str:
     if not note or not isinstance(note.get("seconds"), (int, float)):
         return f"build time {UNKNOWN}"
-    return f"built in {note['seconds']:.1f} s on {note.get('created', UNKNOWN)}"
+    created = str(note.get("created", ""))[:16].replace("T", " ")  # ISO, UTC: minutes are enough here
+    return f"{verb} {note['seconds']:.1f} s" + (f", {created} UTC" if created else "")
 
 
 def plan_text(resolved: ResolvedExperiment, folder: str | Path | None) -> str:
@@ -62,7 +63,7 @@ def plan_text(resolved: ResolvedExperiment, folder: str | Path | None) -> str:
             before = earlier.get((stage, label)) or earlier.get((stage, ", ".join(plugins.get(key, [])) or UNKNOWN))
             if before is not None:
                 estimate += before.get("seconds", 0) or 0
-            hint = f" (the cache's last '{before['label']}': {_took(before)})" if before else ""
+            hint = f" ('{before['label']}' {_took(before, 'took')})" if before else ""
             lines.append(f"  {stage:<9} {label}: to compute{hint}")
     by_stage = {s: sum(1 for st, _ in steps if st == s) for s in STAGES}
     lines.append(
