@@ -43,9 +43,10 @@ def uses_synth(spec: Any) -> bool:
 
 
 def tiny_corpus(spec: dict) -> dict:
-    """The tiny preset; a corpus's own seed is kept (a train corpus drawn apart from the evaluation one)."""
+    """The tiny preset; a corpus's own seed (a train corpus drawn apart from the evaluation one) and speaker_groups
+    (which breakdown metrics read) are kept."""
     params = spec.get("params") or {}
-    kept = {k: params[k] for k in ("seed",) if k in params}
+    kept = {k: params[k] for k in ("seed", "speaker_groups") if k in params}
     return {**spec, "params": {**TINY, **kept}}
 
 

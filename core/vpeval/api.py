@@ -521,8 +521,8 @@ class CorpusSource(Plugin):
         return None
 
     def speaker_attributes(self) -> dict[str, dict[str, str]]:
-        """Speaker attributes beyond gender that the corpus declares (attribute -> speaker -> value: age, accent),
-        for metrics that break results down by them; {} when it declares none."""
+        """Speaker attributes that the corpus declares (attribute -> speaker -> value: gender, age, accent), for
+        metrics that break results down by them; {} when it declares none."""
         return {}
 
 

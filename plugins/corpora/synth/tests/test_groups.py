@@ -38,6 +38,7 @@ def test_groups_are_balanced_with_gender_and_ages_fall_in_the_declared_bands(tmp
     for index in range(36):
         speaker = make_speaker(settings, index)
         age, accent = int(attributes["age"][speaker.id]), attributes["accent"][speaker.id]
+        assert attributes["gender"][speaker.id] == speaker.gender
         assert (age, accent) == (speaker.age, speaker.accent) == speaker_group(settings, index)
         band = int(np.searchsorted(AGE_EDGES, age, side="right"))
         assert AGE_RANGES[band][0] <= age <= AGE_RANGES[band][1]

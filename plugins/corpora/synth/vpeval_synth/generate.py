@@ -62,6 +62,10 @@ def speaker_id(index: int) -> str:
     return f"s{index:04d}"
 
 
+def speaker_gender(index: int) -> str:
+    return "f" if index % 2 == 0 else "m"  # balanced groups, fixed per index
+
+
 def speaker_group(settings: Settings, index: int) -> tuple[int, str]:
     """The age and accent group of speaker `index`: band and accent from the index (balanced with gender),
     the age within its band from the speaker's own stream, so the voice's other draws are unchanged."""
@@ -72,7 +76,7 @@ def speaker_group(settings: Settings, index: int) -> tuple[int, str]:
 
 def make_speaker(settings: Settings, index: int) -> Speaker:
     rng = np.random.default_rng([settings.seed, _VOICE, index])
-    gender = "f" if index % 2 == 0 else "m"  # balanced groups, fixed per index
+    gender = speaker_gender(index)
     voice = VoiceProfile.draw(gender, rng, settings.voice_spread)
     idiolect = Idiolect.draw(rng, settings.idiolect_alpha, settings.favourites)
     channels = [

@@ -179,14 +179,15 @@ class SynthCorpus(CorpusSource):
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
     def speaker_attributes(self) -> dict[str, dict[str, str]]:
-        """age (years) and accent of every speaker, with speaker_groups (no audio is generated for them)."""
-        from vpeval_synth.generate import speaker_group, speaker_id
+        """gender, age (years) and accent of every speaker, with speaker_groups (no audio is generated for them)."""
+        from vpeval_synth.generate import speaker_gender, speaker_group, speaker_id
 
         settings = self.settings()
         if not settings.speaker_groups:
             return {}
         groups = {speaker_id(i): speaker_group(settings, i) for i in range(settings.speakers)}
         return {
+            "gender": {speaker_id(i): speaker_gender(i) for i in range(settings.speakers)},
             "age": {s: str(age) for s, (age, _) in groups.items()},
             "accent": {s: a for s, (_, a) in groups.items()},
         }
