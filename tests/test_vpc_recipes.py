@@ -173,11 +173,15 @@ def test_vpc2024_runs_end_to_end(vpc_root, tmp_path):
     orig = (out / "results_summary" / "eval_orig_fast" / "results_orig.txt").read_text().splitlines()
     anon = (out / "results_summary" / "eval_anon_fast" / "results_anon.txt").read_text().splitlines()
     assert orig[2] == "---- ASV_eval results ----" and anon[2] == "---- ASV_eval^anon results ----"
-    assert [line.split()[:6] for line in orig[4:]] == [
+    assert [line.split()[:6] for line in orig[4:8]] == [
         [i, "libri", s, g, "original", "original"]
         for i, s, g in (("0", "dev", "f"), ("3", "dev", "m"), ("6", "test", "f"), ("9", "test", "m"))
     ]
     assert [line.split()[0] for line in anon[4:]] == ["2", "5", "8", "11"]
+    assert orig[9] == "---- ASR results ----" and [line.split()[:4] for line in orig[11:]] == [
+        ["0", "libri", "dev", "original"], ["4", "libri", "dev", "anon"], ["1", "libri", "test", "original"],
+        ["5", "libri", "test", "anon"],
+    ]  # fmt: skip
 
 
 @pytest.mark.slow
@@ -195,9 +199,10 @@ def test_vpc2026_track1_runs_end_to_end(ssl_root, tmp_path):
     for part, title in (("orig", "ASV_eval"), ("anon", "ASV_eval^anon")):  # the toolkit's: A-A of the mixed lists
         lines = (out / "results_summary" / f"eval_{part}_fast" / f"results_{part}.txt").read_text().splitlines()
         assert lines[2] == f"---- {title} results ----"
-        assert [line.split()[:6] for line in lines[4:]] == [
+        assert [line.split()[:6] for line in lines[4:6]] == [
             ["2", "libri", "dev", "mixed", "anon", "anon"], ["5", "libri", "test", "mixed", "anon", "anon"]
         ]  # fmt: skip
+        assert len(lines) == (13 if part == "orig" else 6)  # orig: the ASR block of the mixed trial folders too
     for block, sides in (("asv_ssl", lazy), ("asv_anon", semi)):
         rows = _rows(text, block)
         for dataset in ("dev", "test"):

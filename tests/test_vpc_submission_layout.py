@@ -84,5 +84,10 @@ def test_a_wav_scp_unlike_the_originals_is_rebuilt_and_an_unusable_folder_refuse
         (folder / "wav.scp").unlink()
     empty = data / "libri_dev_enrolls_none"
     empty.mkdir()
-    with pytest.raises(ConfigError, match="libri_dev_enrolls_none has no wav.scp and no .wav files under it"):
+    with pytest.raises(ConfigError, match="none of the submission's folders libri_dev_enrolls_none, .* has a wav.scp"):
         load_experiment_text(EXPERIMENT.replace("SUFFIX", "_none"), "vpc.yaml", variables={"DATA": str(data)})
+    for name in ("libri_dev_trials_f_none", "libri_dev_trials_m_none"):  # the others there: one line for the empty one
+        shutil.copytree(data / name.replace("_none", "_bare"), data / name)
+    with pytest.raises(ConfigError, match="libri_dev_enrolls_none has no wav.scp and no .wav files under it") as err:
+        load_experiment_text(EXPERIMENT.replace("SUFFIX", "_none"), "vpc.yaml", variables={"DATA": str(data)})
+    assert len(str(err.value).splitlines()) == 1

@@ -1,5 +1,5 @@
 """The toolkit's own results files (issue 36, item 3): results_summary/eval_orig<suffix>/results_orig.txt and
-eval_anon<suffix>/results_anon.txt with the ASV blocks exactly as run_evaluation.py writes them (the rows it
+eval_anon<suffix>/results_anon.txt with the ASV and ASR blocks exactly as run_evaluation.py writes them (the rows it
 keeps, its index numbers, order and pandas layout), compared with the toolkits' published result files:
 tests/data/vpc_toolkit_results/, VPC 2024 commit 400de3a and VPC 2026 commit e6810a4 (results/.../
 result_for_rank_mcadams, each the concatenation of a results_orig.txt and a results_anon.txt)."""
@@ -48,12 +48,33 @@ def _rows(table: str, attacker: str, scenario: str, mixed: bool) -> list[dict]:
     return rows
 
 
+def _wer_rows(table: str, folders: tuple[str, ...]) -> list[dict]:
+    """`wer` rows per trial folder (its `sets`) whose errors add up to the published WER of each dataset."""
+    rows = []
+    for line in table.splitlines()[2:]:
+        _, dataset, split, speech, wer = line.split()
+        errors = round(float(wer) * 1000)  # of 100,000 reference words, split over the dataset's folders
+        for n, folder in enumerate(folders):
+            share = errors // len(folders) + (errors % len(folders) if n == 0 else 0)
+            words = 100_000 // len(folders)
+            rows.append(
+                {
+                    "metric": "wer", "anonymizer": "mcadams" if speech == "anon" else "original", "gender": "all",
+                    "value": 100 * share / words,
+                    "details": {"dataset": f"{dataset}_{split}{folder}", "reference_words": words},
+                }
+            )  # fmt: skip
+    return rows
+
+
 @pytest.mark.parametrize("challenge", ["2024", "2026-track1"])
 def test_the_summaries_are_the_toolkits_files(challenge):
     published = FILES[challenge].read_text()
     mixed = challenge == "2026-track1"
     orig, anon = _block(published, "ASV_eval"), _block(published, "ASV_eval^anon")
+    asr = _block(published, "ASR")
     rows = _rows(orig, "asv_eval", "original", mixed) + _rows(anon, "asv_anon", "anonymized", mixed)
+    rows += _wer_rows(asr, ("_trials_mixed",) if mixed else ("_trials_f", "_trials_m"))
     exp = SimpleNamespace(
         corpus=SimpleNamespace(params={"challenge": challenge}),
         anonymizers=[SimpleNamespace(label="mcadams", steps=[SimpleNamespace(params={"vpc": {"suffix": "_mcadams"}})])],
@@ -63,7 +84,7 @@ def test_the_summaries_are_the_toolkits_files(challenge):
         "results_summary/eval_orig_mcadams/results_orig.txt",
         "results_summary/eval_anon_mcadams/results_anon.txt",
     }
-    for part, block in (("orig", orig), ("anon", anon)):
+    for part, block in (("orig", orig + "\n" + asr), ("anon", anon)):
         mine = files[f"results_summary/eval_{part}_mcadams/results_{part}.txt"]
         expected = f"---- Time: 03-03-26_05:17 ----\n\n{block}"
         # What a script splitting the lines on whitespace reads: the same cells, line by line.

@@ -82,26 +82,45 @@ def vpc_results_text(rows: list[dict[str, Any]]) -> str:
 
 
 def toolkit_summaries(exp, rows: list[dict[str, Any]], time: str) -> dict[str, str]:
-    """The toolkit's own summary files (run_evaluation.py's save_result_summary; VPC 2024 400de3a, 2026 e6810a4),
-    path -> text, for each `precomputed` submission given by `vpc` folders: results_summary/eval_orig<suffix>/
-    results_orig.txt with the lazy-informed attacker's rows as the toolkit keeps them (2024: O-O per f/m trial
-    folder; 2026: A-A of the mixed folder) and eval_anon<suffix>/results_anon.txt with the semi-informed A-A rows,
-    its index numbers, order and pandas layout. ASV blocks only: vpeval's WER and UAR are not per IEMOCAP or
-    LibriSpeech split, so the SER and ASR blocks stay in results_vpc.txt."""
+    """The toolkit's own files (run_evaluation.py's save_result_summary, VPC 2024 400de3a / 2026 e6810a4), path ->
+    text, per `precomputed` `vpc` submission: eval_orig<suffix>/results_orig.txt (2024: O-O per f/m folder; 2026:
+    A-A of the mixed folder; ASR from `wer` rows per trial folder) and eval_anon<suffix>/results_anon.txt (the
+    semi-informed A-A), with its index numbers, order and layout. No SER block: vpeval's UAR is not per split."""
     mixed = exp.corpus.params.get("challenge") == "2026-track1"
     out = {}
     for anon in exp.anonymizers:
         suffix = (anon.steps[0].params.get("vpc") or {}).get("suffix")
         mine = [r for r in rows if r.get("anonymizer") == anon.label and r.get("metric") == "eer" and r.get("dataset")]
-        for part, scenario, title, keep in (
+        parts = (
             ("orig", "original", "ASV_eval", "A-A" if mixed else "O-O"),
             ("anon", "anonymized", "ASV_eval^anon", "A-A"),
-        ):
+        )
+        for part, scenario, title, keep in parts:
             table = _toolkit_asv(mine, scenario, keep, mixed)
             if suffix and table:
                 path = f"results_summary/eval_{part}{suffix}/results_{part}.txt"
                 out[path] = f"---- Time: {time} ----\n\n---- {title} results ----\n{table}\n"
+                asr = _toolkit_asr(rows, anon.label) if part == "orig" else ""
+                out[path] += f"\n---- ASR results ----\n{asr}\n" if asr else ""
     return out
+
+
+def _toolkit_asr(rows: list[dict[str, Any]], label: str) -> str:
+    """evaluate_asr's rows (its four datasets, then their anonymized copies, numbered so) for libri dev / test."""
+    wer = [r for r in rows if r.get("metric") == "wer" and (r.get("details") or {}).get("dataset")]
+    body, index = [], []
+    for i, speech in enumerate(("original", label)):
+        for j, dataset in enumerate(("libri_dev", "libri_test")):
+            mine = [
+                r for r in wer if r["anonymizer"] == speech and r["details"]["dataset"].startswith(f"{dataset}_trials")
+            ]
+            words = sum(r["details"]["reference_words"] for r in mine)
+            if words:
+                errors = sum(round(r["value"] * r["details"]["reference_words"] / 100) for r in mine)
+                body.append([*dataset.split("_"), "anon" if i else "original", round(100 * errors / words, 3)])
+                index.append(str(4 * i + j))
+    order = sorted(range(len(body)), key=lambda n: (body[n][0], body[n][1]))
+    return _pandas_string(["dataset", "split", "asr", "WER"], [body[n] for n in order], [index[n] for n in order])
 
 
 def _toolkit_asv(rows: list[dict[str, Any]], scenario: str, keep: str, mixed: bool) -> str:
@@ -136,6 +155,8 @@ def _pandas_string(header: list[str], rows: list[list[Any]], index: list[str]) -
             text = [f" {c}" for c in cells]
         width = max(len(name), *(len(t) for t in text))
         columns.append([name.rjust(width)] + [t.rjust(width) for t in text])
+    if not rows:
+        return ""
     left = max(len(i) for i in index)
     lines = [[""] + index] + columns
     return "\n".join(lines[0][n].ljust(left) + "".join(" " + col[n] for col in lines[1:]) for n in range(len(rows) + 1))

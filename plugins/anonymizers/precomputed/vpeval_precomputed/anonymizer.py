@@ -99,17 +99,31 @@ class Precomputed(Anonymizer):
                 return False
             return folder not in repairable or not Path(folder).is_dir() or not next(Path(folder).rglob("*.wav"), None)
 
-        return [
-            f"the anonymized data folder {folder} has no wav.scp"
-            + (" and no .wav files under it" if folder in repairable else "")
-            + "; write the system's output there (the original folder's name plus the system's suffix, the same "
-            "utterance ids), or fix `folders` / `vpc.suffix`."
-            for folder in params.all_folders()
-            if unreadable(folder)
-        ] + (
-            [f"the manifest {params.manifest} does not exist."]
-            if params.manifest and not Path(params.manifest).is_file()
-            else []
+        missing = [folder for folder in params.all_folders() if unreadable(folder)]
+        if repairable and repairable <= set(missing):  # none of the submission's folders: one sentence, not nine
+            names = ", ".join(Path(f).name for f in params.vpc.folders())
+            missing = [m for m in missing if m not in repairable]
+            lines = [
+                f"none of the submission's folders {names} under {params.vpc.root} has a wav.scp or .wav files; write "
+                "the system's output there (the original folder's name plus the suffix, the same utterance ids), "
+                "or fix `vpc.suffix`."
+            ]
+        else:
+            lines = []
+        return (
+            lines
+            + [
+                f"the anonymized data folder {folder} has no wav.scp"
+                + (" and no .wav files under it" if folder in repairable else "")
+                + "; write the system's output there (the original folder's name plus the system's suffix, the same "
+                "utterance ids), or fix `folders` / `vpc.suffix`."
+                for folder in missing
+            ]
+            + (
+                [f"the manifest {params.manifest} does not exist."]
+                if params.manifest and not Path(params.manifest).is_file()
+                else []
+            )
         )
 
     _set: PrecomputedSet | None = None

@@ -74,11 +74,13 @@ class WER(Metric):
 
     @classmethod
     def missing_paths(cls, params: Params) -> list[str]:
+        missing = [folder for folder in params.sets if not (Path(folder).expanduser() / "text").is_file()]
+        if not missing:
+            return []
+        what = f"the wer set {missing[0]} has" if len(missing) == 1 else f"the wer sets {', '.join(missing)} have"
         return [
-            f"the wer set {folder} has no `text` file (the references); make it with the challenge's data "
-            "preparation or drop it from `sets`."
-            for folder in params.sets
-            if not (Path(folder).expanduser() / "text").is_file()
+            f"{what} no `text` file (the references); make it with the challenge's data preparation or drop it "
+            "from `sets`."
         ]
 
     def compute(self, inputs: MetricInputs) -> list[MetricResult]:
