@@ -3,6 +3,7 @@
 
 import json
 import os
+import sys
 import time
 
 import pytest
@@ -49,6 +50,36 @@ def test_plan_before_and_after_a_run(small, tmp_path):
     assert sorted((stage, label) for (stage, _key), label in steps.items()) == computed
     assert set(steps) == {(e.stage, e.key) for e in scan(cache)}
     assert "8 cached" in invoke("validate", path, "--plan", "--cache", cache).output
+
+
+WIDE = SMALL.replace(
+    "attackers: [fake-spectrum]\nmetrics: [fake-eer]",
+    "attackers: [fake-spectrum, {{use: fake-inverter, train_on: anonymized, label: inv}}]\n"
+    "metrics: [fake-eer, fake-cosine, fake-separation]",
+)
+
+
+def test_the_plan_holds_every_key_of_a_run_with_every_kind_of_metric_input(fake_plugins, tmp_path):
+    """Attackers trained on the original and on the anonymized speech (the train part anonymized too), metrics
+    of scores, embeddings and similarity: the plan's keys are exactly the entries the run writes."""
+    from vpeval.config import load_experiment_text
+    from vpeval.run.runner import Runner
+
+    exp = load_experiment_text(WIDE.format(seed=3), "wide.yaml")
+    assert "fake-inverter" in [a.plugin.use for a in exp.attackers] and len(exp.metrics) == 3
+    steps = planned_steps(exp, tmp_path / "cache")
+    result = Runner(exp, cache_root=tmp_path / "cache", output=tmp_path / "run", quiet=True).run()
+    assert set(steps) == {(e.stage, e.key) for e in scan(tmp_path / "cache")}
+    computed = sorted((stage, label) for stage, labels in result.executed.items() for label in labels)
+    assert sorted((stage, label) for (stage, _key), label in steps.items()) == computed
+    assert {stage for stage, _ in steps} == {"anonymize", "train", "score", "metrics"}
+
+
+def test_without_the_library_the_commands_say_what_to_install(monkeypatch, small):
+    monkeypatch.setitem(sys.modules, "vpeval_cacheadmin", None)  # as if it were not installed
+    for args in (["cache"], ["validate", small[0], "--plan"]):
+        result = invoke(*args)
+        assert result.exit_code == 2 and "pip install -e lib/cacheadmin" in result.output, result.output
 
 
 def _load(path):
