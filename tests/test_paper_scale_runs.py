@@ -286,6 +286,8 @@ def test_seed002_validates_with_its_inputs(name, seed002):
 @pytest.mark.parametrize("name", sorted(SEED002))
 def test_seed002_runs_end_to_end(name, seed002, shared_cache, tmp_path):
     results = run(name, seed002_vars(name, seed002), shared_cache, tmp_path / "run")
+    # SpInv trains on voxceleb2_dev's 4 speakers; the test folder's 4 are evaluated, every utterance of them
+    assert results["corpus"] == {**results["corpus"], "train_speakers": 4, "evaluation_speakers": 4}
     cossim = values(results, "inversion-cossim")
     frontends = {f"spinv/{f}" for f in ("mimi", "higgs", "kimi", "qwen")}
     expected = {
@@ -443,3 +445,15 @@ def test_kaldi_trial_folders_splits_a_folder_into_enrollment_and_trials(tmp_path
     assert all((label == "target") == utt.startswith(spk + "-") for spk, utt, label in lines)
     again = subprocess.run(script, capture_output=True, text=True)
     assert again.returncode != 0 and "exists; remove it first" in again.stderr
+
+
+def test_seed003_table6_validates_with_its_inputs(seed003_figure7, tmp_path):
+    """Validated only: its emotion2vec+ indicator runs through FunASR, which is not installed here (the folder
+    below has emotion2vec+'s file names, nothing FunASR could load)."""
+    import torch
+
+    folder = tmp_path / "emotion2vec_plus_large"
+    folder.mkdir()
+    torch.save({}, folder / "model.pt")
+    (folder / "config.yaml").write_text("model: Emotion2vec\n")
+    validate("seed003-table6.yaml", {**seed003_figure7, "EMOTION2VEC": folder})
