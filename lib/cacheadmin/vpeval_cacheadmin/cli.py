@@ -11,7 +11,12 @@ from vpeval_cacheadmin.prune import parse_age, prune, select
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--cache", "cache_dir", type=click.Path(file_okay=False), help="Cache folder (default $VPEVAL_CACHE).")
+@click.option(
+    "--cache",
+    "cache_dir",
+    type=click.Path(file_okay=False),
+    help="Cache folder (default $VPEVAL_CACHE or .vpeval-cache).",
+)
 @click.pass_context
 def cache_command(ctx, cache_dir):
     """The stage cache: entries and bytes by stage and by the plugins that built them (entries built before
