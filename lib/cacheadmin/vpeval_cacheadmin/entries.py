@@ -114,7 +114,8 @@ def sizes_text(root: Path) -> str:
         what = entry.plugins if entry.state == "entry" else f"({entry.state} builds)"
         groups[(entry.stage, what)][0] += 1
         groups[(entry.stage, what)][1] += entry.size
-    rows = [(stage, what, str(n), human(size)) for (stage, what), (n, size) in groups.items()]
+    order = sorted(groups, key=lambda group: (STAGES.index(group[0]), group[1].startswith("("), group[1]))
+    rows = [(stage, what, str(groups[(stage, what)][0]), human(groups[(stage, what)][1])) for stage, what in order]
     others = sorted(p for p in root.iterdir() if p.name not in STAGES)
     rows += [("-", f"{p.name}/ (not entries; never pruned)", "-", human(folder_size(p))) for p in others]
     total = sum(size for _, size in groups.values()) + sum(folder_size(p) for p in others)
