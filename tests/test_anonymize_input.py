@@ -108,15 +108,14 @@ def test_a_step_that_returns_stereo_or_nothing_is_one_sentence_the_next_never_se
     with pytest.raises(PluginError) as error:
         anonymize(manager, tmp_path, [broken, "recorder"])
     assert str(error.value) == (
-        f"anonymizer {broken} returned {got} for utterance u1, where an anonymizer returns "
-        "mono audio with samples; this is a bug in vpeval-input-checks 1.0: report it to its "
-        "authors."
+        f"anonymizer {broken}'s output for utterance u1 cannot be used: it is {got}, where an anonymizer returns "
+        "mono float32 audio with samples; this is a bug in vpeval-input-checks 1.0: report it to its authors."
     )
     assert SEEN == []
 
 
 def test_the_last_steps_output_is_checked_before_it_is_written(manager, tmp_path):
-    with pytest.raises(PluginError, match="anonymizer stereo-out returned audio of shape"):
+    with pytest.raises(PluginError, match="anonymizer stereo-out's output for utterance u1 cannot be used"):
         anonymize(manager, tmp_path, ["recorder", "stereo-out"])
     assert SEEN == [(8000,)] and not any((tmp_path / "partial").iterdir())
 

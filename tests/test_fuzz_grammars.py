@@ -646,3 +646,105 @@ def test_damaged_cache_entries_are_recomputed_never_reported(clean_run, pick, ho
     with time_bound(60):
         run_small(copy)
     assert _values(copy / "run") == expected, f"after '{how}' of {target.relative_to(copy)}"
+
+
+# -- audio files and submission folders -----------------------------------------------------------
+
+AUDIO_KINDS = ["clean", "clean", "samples", "header bytes", "random bytes", "cut"]
+SAMPLE_VALUES = st.one_of(
+    st.floats(-1.0, 1.0, width=32),
+    st.sampled_from([0.0, float("nan"), float("inf"), -float("inf"), 100.0, 1e30, 0.5]),
+)
+
+
+@st.composite
+def audio_files(draw):
+    """(bytes of a .wav file, whether it is clean speech by construction): soundfile-written samples of every
+    kind (clean tones, NaN, silence, DC, beyond full scale, 1 sample, long), header bytes overwritten at random,
+    random bytes, or a valid file cut short."""
+    kind = draw(st.sampled_from(AUDIO_KINDS))
+    rate = draw(st.sampled_from([8000, 16000, 22050]))
+    subtype = draw(st.sampled_from(["PCM_16", "FLOAT", "PCM_24"]))
+    clean = kind == "clean"
+    if clean:  # a tone of 0.1 to 0.5 s, well within full scale: the gate must pass it
+        n = draw(st.integers(rate // 10 + 1, rate // 2))
+        samples = draw(st.floats(0.05, 0.9)) * np.sin(np.arange(n) / draw(st.floats(2.0, 40.0)))
+    else:
+        values = draw(st.lists(SAMPLE_VALUES, min_size=1, max_size=64))
+        samples = np.resize(np.array(values, dtype=np.float64), draw(st.sampled_from([1, len(values), 2000, 9000])))
+    buffer = io.BytesIO()
+    sf.write(buffer, samples.astype(np.float32), rate, subtype=subtype, format="WAV")
+    data = bytearray(buffer.getvalue())
+    if kind == "header bytes":
+        for _ in range(draw(st.integers(1, 6))):
+            data[draw(st.integers(0, min(len(data), 60) - 1))] = draw(st.integers(0, 255))
+    elif kind == "random bytes":
+        data = bytearray(draw(st.binary(min_size=0, max_size=200)))
+    elif kind == "cut":
+        data = data[: draw(st.integers(0, len(data) - 1))]
+    return bytes(data), clean
+
+
+def _clean_or_one_sentence(call, path: Path, clean: bool):
+    """call()'s result, or None after a UserError in one sentence naming `path`; a clean input must pass."""
+    with time_bound():
+        try:
+            return call()
+        except UserError as exc:
+            assert not clean, f"clean audio was refused: {exc}"
+            refused_reading(exc, path)
+            return None
+
+
+@settings(FUZZ, max_examples=60)
+@given(case=audio_files())
+def test_audio_files_pass_the_gate_or_are_refused_in_one_sentence(case):
+    from vpeval.audio import read_audio
+    from vpeval.data.scan import scan_corpus
+    from vpeval.types import Corpus, Utterance
+
+    data, clean = case
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "u1.wav"
+        path.write_bytes(data)
+        corpus = Corpus("c", [Utterance("u1", "s1", str(path))])
+        kept = _clean_or_one_sentence(lambda: scan_corpus(corpus, "fail")[0], path, clean)
+        event("passed" if kept else "refused")
+        if kept is not None:  # what passed reads as finite speech of at least the minimum duration
+            audio, rate = read_audio(path)
+            assert np.all(np.isfinite(audio)) and len(audio) / rate >= 0.1 and np.abs(audio).max() <= 1.0
+
+
+@settings(FUZZ, max_examples=40)
+@given(case=audio_files(), listed=st.sampled_from(["plain", "crlf", "tab", "missing file", "other id"]))
+def test_submission_folders_pass_the_gate_or_are_refused_in_one_sentence(case, listed):
+    from vpeval.api import PluginContext, Voice
+    from vpeval.audio_gate import gate_output
+    from vpeval.types import Utterance
+    from vpeval_precomputed.anonymizer import Precomputed
+
+    data, clean = case
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "libri_dev_trials_f_sys"
+        folder.mkdir()
+        path = folder / "u1.wav"
+        path.write_bytes(data)
+        uid = "u2" if listed == "other id" else "u1"
+        line = f"{uid}{chr(9) if listed == 'tab' else ' '}{path if listed != 'missing file' else folder / 'gone.wav'}"
+        (folder / "wav.scp").write_bytes((line + ("\r\n" if listed == "crlf" else "\n")).encode())
+        (folder / "utt2spk").write_text(f"{uid} s1\n")
+        utt = Utterance("u1", "s1", str(path), sample_rate=16000, duration=0.3)
+
+        def anonymized():
+            anonymizer = Precomputed(Precomputed.Params(folders=[str(folder)]), PluginContext(work_dir=Path(tmp) / "w"))
+            anonymizer.prepare()
+            anonymizer.expect([utt])
+            voice = Voice("u1", "utterance", np.random.default_rng(0), utt)
+            out = anonymizer.anonymize(np.zeros(4800, np.float32), 16000, voice)
+            return gate_output(out, anonymizer.output_rate(16000, voice), 0.3, anonymizer, utt)
+
+        refused_in = folder if listed in ("missing file", "other id") else path
+        audio = _clean_or_one_sentence(anonymized, refused_in, clean and listed in ("plain", "crlf", "tab"))
+        event("passed" if audio is not None else f"refused ({listed})")
+        if audio is not None:
+            assert audio.dtype == np.float32 and np.all(np.isfinite(audio)) and len(audio) > 800  # 0.1 s at 8 kHz

@@ -268,6 +268,10 @@ class Anonymizer(Plugin):
     # How the core stores what the chain's last step returns: "PCM_16" (16-bit WAV, clipped at +-1), or "FLOAT"
     # (32-bit float WAV: every sample as returned, beyond +-1 too; audio made elsewhere stays as it was stored).
     output_subtype: ClassVar[str] = "PCM_16"
+    # What the core's audio gate lets an output be (vpeval.audio_gate): its length as a share of the input's (None: any,
+    # for a plugin that re-times speech on purpose), and silent when declared an answer (ASR + TTS heard no words).
+    duration_band: ClassVar[tuple[float, float] | None] = (0.5, 2.0)
+    silence_allowed: ClassVar[bool] = False
 
     def prepare(self) -> None:
         """Load models or fit on pool data (through self.context). Called once before use."""
@@ -286,8 +290,8 @@ class Anonymizer(Plugin):
     def anonymize(self, audio: np.ndarray, sample_rate: int, voice: Voice) -> np.ndarray:
         """Anonymize one mono float32 waveform; return float32 audio at the same sample rate.
 
-        The core hands it mono audio with samples and checks what it returns (once, in the anonymize
-        task: vpeval.run.anonymize_task.require_mono_samples), so an anonymizer need not check either.
+        The core hands it mono audio with samples and checks what it returns (once, in the anonymize task: the
+        audio gate, vpeval.audio_gate), so an anonymizer need not check either.
         """
         raise NotImplementedError(f"anonymizer {self.name} does not work on waveforms")
 
@@ -295,6 +299,10 @@ class Anonymizer(Plugin):
         """The rate of what `anonymize` returns for `voice` when handed audio at `sample_rate`: the same rate,
         unless the anonymizer returns audio at a rate of its own (precomputed files keep theirs)."""
         return sample_rate
+
+    def stored_file(self, utterance: Utterance) -> str | None:
+        """The file `anonymize` returns as stored for `utterance`, which the audio gate names; None: computed."""
+        return None
 
     def anonymize_embeddings(self, embeddings: np.ndarray, voices: Sequence[Voice]) -> np.ndarray:
         """Map original speaker vectors [B, D] to pseudo-speaker vectors [B, D], one voice per row."""

@@ -21,10 +21,6 @@ from vpeval.safepath import PathProblem, stat_regular
 
 RESAMPLE_QUALITY = "HQ"
 
-# What the scan (vpeval.data.scan) refuses as unscorable; docs/data.md explains the choices.
-MIN_SECONDS = 0.1  # shorter than one syllable: no speaker or speech information to score
-SILENCE_DBFS = -80.0  # RMS below this is silence (16-bit dither alone is about -101 dBFS)
-FULL_SCALE = 1.0  # float samples beyond it would be clipped by every 16-bit copy
 _BLOCK = 1 << 16
 
 # What a header must say to be speech (`_open_checked`); beyond these it is wrong or not an utterance.
@@ -54,65 +50,36 @@ def check_audio(path: str | os.PathLike) -> tuple[int, int]:
 
 
 def measure_audio(path: str | os.PathLike, channel: int | None = None) -> dict:
-    """Header and whole-content measures of a file, read blockwise (constant memory).
-
-    Keys: frames, sample_rate, channels, float (a floating-point encoding), nonfinite (NaN or infinite
-    samples), peak and rms (of the finite samples of the mono mix, or of `channel`). Unreadable files
-    raise BadAudioError; `audio_problem` judges the measures.
-    """
-    path = str(path)
-    frames = nonfinite = 0
-    peak = energy = 0.0
+    """`measure_samples` of a file's mono mix (or `channel`), read blockwise (constant memory), with its channels
+    and float (a floating-point encoding). Unreadable files raise BadAudioError; the audio gate
+    (vpeval.audio_gate.audio_problem) judges the measures."""
+    path, blocks = str(path), []
     try:
         with _open_checked(path) as f:
             if channel is not None and not 0 <= channel < f.channels:
                 raise BadAudioError(path, f"it has {f.channels} channel(s), so channel {channel} does not exist")
             for block in f.blocks(blocksize=_BLOCK, dtype="float32", always_2d=True):
-                if channel is not None or block.shape[1] == 1:
-                    mono = np.ascontiguousarray(block[:, channel or 0], dtype=np.float64)
-                else:
-                    mono = block.mean(axis=1, dtype=np.float64)
-                finite = np.isfinite(mono)
-                nonfinite += int(mono.size - np.count_nonzero(finite))
-                if nonfinite:
-                    mono = np.where(finite, mono, 0.0)
-                frames += len(mono)
-                if len(mono):
-                    peak = max(peak, float(np.max(np.abs(mono))))
-                    energy += float(np.square(mono).sum())  # not np.dot: BLAS threads cost more than they save here
+                mono = block[:, channel or 0] if channel is not None or block.shape[1] == 1 else block.mean(axis=1)
+                blocks.append(measure_samples(mono, f.samplerate))
     except _SOUNDFILE_ERRORS as exc:
         raise BadAudioError(path, f"its data is corrupt or cut short ({_short(exc)})") from exc
-    if frames < f.frames:
+    if (frames := sum(b["frames"] for b in blocks)) < f.frames:
         raise BadAudioError(path, f"its data is cut short ({frames} of the {f.frames} samples its header promises)")
-    return {
-        "frames": int(f.frames),
-        "sample_rate": int(f.samplerate),
-        "channels": int(f.channels),
-        "float": f.subtype in ("FLOAT", "DOUBLE"),
-        "nonfinite": nonfinite,
-        "peak": peak,
-        "rms": float(np.sqrt(energy / frames)),
-    }
+    square, mean = (sum(b[k] ** p * b["frames"] for b in blocks) / frames for k, p in (("rms", 2), ("mean", 1)))
+    return (
+        dict(frames=frames, sample_rate=f.samplerate, channels=f.channels, float=f.subtype in ("FLOAT", "DOUBLE"))
+        | {"nonfinite": sum(b["nonfinite"] for b in blocks), "peak": max(b["peak"] for b in blocks)}
+        | {"rms": float(np.sqrt(square)), "mean": mean}
+    )
 
 
-def audio_problem(measures: dict) -> str | None:
-    """Why a measured file cannot be scored as speech (one clause), or None when it can."""
-    if measures["nonfinite"]:
-        return f"it contains {measures['nonfinite']} NaN or infinite samples"
-    seconds = measures["frames"] / measures["sample_rate"]
-    if seconds < MIN_SECONDS:
-        return f"it lasts {seconds:.3g} s, shorter than the {MIN_SECONDS:g} s minimum for a scorable utterance"
-    if measures["peak"] == 0.0:
-        return "every sample is zero (digital silence)"
-    level = 20 * np.log10(measures["rms"]) if measures["rms"] > 0 else -np.inf
-    if level < SILENCE_DBFS:
-        return f"it is silent (RMS level {level:.0f} dBFS, below the {SILENCE_DBFS:g} dBFS floor)"
-    if measures["peak"] > FULL_SCALE:
-        return (
-            f"its floating-point samples peak at {measures['peak']:.3g}, beyond full scale ({FULL_SCALE:g}), so "
-            "every 16-bit copy would clip it; scale the file into [-1, 1]"
-        )
-    return None
+def measure_samples(audio: np.ndarray, sample_rate: int) -> dict:
+    """frames, sample_rate, nonfinite (NaN or infinite samples), and peak, rms and mean of the finite samples."""
+    finite = np.isfinite(audio)
+    mono = np.where(finite, audio, 0.0).astype(np.float64)
+    peak, rms, mean = np.max(np.abs(mono), initial=0.0), np.sqrt(np.mean(np.square(mono))), np.mean(mono)
+    measures = dict(frames=len(mono), sample_rate=sample_rate, nonfinite=int(mono.size - np.count_nonzero(finite)))
+    return measures | {"peak": float(peak), "rms": float(rms), "mean": float(mean)}
 
 
 def read_audio(

@@ -1,8 +1,8 @@
 """The experiment's `on_bad_audio` choice: fail on the first unusable file, or skip and list them.
 
-Every file is read whole (blockwise) once: NaN/infinite samples, utterances shorter than
-`audio.MIN_SECONDS`, digital or near silence, floating-point samples beyond full scale and unreadable
-data are all "bad audio" (`audio.audio_problem`). The measures are kept in the fingerprint index under
+Every file is read whole (blockwise) once and passes the audio gate (`vpeval.audio_gate.audio_problem`):
+NaN/infinite samples, utterances shorter than `MIN_SECONDS`, silence or a constant (DC) level, samples
+beyond full scale and unreadable data are all "bad audio". The measures are kept in the fingerprint index under
 the file's content hash, so a later run of an unchanged corpus only stats its files.
 
 Problems with the labels rather than the audio are refused whatever `on_bad_audio` says: ids or
@@ -12,15 +12,17 @@ speakers that are empty or hold whitespace, and a sample rate that contradicts t
 from __future__ import annotations
 
 import os
+from collections import Counter
 
-from vpeval.audio import audio_problem, measure_audio, require_audio_file
+from vpeval.audio import measure_audio, require_audio_file
+from vpeval.audio_gate import audio_problem
 from vpeval.data.fingerprint import FileIndex, corpus_fingerprint
 from vpeval.errors import BadAudioError, DataError
 from vpeval.types import Corpus, Utterance
 
 ON_BAD_AUDIO = ("fail", "skip")
 # Bump when measure_audio changes what it measures: older stored measures are then ignored.
-MEASURES_VERSION = 1
+MEASURES_VERSION = 2  # 2: the mean (a constant DC level is not speech)
 
 
 def scan_corpus(
@@ -68,6 +70,12 @@ def scan_corpus(
     finally:
         if index is not None:
             index.close()
+    if skipped and not kept:  # said here: "no utterances" later would not say why
+        reasons = "; ".join(f"{n} {why}" for why, n in sorted(Counter(s[2] for s in skipped).items()))
+        raise DataError(
+            f"Corpus {corpus.name}: all {len(skipped)} utterances were skipped as bad audio (on_bad_audio: skip): "
+            f"{reasons} (first: {skipped[0][1]}); fix or replace the files."
+        )
     out = Corpus(corpus.name, kept, dict(corpus.speaker_gender), corpus.fingerprint, dict(corpus.info))
     if not skipped and not corpus.fingerprint and fingerprint_cache is not None:
         # Fingerprinted here, after the scan: each file was hashed (into the index) just before it was

@@ -19,9 +19,10 @@ import numpy as np
 
 from vpeval.api import Anonymizer, Plugin, PluginContext, Voice
 from vpeval.atomic import atomic_file
+from vpeval.audio_gate import gate_output, require_mono
 from vpeval.build import build_helper, build_resolved
 from vpeval.config import ResolvedAnonymizer, ResolvedPlugin
-from vpeval.errors import BadAudioError, PluginError
+from vpeval.errors import PluginError
 from vpeval.keys import keyed_rng
 from vpeval.names import utterance_file
 from vpeval.run.cache import stable_key
@@ -35,22 +36,6 @@ _BUILDING = threading.Lock()  # a worker with several threads prepares each chai
 def voice_rng(seed: int, step: int, key: str) -> np.random.Generator:
     """The pseudo-speaker generator of chain step `step` for voice key `key` (utterance or speaker id)."""
     return keyed_rng(seed, "voice", step, key)
-
-
-def require_mono_samples(audio: np.ndarray, utt: Utterance, made_by: Anonymizer | None) -> None:
-    """The one check of what an anonymizer is handed and returns: mono audio with samples, so that no
-    anonymizer checks it again (Anonymizer.anonymize). `made_by`: the chain step that returned `audio`;
-    None when it was read from the utterance's file."""
-    if audio.ndim == 1 and audio.size:
-        return
-    got = f"audio of shape {audio.shape}" if audio.ndim != 1 else "no samples"
-    if made_by is None:
-        raise BadAudioError(utt.path, f"it reads as {got}, and an anonymizer takes mono audio with samples")
-    raise PluginError(
-        f"anonymizer {made_by.name} returned {got} for utterance {utt.id}, where an anonymizer returns "
-        f"mono audio with samples; this is a bug in {made_by.distribution} {made_by.version}: report it "
-        "to its authors."
-    )
 
 
 def file_rate(path: str) -> int:
@@ -96,17 +81,15 @@ class AnonymizeTask:
         steps = self._steps()
         rate = steps[0].sample_rate or utt.sample_rate or file_rate(utt.path)
         audio = utt.load(rate)
-        require_mono_samples(audio, utt, None)
+        require_mono(audio, utt)
         for index, step in enumerate(steps):
             if step.sample_rate and step.sample_rate != rate:
                 audio, rate = audio_io.resample(audio, rate, step.sample_rate), step.sample_rate
             voice_key = utt.id if self.anon.level == "utterance" else utt.speaker
             voice = Voice(voice_key, self.anon.level, voice_rng(self.seed, index, voice_key), utt)
-            audio, rate = (
-                np.asarray(step.anonymize(audio, rate, voice), dtype=np.float32),
-                step.output_rate(rate, voice),
-            )
-            require_mono_samples(audio, utt, step)  # what the next step, or the file, gets
+            seconds = len(audio) / rate
+            audio, rate = step.anonymize(audio, rate, voice), step.output_rate(rate, voice)
+            audio = gate_output(audio, rate, seconds, step, utt)  # what the next step, or the file, gets
         with atomic_file(self.partial / utterance_file(utt.id)) as tmp:
             audio_io.write_audio(tmp, audio, rate, steps[-1].output_subtype)
         return utt.id

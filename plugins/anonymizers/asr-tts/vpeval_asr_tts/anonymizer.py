@@ -46,6 +46,7 @@ class AsrTts(Anonymizer):
     name: ClassVar[str] = "asr-tts"
     works_on: ClassVar[tuple[str, ...]] = ("waveform",)
     sample_rate: ClassVar[int | None] = 16000
+    silence_allowed: ClassVar[bool] = True  # no words heard: silence is the answer (speak_transcript)
 
     class Params(Params):
         """Which ASR, how pseudo-voices are drawn, and how the speech is fitted to the source."""

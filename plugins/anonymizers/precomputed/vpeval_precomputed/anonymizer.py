@@ -57,6 +57,7 @@ class Precomputed(Anonymizer):
     sample_rate = None  # any rate in; what comes out has the file's own rate (output_rate)
     output_subtype = "FLOAT"  # lossless for 16-bit, 24-bit and float32 files alike
     reads_input = False  # the stored file of each utterance, whatever audio a chain step before it made
+    duration_band = (0.25, 4.0)  # another toolkit's system may re-time speech (TTS); 30 times is no utterance's copy
 
     class Params(Params):
         folders: list[str] = Field(
@@ -186,6 +187,11 @@ class Precomputed(Anonymizer):
     def anonymize(self, audio: np.ndarray, sample_rate: int, voice: Voice) -> np.ndarray:
         found = self._found(voice)
         return read_audio(found.path, channel=found.channel)[0]
+
+    def stored_file(self, utterance: Utterance) -> str | None:
+        """The submission's file of `utterance`: the core's audio gate names it when it refuses what it holds."""
+        found = self._index().utterances.get(utterance.id)
+        return found.path if found is not None else None
 
     def output_rate(self, sample_rate: int, voice: Voice) -> int:
         """The file's own rate: the evaluation resamples where the toolkit does (its ASV after the peak
