@@ -216,7 +216,7 @@ class VoicePrivacyCorpus(CorpusSource):
 
     class Params(Params):
         root: str = Field(description="The challenge's data folder (its recipes' `data/`: libri_dev_enrolls, ...).")
-        challenge: Literal["2024", "2026-track1"] = Field(
+        challenge: Literal["2024", "2026-track1", "2026-track2"] = Field(
             "2024", description="Which challenge's sets and trial folders (vpeval.data.vpc.CHALLENGES)."
         )
         datasets: list[str] | None = Field(

@@ -25,10 +25,14 @@ class VoicePrivacySubmission(Params):
 
     root: str = Field(description="The challenge's data folder holding the anonymized copies.")
     suffix: str = Field(min_length=1, description="The system's suffix, for example _B3 or _mcadams.")
-    challenge: Literal["2024", "2026-track1"] = "2024"
+    challenge: Literal["2024", "2026-track1", "2026-track2"] = "2024"
     datasets: list[str] | None = Field(None, description="Evaluation sets (default: the challenge's).")
     trials: Literal["gender", "mixed"] | None = Field(None, description="Trial folders (default: the challenge's).")
-    train: bool = Field(True, description="Also the anonymized train-clean-360 (for semi-informed attackers).")
+    train: bool | str = Field(
+        True,
+        description="Also the anonymized attacker-train folder (for semi-informed attackers): true for the "
+        "challenge's (train-clean-360), or a folder name (VPC 2026 Track 2: train_german, ...).",
+    )
     utility: bool = Field(True, description="Also the anonymized utility sets (IEMOCAP_dev, IEMOCAP_test).")
 
     def folders(self) -> list[str]:
@@ -38,7 +42,7 @@ class VoicePrivacySubmission(Params):
         """(original folder, its anonymized copy) for every folder of the submission."""
         challenge = CHALLENGES[self.challenge]
         names = evaluation_folders(list(self.datasets or challenge.datasets), self.trials or challenge.trials)
-        names += [challenge.train] if self.train else []
+        names += [self.train if isinstance(self.train, str) else challenge.train] if self.train else []
         names += list(challenge.utility) if self.utility else []
         root = Path(self.root)
         return [(root / name, root / anon) for name, anon in zip(names, anonymized(names, self.suffix))]

@@ -1,0 +1,145 @@
+"""experiments/vpc2026-track2.yaml on a tree in the VPC 2026 toolkit's Track 2 layout (data/de_dev_enrolls,
+de_dev_trials_mixed, the whole-set folders de_dev / de_test that the toolkit's ASR scores, train_german, their
+`_fast` "submission" copies; exp/asv_ssl and exp/openai/whisper-large-v3 as tiny random-weight models). The
+speech is vpeval.testing.vpc_tree's small real recordings under Track 2's folder names; the numbers mean
+nothing, the wiring is what is tested."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vpeval.cli import main
+
+RECIPE = Path(__file__).resolve().parents[1] / "experiments" / "vpc2026-track2.yaml"
+GERMAN = ["--var", "LANG=de", "--var", "TRAIN=train_german", "--var", "SUFFIX=_fast"]
+FAST = ["--var", "EPOCHS=1", "--var", "BATCH=4", "--var", "CROP=0.5"]
+
+
+def cli(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def track2_data(libri: Path, data: Path, lang: str = "de", train: str = "train_german", suffix: str = "_fast"):
+    """Track 2's folder names from a VPC-layout data folder: <lang>_{dev,test}_{enrolls,trials_mixed}, the
+    whole-set folders <lang>_dev / <lang>_test (enrolls and trials together, as the toolkit's data preparation
+    leaves them beside the split), the training folder; each with its `suffix` copy."""
+    data.mkdir(parents=True)
+    for split in ("dev", "test"):
+        for copy in ("", suffix):
+            parts = []
+            for kind in ("enrolls", "trials_mixed"):
+                source = libri / f"libri_{split}_{kind}{copy}"
+                shutil.copytree(source, data / f"{lang}_{split}_{kind}{copy}")
+                parts.append(source)
+            whole = data / f"{lang}_{split}{copy}"
+            whole.mkdir()
+            for name in ("wav.scp", "text", "utt2spk", "spk2gender"):
+                lines = dict.fromkeys(line for p in parts for line in (p / name).read_text().splitlines())
+                (whole / name).write_text("".join(f"{line}\n" for line in lines))
+    for copy in ("", suffix):
+        shutil.copytree(libri / f"train-clean-360{copy}", data / f"{train}{copy}")
+
+
+@pytest.fixture(scope="module")
+def track2_root(tmp_path_factory) -> tuple[Path, Path]:
+    pytest.importorskip("speechbrain")
+    pytest.importorskip("transformers")
+    from vpeval.testing.vpc_tree import build_vpc_tree
+    from vpeval_speech.tiny_whisper import tiny_whisper_folder
+    from vpeval_speechbrain.tiny import write_asv_ssl_folder
+
+    libri = tmp_path_factory.mktemp("libri")
+    work = tmp_path_factory.mktemp("track2-work")
+    root = tmp_path_factory.mktemp("vpc2026-track2")
+    build_vpc_tree(libri, suffix="_fast", train_per_speaker=6)
+    track2_data(libri / "data", root / "data")
+    _, wavlm = write_asv_ssl_folder(root / "exp" / "asv_ssl", work / "wavlm")
+    tiny_whisper_folder(root / "exp" / "openai" / "whisper-large-v3")
+    return root, wavlm
+
+
+def test_track2_validates_and_names_everything_missing_at_once(track2_root, tmp_path):
+    root, wavlm = track2_root
+    ok = cli("validate", str(RECIPE), "--var", f"VPC_ROOT={root}", "--var", f"SSL_MODEL={wavlm}", *GERMAN, *FAST)
+    assert ok.exit_code == 0, ok.output
+    # English was asked for, but the tree holds German only: every English folder is named in one run.
+    english = cli("validate", str(RECIPE), "--var", f"VPC_ROOT={root}", "--var", f"SSL_MODEL={wavlm}", "--var",
+                  "SUFFIX=_fast", *FAST)  # fmt: skip
+    assert english.exit_code == 2
+    wanted = ("en_dev_enrolls", "en_dev_trials_mixed", "en_test_enrolls", "train_english", "en_dev_enrolls_fast")
+    for folder in (*wanted, "en_dev has no `text`"):
+        assert folder in english.output, english.output
+    # An empty root: the data folder, asv_ssl and the Whisper folder, each in a sentence, before anything loads.
+    (tmp_path / "data").mkdir()
+    empty = cli("validate", str(RECIPE), "--var", f"VPC_ROOT={tmp_path}", *GERMAN, *FAST)
+    assert empty.exit_code == 2
+    for what in ("asv_ssl", "whisper-large-v3", "de_dev_enrolls", "train_german"):
+        assert what in empty.output, empty.output
+
+
+def _toolkit_wer(folder: Path, whisper: Path, language: str) -> float:
+    """The toolkit's WER of one data folder: its pipeline calls on the folder's audio (read at 16 kHz as the
+    pipeline's ffmpeg would), its text rules and SpeechBrain's ErrorRateStats (evaluate_asr.py, inference.py)."""
+    import soundfile as sf
+    from speechbrain.utils.metric_stats import ErrorRateStats
+
+    from vpeval_speech.vpc_text import tokens
+
+    pipe = _toolkit_pipe(whisper)
+    refs = dict(line.split(" ", 1) for line in (folder / "text").read_text().splitlines())
+    wavs = dict(line.split(" ", 1) for line in (folder / "wav.scp").read_text().splitlines())
+    ids = list(wavs)
+    hyps = {}
+    for start in range(0, len(ids), 8):  # eval_batchsize 8; every clip here is under 30 s
+        part = ids[start : start + 8]
+        audio = [sf.read(wavs[u], dtype="float32")[0] for u in part]
+        out = pipe(audio, batch_size=len(part), generate_kwargs={"language": language})
+        hyps.update((u, str(o["text"])) for u, o in zip(part, out))
+    stats = ErrorRateStats()
+    stats.append(ids=ids, predict=[tokens(hyps[u]) for u in ids], target=[tokens(refs[u]) for u in ids])
+    return stats.summarize("error_rate")
+
+
+def _toolkit_pipe(whisper: Path):
+    import torch
+    from transformers import AutoModelForSpeechSeq2Seq, AutoProcessor, pipeline
+
+    model = AutoModelForSpeechSeq2Seq.from_pretrained(whisper, dtype=torch.float32, use_safetensors=True)
+    processor = AutoProcessor.from_pretrained(whisper)
+    return pipeline(
+        "automatic-speech-recognition", model=model, tokenizer=processor.tokenizer,
+        feature_extractor=processor.feature_extractor, dtype=torch.float32, device="cpu", return_timestamps=False,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_track2_german_runs_end_to_end(track2_root, tmp_path):
+    """The German evaluation on CPU: asv_ssl (O-O, O-A), asv_anon fine-tuned on the anonymized train_german (A-A),
+    EER per de dev / test on the mixed trials, and WER per whole-set folder equal to the toolkit's."""
+    import json
+
+    root, wavlm = track2_root
+    out = tmp_path / "run"
+    result = cli(
+        "--experiment", str(RECIPE), "--var", f"VPC_ROOT={root}", "--var", f"SSL_MODEL={wavlm}", *GERMAN, *FAST,
+        "--cache", str(tmp_path / "cache"), "--output", str(out), "-q",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    eer = {(r["attacker"], r["protocol"], r.get("dataset")) for r in rows if r["metric"] == "eer"}
+    for dataset in ("de_dev", "de_test"):
+        assert {("asv_ssl", "O-O", dataset), ("asv_ssl", "O-A", dataset), ("asv_anon", "A-A", dataset)} <= eer
+    wer = {
+        (r["anonymizer"], r["details"]["dataset"]): r["value"]
+        for r in rows
+        if r["metric"] == "wer" and "dataset" in r["details"]
+    }
+    whisper = root / "exp" / "openai" / "whisper-large-v3"
+    for dataset in ("de_dev", "de_test"):
+        assert wer["original", dataset] == pytest.approx(_toolkit_wer(root / "data" / dataset, whisper, "de"), abs=1e-9)
+        anon = _toolkit_wer(root / "data" / f"{dataset}_fast", whisper, "de")
+        assert wer["submission", dataset] == pytest.approx(anon, abs=1e-9)
