@@ -2,7 +2,7 @@
 
 Per-utterance: `Embedder.embed_audio` on each waveform, speechbrain's own forward (the path every
 embedding took before batching). Batched: `Embedder.embed_many`, packed length buckets
-(vpeval_asv.packed). Speech-like utterances of 2-6 s (benchmarks/_corpus.py), random weights (speed does
+(vpeval_torch.packed). Speech-like utterances of 2-6 s (benchmarks/_corpus.py), random weights (speed does
 not depend on them). The two ways run in turn, --runs times after a warm-up pass; times are CPU seconds
 (one thread: the compute, steadier than wall time on a machine other jobs keep busy), x real time is
 from their medians, the speed-up is the median of the runs' ratios. The distance is the largest cosine

@@ -131,7 +131,7 @@ def test_embed_max_seconds_cuts_both_ways_alike():
 
 
 def test_packed_padding_reflects_at_each_utterances_own_ends():
-    from vpeval_asv.packed import Packing
+    from vpeval_torch.packed import Packing
 
     packing = Packing([3, 5, 1])
     taps = packing.taps(3, 2).view(packing.total, 3)  # kernel 3, dilation 2: frames n-2, n, n+2

@@ -1,6 +1,6 @@
 """Embedding extraction with a trained network, batched by length, cached by audio content.
 
-Utterances of similar length are embedded together as one packed batch (vpeval_asv.packed): their
+Utterances of similar length are embedded together as one packed batch (vpeval_torch.packed): their
 frames are concatenated, never padded, and every layer that looks across time looks within each
 utterance, so an utterance's embedding equals its unbatched one up to float rounding (cosine distance
 below 1e-5, tested) whatever else is in its batch. `embed_audio` keeps the one-at-a-time forward: the
@@ -26,7 +26,7 @@ from vpeval_torch.batching import packed_buckets
 from vpeval_torch.fbank import FbankFeatures
 
 if TYPE_CHECKING:
-    from vpeval_asv.packed import Packing
+    from vpeval_torch.packed import Packing
 
 MIN_SAMPLES = 400  # one 25 ms window at 16 kHz: shorter input is zero-padded to it
 HOP = 160  # speechbrain Fbank's 10 ms hop: frames = 1 + samples // HOP
@@ -90,7 +90,7 @@ class Embedder:
         """The network prepared for packed batches (weights laid out once), kept until a weight changes:
         every parameter and buffer is known by identity, storage and version counter, which any in-place
         update (an optimizer step, load_state_dict, a batch norm's running statistics) advances."""
-        from vpeval_asv.packed import PACKED_NETWORK
+        from vpeval_torch.packed import PACKED_NETWORK
 
         state = tuple((id(t), t.data_ptr(), t._version) for t in (*self.model.parameters(), *self.model.buffers()))
         if self._packed is None or self._packed[0] != state:
@@ -102,7 +102,7 @@ class Embedder:
 
         `network` is packed_network() of the current weights, when the caller embeds several batches.
         """
-        from vpeval_asv.packed import packed_features
+        from vpeval_torch.packed import packed_features
 
         if len(audios) == 0:
             return np.zeros((0, self.config.embedding_dim), dtype=np.float32)
@@ -182,8 +182,8 @@ class Embedder:
     def identity(self) -> str:
         """What an embedding depends on besides the audio: weights, configuration, code, torch release."""
         if getattr(self, "_identity", None) is None:
-            from vpeval_asv import models, packed, padding
-            from vpeval_torch import batching, fbank
+            from vpeval_asv import models, padding
+            from vpeval_torch import batching, fbank, packed
 
             state = [t.detach().cpu().numpy() for t in self.model.state_dict().values()]
             self._identity = "asv-" + identity_digest(

@@ -40,6 +40,43 @@ def test_embeddings_equal_encoder_classifier(tmp_path, folders, reference, audio
     assert np.abs(alone).max() > 0.05  # random weights give non-trivial vectors
 
 
+def _cosine_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return 1 - (a * b).sum(axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+@pytest.mark.parametrize(
+    "kind,channels", [("ecapa", (16, 16, 16, 16, 48)), ("ecapa", (512, 512, 512, 512, 1536)), ("xvector", None)]
+)
+def test_packed_batches_equal_encoder_classifier_one_at_a_time(tmp_path, folders, reference, audio, kind, channels):
+    """The released layouts (asv_orig's ECAPA at its 512/1536 size too, x-vectors) run packed: each
+    utterance's vector equals EncoderClassifier.encode_batch on it alone, whatever shares its batch."""
+    extra = {"channels": channels} if channels else {}
+    folder = folders[kind](tmp_path / kind, seed=5, **extra)
+    ref = reference(folder, tmp_path / "savedir")
+    waves = [audio(s, i) for i, s in enumerate([0.05, 0.7, 1.3, 2.1, 1.25, 0.4])]
+    expected = _reference_embeddings(ref, waves)
+    embedder = Embedder(load_folder(folder), batch_size=4, noise_seed=NOISE_SEED)
+    assert embedder.packs
+    together = embedder.embed(waves)  # two packed batches (batch_size 4), in the callers' order
+    assert _cosine_distance(together, expected).max() < 1e-5
+    np.testing.assert_allclose(together, expected, rtol=0, atol=1e-4 * np.abs(expected).max())
+    np.testing.assert_allclose(embedder.embed_packed(waves[::-1]), together[::-1], rtol=0, atol=1e-5)
+    assert np.abs(together).max() > 0.05
+
+
+def test_other_normalisations_fall_back_to_padded_batches(tmp_path, folders, reference, audio):
+    """A folder whose mean_var_norm also divides by the std is outside the packed path: padded batches,
+    still equal to encode_batch one at a time."""
+    folder = folders["ecapa"](tmp_path / "f", seed=2)
+    text = (folder / "hyperparams.yaml").read_text().replace("std_norm: False", "std_norm: True", 1)
+    (folder / "hyperparams.yaml").write_text(text)
+    ref = reference(folder, tmp_path / "savedir")
+    waves = [audio(s, i) for i, s in enumerate(SECONDS)]
+    embedder = Embedder(load_folder(folder), batch_size=4, noise_seed=NOISE_SEED)
+    assert not embedder.packs
+    np.testing.assert_allclose(embedder.embed(waves), _reference_embeddings(ref, waves), rtol=0, atol=1e-5)
+
+
 def test_speechbrain_padding_alone_would_not_be_enough(tmp_path, folders, reference, audio):
     """Why masking.py exists: encode_batch on a padded batch (its own padding) moves the shorter rows."""
     folder = folders["ecapa"](tmp_path / "f", seed=3)

@@ -145,18 +145,20 @@ def test_describe_shows_the_parameters():
     assert "recipe" in out and "vpc2026-track1" in out and "needs_training: True" in out
 
 
-def test_the_gpu_path_batches_in_process_with_the_cache(tmp_path):
-    """The in-process padded-batch path a GPU run takes (exercised here on the CPU): the vectors of
-    one-by-one embedding, cached per utterance, under its own identity."""
+def test_the_cpu_batches_in_process_with_the_cache(tmp_path):
+    """A released-layout folder on the CPU runs packed batches in this process (batch_size > 1): the
+    vectors of one-by-one embedding (batch_size 1, the run's workers), cached per utterance, under its
+    own identity."""
     corpus = make_corpus(tmp_path / "audio", speakers=3, utterances=3, seconds=1.0)
     cls = get_plugin_manager().get("encoder", "speechbrain")
     folder = _write(tmp_path)
-    params = validate_params(cls, {"source": str(folder), "batch_size": 4})
     options = {"cache_root": str(tmp_path / "cache")}
-    alone = cls(params, plugin_context(work_dir=tmp_path / "a", options=options))
+    one = validate_params(cls, {"source": str(folder), "batch_size": 1})
+    alone = cls(one, plugin_context(work_dir=tmp_path / "a", options=options))
+    params = validate_params(cls, {"source": str(folder), "batch_size": 4})
     batched = cls(params, plugin_context(work_dir=tmp_path / "b", options=options))
-    batched.folder.batches_here = True
     assert batched.folder.identity() != alone.folder.identity()  # batch size is part of it there
+    assert batched.folder.batches_here and batched.folder.prepare().packs and not alone.folder.batches_here
     one_by_one = alone.embed_corpus(corpus)
     together = batched.embed_corpus(corpus)
     np.testing.assert_allclose(together, one_by_one, rtol=0, atol=1e-5)

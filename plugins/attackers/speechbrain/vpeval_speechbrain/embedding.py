@@ -5,9 +5,13 @@ its peak (utils.normalize_wave; the division undoes the loudness gain, so it is 
 leading and trailing exact zeros are cut (np.trim_zeros in speechbrain_vectors.extract_vector), and
 EncoderClassifier.encode_batch runs compute_features -> mean_var_norm(feats, wav_lens) ->
 embedding_model(feats, wav_lens), without mean_var_norm_emb (normalize=False), one file at a time.
-Here several waveforms of similar length may share a zero-padded batch, with relative lengths counted
-in feature frames and the per-row padding of masking.py, so that each gets the vector it gets alone;
-a batch of one is VPC's call exactly.
+Here several waveforms of similar length share a batch, and each gets the vector it gets alone:
+- packed (vpeval_torch.packed, as the asv plugin embeds): where the folder's modules map onto it (an
+  ECAPA_TDNN or Xvector after a plain Fbank and InputNormalization "sentence" without std_norm, which is
+  every folder VoicePrivacy releases), the frames of a batch are concatenated with no padding, and every
+  layer that looks across time looks within each utterance: equal to one at a time up to float rounding;
+- else zero-padded, with relative lengths counted in feature frames and the per-row padding of
+  masking.py; a padded batch of one is VPC's call exactly.
 """
 
 from __future__ import annotations
@@ -51,8 +55,14 @@ def toolkit_resample(wave: np.ndarray, rate: int) -> np.ndarray:
         return Resample(orig_freq=int(rate), new_freq=SAMPLE_RATE)(torch.from_numpy(wave)).numpy()
 
 
+# Frames (10 ms) of one packed batch on the CPU: the sum of its utterances' frames. The asv plugin measured
+# 3000-14000 within 5 % of each other for ECAPA (one thread, benchmarks/batching.py); far bigger batches
+# leave the caches. Elsewhere max_batch_seconds bounds it.
+CPU_BATCH_FRAMES = 8000
+
+
 class Embedder:
-    """Embeddings [B, D] of prepared waveforms from a loaded folder, in padded batches on one device."""
+    """Embeddings [B, D] of prepared waveforms from a loaded folder, in packed (or padded) batches on one device."""
 
     def __init__(
         self,
@@ -79,6 +89,8 @@ class Embedder:
         self.batch_size = batch_size
         self.noise_seed = noise_seed
         self.max_samples = None if max_batch_seconds is None else int(max_batch_seconds * SAMPLE_RATE)
+        self.packs = _maps_onto_packed(model)  # False: padded batches
+        self._packed: tuple[tuple, object] | None = None  # (weights' state, packed network of them)
 
     @property
     def dim(self) -> int:
@@ -86,12 +98,69 @@ class Embedder:
 
     def embed(self, waves: Sequence[np.ndarray]) -> np.ndarray:
         """Embeddings [len(waves), D] float32, in order; waveforms of similar length share a batch."""
-        from vpeval_torch.batching import length_buckets
+        from vpeval_torch.batching import length_buckets, packed_buckets
 
         out = np.empty((len(waves), self.dim), dtype=np.float32)
+        if self.packs:
+            frames = [1 + w.shape[0] // self.hop for w in waves]
+            for bucket in packed_buckets(frames, self.batch_size, self.max_frames):
+                out[bucket] = self.embed_packed([waves[i] for i in bucket])
+            return out
         for bucket in length_buckets([w.shape[0] for w in waves], self.batch_size, self.max_samples):
             out[bucket] = self.embed_batch([waves[i] for i in bucket])
         return out
+
+    @property
+    def hop(self) -> int:
+        return int(self.model.compute_features.compute_STFT.hop_length)
+
+    @property
+    def max_frames(self) -> int | None:
+        """The most frames of one packed batch: CPU_BATCH_FRAMES on the CPU, max_batch_seconds' elsewhere."""
+        if self.device == "cpu":
+            return CPU_BATCH_FRAMES
+        return None if self.max_samples is None else max(1, self.max_samples // self.hop)
+
+    def buckets(self, samples: Sequence[int]) -> list[list[int]]:
+        """Batches of indices for waveforms of about these sample counts (as embed() cuts them)."""
+        from vpeval_torch.batching import length_buckets, packed_buckets
+
+        if self.packs:
+            return packed_buckets([1 + n // self.hop for n in samples], self.batch_size, self.max_frames)
+        return length_buckets(list(samples), self.batch_size, self.max_samples)
+
+    def packed_network(self):
+        """vpeval_torch.packed's network of the current weights, laid out again when any weight changes
+        (known by identity, storage and version counter, which an in-place update advances)."""
+        from vpeval_torch.packed import PackedEcapa, PackedXvector
+
+        net = self.model.embedding_model
+        state = tuple((id(t), t.data_ptr(), t._version) for t in (*net.parameters(), *net.buffers()))
+        if self._packed is None or self._packed[0] != state:
+            if self.model.architecture == "ecapa":
+                network = PackedEcapa(net)
+            else:
+                network = PackedXvector(net, self.noise_seed)
+            self._packed = (state, network)
+        return self._packed[1]
+
+    def embed_packed(self, waves: Sequence[np.ndarray]) -> np.ndarray:
+        """One packed batch: the Fbank of each waveform's own frames, each utterance's mean removed (its
+        InputNormalization alone), the network on the concatenated frames."""
+        from vpeval_torch.packed import packed_features
+
+        tensors = [torch.from_numpy(np.asarray(w, dtype=np.float32)).to(self.device) for w in waves]
+        network = self.packed_network()
+        with torch.inference_mode():
+            frames, packing = packed_features(self.model.compute_features, tensors)  # fp32, outside autocast
+            with self.autocast() if self.autocast is not None else _nothing():
+                embeddings = network(frames, packing)
+            embeddings = embeddings.float()
+            if self.normalize_embeddings:
+                embeddings = self.model.mean_var_norm_emb(
+                    embeddings, torch.ones(embeddings.shape[0], device=embeddings.device)
+                )
+        return embeddings.reshape(embeddings.shape[0], -1).cpu().numpy().astype(np.float32)
 
     def embed_batch(self, waves: Sequence[np.ndarray]) -> np.ndarray:
         """One padded batch through the modules, as EncoderClassifier.encode_batch(wavs, wav_lens)."""
@@ -114,6 +183,25 @@ class Embedder:
             if self.normalize_embeddings:
                 embeddings = m.mean_var_norm_emb(embeddings, torch.ones(embeddings.shape[0], device=self.device))
         return embeddings.reshape(embeddings.shape[0], -1).cpu().numpy().astype(np.float32)
+
+
+def _maps_onto_packed(model: SpeechBrainModel) -> bool:
+    """Whether vpeval_torch.packed runs this folder's modules as encode_batch does: a plain Fbank, a per-
+    sentence mean normalisation without std, an ECAPA_TDNN or Xvector of the layers it knows."""
+    from vpeval_torch.packed import PackedEcapa, PackedXvector, check_fbank
+
+    norm = model.mean_var_norm
+    if getattr(norm, "norm_type", None) != "sentence" or norm.std_norm or getattr(norm, "length_dim", 1) != 1:
+        return False
+    try:
+        check_fbank(model.compute_features)
+        if model.architecture == "ecapa":
+            PackedEcapa(model.embedding_model)
+        else:
+            PackedXvector(model.embedding_model)
+    except (ValueError, AttributeError):
+        return False
+    return True
 
 
 def _frame_counts(features: torch.nn.Module, samples: torch.Tensor, total: int) -> torch.Tensor:

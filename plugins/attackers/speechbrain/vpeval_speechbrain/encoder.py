@@ -42,7 +42,7 @@ class SpeechBrainEncoder(SpeakerEncoder):
         return self.folder.embed_audio([audio])[0]
 
     def embed_batch(self, audios: Sequence[np.ndarray]) -> np.ndarray:
-        """Padded batches of similar length (batch_size on a GPU; one by one on the CPU, as VoicePrivacy)."""
+        """Batches of similar length (packed for the released layouts; see service.FolderEmbeddings)."""
         self.prepare()
         return self.folder.embed_audio(list(audios))
 

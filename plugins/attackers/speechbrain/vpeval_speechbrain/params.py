@@ -20,8 +20,9 @@ class SpeechBrainParams(Params):
         32,
         ge=1,
         le=4096,
-        description="Waveforms of similar length per zero-padded batch (with relative lengths) on a GPU; on "
-        "the CPU each utterance runs alone in the run's workers, as VoicePrivacy calls encode_batch.",
+        description="Waveforms of similar length per batch: packed where the folder maps onto it (VoicePrivacy's "
+        "released ECAPA and x-vector folders), else zero-padded on a GPU; 1, or a folder outside the packed "
+        "path on the CPU: each utterance alone in the run's workers, as VoicePrivacy calls encode_batch.",
     )
     max_batch_seconds: float = Field(
         600.0, ge=1.0, le=36000.0, description="Most padded audio in one batch (seconds): bounds GPU memory."

@@ -1,9 +1,12 @@
 """Embedding utterances with a SpeechBrain folder inside a run: the content cache, the CPU workers, GPU batches.
 
-On the CPU every utterance is embedded alone (VoicePrivacy's encode_batch call) in the run's workers; on
-a GPU the utterances run in padded batches of similar length in this process (forked workers cannot
-share CUDA). Results are kept per audio content under an identity made of the folder's file contents,
-this code, the parameters and, off the CPU's fp32, the device and precision.
+Utterances of similar length run in batches in this process: packed (vpeval_torch.packed) wherever the
+folder's network maps onto it, every released ECAPA and x-vector folder does, on the CPU with every core
+the run has as torch threads; padded on a GPU otherwise (forked workers cannot share CUDA). With
+batch_size 1, or a folder that does not map onto the packed path, the CPU embeds every utterance alone
+(VoicePrivacy's encode_batch call) in the run's workers. Results are kept per audio content under an
+identity made of the folder's file contents, this code, the parameters and, off the CPU's fp32, the
+device and precision.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from vpeval.audio import read_audio
 from vpeval.content_cache import ContentCache, cached_map, identity_digest, source_digest
@@ -38,7 +42,8 @@ class FolderEmbeddings:
         self._wavlm: Path | None = None  # its WavLM model
         self._folder: Path | None = None
         self._files: list[Path] | None = None  # the files the loaded modules were read from (not asv_ssl)
-        # On a GPU: padded batches in this process; on the CPU: one utterance per call in the run's workers.
+        # Batches in this process (a GPU, or packed batches on the CPU), else one utterance per call in
+        # the run's workers; use() decides once the folder is read.
         self.batches_here = bool(context.on_gpu)
 
     def use(self, model: SpeechBrainModel) -> None:
@@ -51,10 +56,13 @@ class FolderEmbeddings:
             self.context.device,
             self.context.autocast,
             p.normalize_embeddings,
-            p.batch_size if self.batches_here else 1,
+            p.batch_size,
             p.max_batch_seconds,
             self.context.torch_seed(self.name, "pooling-noise"),
         )
+        self.batches_here = bool(self.context.on_gpu) or (self._embedder.packs and p.batch_size > 1)
+        if not self.batches_here:
+            self._embedder.batch_size = 1  # VoicePrivacy's call, in the run's workers
 
     def prepare(self):
         if self._embedder is None and self._ssl is None:
@@ -81,6 +89,7 @@ class FolderEmbeddings:
         frontend = self.context.get("frontend", "wavlm", {"model": wavlm, "layers": "all", "batch_size": 1})
         self._folder, self._wavlm, self._files = folder, Path(wavlm), None
         self._embedder = None
+        self.batches_here = bool(self.context.on_gpu)
         self._ssl = SslEmbedder(folder, frontend, self.context.device, self.context.autocast)
         return self._ssl
 
@@ -131,15 +140,24 @@ class FolderEmbeddings:
         cache = ContentCache(Path(root) / "content", identity) if root else None
         out: list[np.ndarray | None] = [cache.get(u) if cache else None for u in utterances]
         missing = [i for i, value in enumerate(out) if value is None]
-        for start in self.context.progress(
-            range(0, len(missing), GPU_CHUNK), total=-(-len(missing) // GPU_CHUNK), description=description
-        ):
-            chunk = missing[start : start + GPU_CHUNK]
-            vectors = self._vectors([self._load(utterances[i]) for i in chunk])
-            for i, vector in zip(chunk, vectors):
-                out[i] = vector
-                if cache is not None:
-                    cache.put(utterances[i], vector)
+        if self._embedder is not None:  # length buckets from the headers: one bucket's audio read at a time
+            buckets = self._embedder.buckets([_samples(utterances[i]) for i in missing])
+            groups = [[missing[j] for j in bucket] for bucket in buckets]
+        else:  # asv_ssl on a GPU
+            groups = [missing[start : start + GPU_CHUNK] for start in range(0, len(missing), GPU_CHUNK)]
+        self.context.apply_threads()
+        threads = torch.get_num_threads()
+        if not self.context.on_gpu:  # the workers' cores go to this process's torch threads
+            torch.set_num_threads(max(1, self.context.threads, self.context.workers))
+        try:
+            for group in self.context.progress(groups, total=len(groups), description=description):
+                vectors = self._vectors([self._load(utterances[i]) for i in group])
+                for i, vector in zip(group, vectors):
+                    out[i] = vector
+                    if cache is not None:
+                        cache.put(utterances[i], vector)
+        finally:
+            torch.set_num_threads(threads)
         return out  # type: ignore[return-value]
 
     def _embed_one(self, u: Utterance) -> np.ndarray:
@@ -162,6 +180,7 @@ class FolderEmbeddings:
         from vpeval.data.fingerprint import file_hash
         from vpeval.device import numerics_identity
         from vpeval_speechbrain import build, embedding, hparams, service
+        from vpeval_torch import packed
 
         self.prepare()
         assert self._folder is not None
@@ -173,11 +192,25 @@ class FolderEmbeddings:
             files += sorted(f for f in ssl.iterdir() if f.is_file()) if ssl.is_dir() else [ssl]
         settings = self.params.model_dump(mode="json", include={"peak_normalize", "trim_zeros", "normalize_embeddings"})
         settings["asv_ssl"] = self._ssl is not None
-        if self.batches_here:  # padded batches equal one-by-one to about 1e-7, not bit for bit
+        if self.batches_here:  # batches equal one-by-one to about 1e-7, not bit for bit
             settings["batch_size"] = self.params.batch_size
+            settings["packed"] = bool(self._embedder is not None and self._embedder.packs)
         return "speechbrain-" + identity_digest(
             [(f.name, file_hash(f)) for f in files],
-            source_digest(build, embedding, hparams, service),
+            source_digest(build, embedding, hparams, service, packed),
             settings,
             numerics_identity(self.context.device, self.context.precision),
         )
+
+
+def _samples(u: Utterance) -> int:
+    """An utterance's length in 16 kHz samples, from its declared duration or the file header (no samples read)."""
+    if u.duration:
+        return int(u.duration * SAMPLE_RATE)
+    import soundfile as sf
+
+    try:
+        info = sf.info(u.path)
+    except (sf.LibsndfileError, RuntimeError, ValueError):
+        return 0  # unreadable: reading it for the embedding raises the sentence that names it
+    return int(info.frames * SAMPLE_RATE / info.samplerate)

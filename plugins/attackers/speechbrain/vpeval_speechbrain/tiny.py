@@ -40,7 +40,7 @@ mean_var_norm: !new:speechbrain.processing.features.InputNormalization
 
 embedding_model: !new:speechbrain.lobes.models.ECAPA_TDNN.ECAPA_TDNN
     input_size: !ref <n_mels>
-    channels: [16, 16, 16, 16, 48]
+    channels: {channels}
     kernel_sizes: [5, 3, 3, 3, 1]
     dilations: [1, 2, 3, 4, 1]
     #groups: [1, 1, 1, 1, 1]
@@ -133,7 +133,14 @@ def _randomise(module: torch.nn.Module, seed: int) -> None:
                 tensor.copy_(noise * (0.3 if name.endswith("running_mean") else 0.2))
 
 
-def write_ecapa_folder(folder: Path, seed: int = 0, classifier: bool = False, emb_norm: bool = False) -> Path:
+def write_ecapa_folder(
+    folder: Path,
+    seed: int = 0,
+    classifier: bool = False,
+    emb_norm: bool = False,
+    channels: tuple[int, ...] = (16, 16, 16, 16, 48),
+) -> Path:
+    """`channels` (512, 512, 512, 512, 1536) is the released asv_orig's size (random weights all the same)."""
     from speechbrain.lobes.models.ECAPA_TDNN import ECAPA_TDNN, Classifier
     from speechbrain.processing.features import InputNormalization
 
@@ -144,9 +151,10 @@ def write_ecapa_folder(folder: Path, seed: int = 0, classifier: bool = False, em
     if emb_norm:
         extra += "\n        mean_var_norm_emb: !ref <mean_var_norm_emb>"
     text = ECAPA_YAML.replace("{emb_norm}", "global" if emb_norm else "sentence").replace("{extra_loadables}", extra)
+    text = text.replace("{channels}", str(list(channels)))
     (folder / "hyperparams.yaml").write_text(text)
     model = ECAPA_TDNN(
-        80, channels=[16, 16, 16, 16, 48], kernel_sizes=[5, 3, 3, 3, 1], dilations=[1, 2, 3, 4, 1], lin_neurons=16
+        80, channels=list(channels), kernel_sizes=[5, 3, 3, 3, 1], dilations=[1, 2, 3, 4, 1], lin_neurons=16
     )
     _randomise(model, seed)
     torch.save(model.state_dict(), folder / "embedding_model.ckpt")

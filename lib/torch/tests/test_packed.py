@@ -1,8 +1,8 @@
-"""The prepared packed layers (vpeval_asv.packed) equal speechbrain's modules run on one utterance at a time.
+"""The prepared packed layers (vpeval_torch.packed) equal speechbrain's modules run on one utterance at a time.
 
-test_batched.py compares whole networks; these check each rewritten piece on its own, with batch norms
-whose running statistics and affine weights are far from the identity (negative scales too), and with
-utterances of 1 to 3 frames at every dilation ECAPA uses, where the reflected taps are all edge.
+The asv and speechbrain plugins' tests compare whole networks; these check each rewritten piece on its
+own, with batch norms whose running statistics and affine weights are far from the identity (negative
+scales too), and with utterances of 1 to 3 frames at every dilation ECAPA uses, where the reflected taps are all edge.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from vpeval_asv.packed import (
+from vpeval_torch.fbank import FbankFeatures
+from vpeval_torch.packed import (
     Packing,
     _AttentivePooling,
     _BandedProduct,
@@ -20,7 +21,6 @@ from vpeval_asv.packed import (
     _Tdnn,
     packed_features,
 )
-from vpeval_torch.fbank import FbankFeatures
 
 SHORT = [1, 2, 3, 5, 9, 40]  # frames per utterance: all-edge ones first
 

@@ -93,8 +93,14 @@ def _reflect(positions: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
 # -- features ---------------------------------------------------------------------------------------
 
 
-def packed_features(features: torch.nn.Module, waves: Sequence[torch.Tensor]) -> tuple[torch.Tensor, Packing]:
+def packed_features(
+    features: torch.nn.Module, waves: Sequence[torch.Tensor], mean_norm: bool = True
+) -> tuple[torch.Tensor, Packing]:
     """vpeval_torch's FbankFeatures of each waveform, packed: frames [N, n_mels] and their Packing.
+
+    `features` is an FbankFeatures or a speechbrain Fbank itself; with `mean_norm` each utterance's
+    frames lose their mean (FbankFeatures' normalisation, speechbrain's InputNormalization "sentence"
+    without std_norm, as a released folder's mean_var_norm is), else the log-mels come out as Fbank gives them.
 
     speechbrain's Fbank step by step (STFT, power, mel matrix, 10 log10 with its top_db floor), on the
     real frames only and with the floor and the mean normalisation per utterance. torch.stft's frames
@@ -102,12 +108,8 @@ def packed_features(features: torch.nn.Module, waves: Sequence[torch.Tensor]) ->
     utterance's own frames are transformed: no FFT, power or mel product of a shorter one's padding, and
     the frames come out as rows, the layout every later product wants.
     """
-    fbank = features.fbank
+    fbank = check_fbank(features)
     stft, filterbank = fbank.compute_STFT, fbank.compute_fbanks
-    if fbank.deltas or fbank.context or not filterbank.freeze or not filterbank.log_mel:
-        raise ValueError("packed features follow speechbrain's Fbank without deltas, context or trained filters")
-    if not stft.center or stft.pad_mode != "constant" or stft.normalized_stft or not stft.onesided:
-        raise ValueError("packed features follow speechbrain's STFT: centred, zero padded, one-sided, unnormalised")
     device = waves[0].device
     hop, n_fft = stft.hop_length, stft.n_fft
     packing = Packing([1 + int(w.numel()) // hop for w in waves], device)
@@ -137,8 +139,21 @@ def packed_features(features: torch.nn.Module, waves: Sequence[torch.Tensor]) ->
     # rows while they are in cache (gathering [N, n_mels] floors and means was two more passes)
     for part in packing.parts(db):
         torch.maximum(part, part.max() - filterbank.top_db, out=part)
-        part.sub_(part.mean(dim=0))
+        if mean_norm:
+            part.sub_(part.mean(dim=0))
     return db, packing
+
+
+def check_fbank(features: torch.nn.Module) -> torch.nn.Module:
+    """The speechbrain Fbank of `features` (itself or an FbankFeatures' own); ValueError where
+    packed_features does not follow it."""
+    fbank = getattr(features, "fbank", features)
+    stft, filterbank = fbank.compute_STFT, fbank.compute_fbanks
+    if fbank.deltas or fbank.context or not filterbank.freeze or not filterbank.log_mel:
+        raise ValueError("packed features follow speechbrain's Fbank without deltas, context or trained filters")
+    if not stft.center or stft.pad_mode != "constant" or stft.normalized_stft or not stft.onesided:
+        raise ValueError("packed features follow speechbrain's STFT: centred, zero padded, one-sided, unnormalised")
+    return fbank
 
 
 _MEL_PRODUCTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # filterbank -> {device: product}
@@ -590,8 +605,9 @@ def ecapa_packed(model: torch.nn.Module, frames: torch.Tensor, packing: Packing)
     return PackedEcapa(model)(frames, packing)
 
 
-def xvector_packed(model: torch.nn.Module, frames: torch.Tensor, packing: Packing) -> torch.Tensor:
-    """speechbrain's Xvector forward on packed features [N, n_mels] -> embeddings [B, D]."""
+def xvector_packed(model: torch.nn.Module, frames: torch.Tensor, packing: Packing, noise_seed: int = 0) -> torch.Tensor:
+    """speechbrain's Xvector forward on packed features [N, n_mels] -> embeddings [B, D]; the pooling noise
+    is what torch.manual_seed(noise_seed) before a one-utterance forward gives."""
     from speechbrain.nnet.CNN import Conv1d
     from speechbrain.nnet.linear import Linear
     from speechbrain.nnet.normalization import BatchNorm1d
@@ -604,7 +620,7 @@ def xvector_packed(model: torch.nn.Module, frames: torch.Tensor, packing: Packin
         elif isinstance(layer, BatchNorm1d):
             x = _batch_norm_(x, layer)
         elif isinstance(layer, StatisticsPooling):
-            x = _statistics_pooling(x, layer, packing)  # [B, 2C]
+            x = _statistics_pooling(x, layer, packing, noise_seed)  # [B, 2C]
         elif isinstance(layer, Linear):
             x = F.linear(x, layer.w.weight, layer.w.bias)
         else:  # the activation
@@ -612,11 +628,12 @@ def xvector_packed(model: torch.nn.Module, frames: torch.Tensor, packing: Packin
     return x
 
 
-def _statistics_pooling(x: torch.Tensor, pooling: torch.nn.Module, packing: Packing) -> torch.Tensor:
+def _statistics_pooling(x: torch.Tensor, pooling: torch.nn.Module, packing: Packing, seed: int = 0) -> torch.Tensor:
     """speechbrain's StatisticsPooling per utterance ([N, C] -> [B, 2C]), with the noise it adds to the mean.
 
-    Unbatched, the embedder seeds torch with 0 before each forward, so every utterance's mean gets the
-    same noise, drawn for one [1, C] row: the same row is added here to each utterance's mean.
+    Unbatched, the embedder seeds torch with `seed` (the asv plugin: 0) before each forward, so every
+    utterance's mean gets the same noise, drawn for one [1, C] row: the same row is added here to each
+    utterance's mean.
     """
     if not (pooling.return_mean and pooling.return_std):
         raise ValueError("packed inference supports statistics pooling of mean and std")
@@ -624,7 +641,7 @@ def _statistics_pooling(x: torch.Tensor, pooling: torch.nn.Module, packing: Pack
     mean = packing.mean(x)
     # torch.std's unbiased estimate in two passes (its single-pass form is several times slower over rows)
     std = torch.stack([(part - m).square_().sum(dim=0) / (part.shape[0] - 1) for part, m in zip(parts, mean)]).sqrt()
-    generator = torch.Generator(device=x.device).manual_seed(0)  # what torch.manual_seed(0) gives that device
+    generator = torch.Generator(device=x.device).manual_seed(seed)  # what torch.manual_seed(seed) gives that device
     noise = torch.randn(1, x.shape[1], generator=generator, device=x.device)
     noise -= torch.min(noise)
     noise /= torch.max(noise)
@@ -635,11 +652,32 @@ def _statistics_pooling(x: torch.Tensor, pooling: torch.nn.Module, packing: Pack
 class PackedXvector:
     """speechbrain's Xvector forward on packed features, as PackedEcapa is called."""
 
-    def __init__(self, model: torch.nn.Module):
+    def __init__(self, model: torch.nn.Module, noise_seed: int = 0):
+        from speechbrain.nnet.CNN import Conv1d
+        from speechbrain.nnet.linear import Linear
+        from speechbrain.nnet.normalization import BatchNorm1d
+        from speechbrain.nnet.pooling import StatisticsPooling
+
+        for layer in model.blocks:  # what xvector_packed runs, refused before any batch rather than during one
+            if isinstance(layer, Conv1d):
+                conv = layer.conv
+                kernel = conv.weight.shape[-1]
+                if conv.stride != (1,) or conv.groups != 1 or conv.padding != (0,):
+                    raise ValueError("packed inference supports stride-1, ungrouped 'same' convolutions only")
+                if kernel > 1 and (layer.padding != "same" or layer.padding_mode != "reflect"):
+                    raise ValueError("packed inference supports reflect-padded 'same' convolutions only")
+            elif isinstance(layer, StatisticsPooling):
+                if not (layer.return_mean and layer.return_std):
+                    raise ValueError("packed inference supports statistics pooling of mean and std")
+            elif (
+                not isinstance(layer, (BatchNorm1d, Linear)) and type(layer).__module__ != "torch.nn.modules.activation"
+            ):
+                raise ValueError(f"packed inference does not run an x-vector's {type(layer).__name__}")
         self.model = model
+        self.noise_seed = noise_seed
 
     def __call__(self, frames: torch.Tensor, packing: Packing) -> torch.Tensor:
-        return xvector_packed(self.model, frames, packing)
+        return xvector_packed(self.model, frames, packing, self.noise_seed)
 
 
 PACKED_FORWARD = {"ecapa": ecapa_packed, "xvector": xvector_packed}
