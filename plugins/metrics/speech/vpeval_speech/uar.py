@@ -52,16 +52,24 @@ class UAR(Metric):
             description="false: the metric computes nothing and checks no path (a warning says so); for an "
             "experiment variable that says whether the corpus has emotion data (the VPC recipes' UTILITY).",
         )
-        evaluator: Literal["acoustic", "speechbrain"] = Field(
+        evaluator: Literal["acoustic", "speechbrain", "emotion2vec"] = Field(
             "acoustic",
             description="acoustic: vpeval's classifier trained on the original speech in speaker folds (below); "
             "speechbrain: SpeechBrain wav2vec2 classifier folders (models), per IEMOCAP fold by spk2fold, "
-            "scored as VPC 2024 scores them (the acoustic parameters are then unused).",
+            "scored as VPC 2024 scores them; emotion2vec: emotion2vec+ from the local folder `models` (FunASR), "
+            "its 9 classes mapped to ang/hap/neu/sad and scored as VPC 2026 Track 2 scores them (the acoustic "
+            "parameters are then unused).",
         )
         models: str | None = Field(
             None,
             description="speechbrain: a local emotion classifier folder (speechbrain/emotion-recognition-wav2vec2-"
-            "IEMOCAP's layout), or VPC 2024's exp/ser with fold_<k> folders chosen per speaker by spk2fold.",
+            "IEMOCAP's layout), or VPC 2024's exp/ser with fold_<k> folders chosen per speaker by spk2fold; "
+            "emotion2vec: a local emotion2vec+ folder (config.yaml, model.pt, tokens.txt).",
+        )
+        sets: list[str] = Field(
+            default_factory=list,
+            description="emotion2vec: Kaldi data folders (the toolkit's data/emodata_track2_dev, _test), one row per "
+            "folder over the utterances its wav.scp lists (details.dataset), after the pooled row.",
         )
         spk2fold: str | list[str] | None = Field(
             None,
@@ -114,6 +122,11 @@ class UAR(Metric):
 
     @classmethod
     def missing_paths(cls, params: Params) -> list[str]:
+        if params.evaluator == "emotion2vec" and params.enabled:
+            from vpeval_emotion2vec.folder import folder_problems
+
+            missing = [f"the uar set {f} has no wav.scp." for f in params.sets if not (Path(f) / "wav.scp").is_file()]
+            return folder_problems(params.models, "the emotion2vec evaluator's models") + missing
         if params.evaluator != "speechbrain" or not params.enabled:
             return []
         out = []
@@ -150,6 +163,10 @@ class UAR(Metric):
             from vpeval_speech.speechbrain_emotion import speechbrain_uar
 
             return speechbrain_uar(self, inputs)
+        if self.params.evaluator == "emotion2vec":
+            from vpeval_speech.emotion2vec_uar import emotion2vec_uar
+
+            return emotion2vec_uar(self, inputs)
         labelled = [u for u in original if u.emotion]
         labels = np.array([u.emotion for u in labelled])
         classes = table_order(sorted(set(labels.tolist())))
