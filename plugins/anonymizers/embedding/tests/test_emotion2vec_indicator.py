@@ -1,5 +1,6 @@
-"""emotion2vec+ indicator: a local folder read through FunASR (faked here: funasr is not installed),
-the paper's 9 -> 4 class map, a weights-only check before FunASR opens the checkpoint, clear errors."""
+"""emotion2vec+ indicator: a local folder read through FunASR (faked for the call checks; the real FunASR on a tiny
+random-weight folder in the released layout at the end), the paper's 9 -> 4 class map, a weights-only check
+before FunASR opens the checkpoint, clear errors."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ def folder(tmp_path):
     path.mkdir()
     torch.save({"w": torch.zeros(2)}, path / "model.pt")
     (path / "config.yaml").write_text("model: Emotion2vec\n")
+    (path / "tokens.txt").write_text("\n".join(LABELS), encoding="utf-8")
     return path
 
 
@@ -87,7 +89,7 @@ def test_missing_folder_files_and_package_are_one_sentence_each(tmp_path, folder
     ]
     (folder / "config.yaml").write_text("model: Emotion2vec\n")
     monkeypatch.setitem(sys.modules, "funasr", None)  # not installed
-    with pytest.raises(MissingModelError, match="pip install funasr"):
+    with pytest.raises(MissingModelError, match="FunASR, which is not installed"):
         Emotion2vecIndicator(str(folder), "cpu", EMOTIONS)
 
 
@@ -99,3 +101,23 @@ def test_compensation_uses_it_when_a_folder_is_given(folder):
     assert EmotionCompensation.missing_paths(EmotionCompensation.Params(emotion2vec_folder=str(folder))) == []
     problems = EmotionCompensation.missing_paths(EmotionCompensation.Params(indicator="emotion2vec"))
     assert problems and "emotion2vec_folder" in problems[0]
+
+
+def test_the_real_funasr_loader_on_a_tiny_folder(tmp_path):
+    """The loader the uar metric's emotion2vec evaluator uses, unfaked: the indicator's answer is the paper map of
+    the 9 probabilities FunASR computes from the folder's weights."""
+    pytest.importorskip("funasr")
+    from vpeval_emotion2vec import folder as e2v
+    from vpeval_emotion2vec.tiny import tiny_folder
+
+    path = tiny_folder(tmp_path / "emotion2vec_plus_large")
+    indicator = Emotion2vecIndicator(str(path), "cpu", EMOTIONS)
+    t = np.arange(16000) / 16000
+    answers = []
+    for k in range(6):
+        audio = np.sin(2 * np.pi * (100 + 150 * k) * t) * 0.3 + np.random.default_rng(k).normal(0, 0.05 * k, t.size)
+        audio = audio.astype(np.float32)
+        labels, scores = e2v.scores(e2v.load(str(path), "cpu"), audio)
+        answers.append(indicator.predict(audio))
+        assert answers[-1] == four_class(labels, scores, EMOTIONS)
+    assert len(set(answers)) >= 2

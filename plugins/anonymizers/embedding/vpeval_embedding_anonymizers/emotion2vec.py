@@ -4,10 +4,9 @@ emotion2vec+ predicts 9 classes (angry, disgusted, fearful, happy, neutral, othe
 unknown); seed 003 (section 4.1) maps disgusted and fearful to sad, surprised to happy, and unknown and
 other to neutral. The network is FunASR's data2vec-2.0 audio encoder (Emotion2vec in
 funasr/models/emotion2vec); vpeval does not rebuild it, so this indicator needs the `funasr` package and
-a local folder as FunASR or ModelScope lay it out (model.pt, config.yaml, tokens.txt). Nothing is ever
-fetched from a hub: the folder is passed as a path, with FunASR's update check off. FunASR unpickles
-model.pt with plain torch.load, so the file is first opened here with weights_only=True and refused
-unless it holds tensors only.
+a local folder as FunASR or ModelScope lay it out (model.pt, config.yaml, tokens.txt), loaded by
+vpeval_emotion2vec (lib/emotion2vec: no hub, model.pt opened weights-only before FunASR unpickles it),
+the loader the uar metric's emotion2vec evaluator shares.
 """
 
 from __future__ import annotations
@@ -15,8 +14,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-
-from vpeval.errors import MissingModelError
 
 # Seed 003, section 4.1: the 9 emotion2vec+ classes onto IEMOCAP's four.
 PAPER_MAP = {
@@ -31,26 +28,20 @@ PAPER_MAP = {
     "unknown": "neutral",
     "<unk>": "neutral",
 }
-FOLDER_FILES = ("model.pt", "config.yaml")
 
 
 def folder_problems(folder: str | None) -> list[str]:
     """Sentences naming what an emotion2vec+ folder lacks (existence only)."""
-    if folder is None:
-        return ["indicator emotion2vec needs emotion2vec_folder: a local emotion2vec+ folder (model.pt, config.yaml)."]
-    path = Path(folder).expanduser()
-    if not path.is_dir():
-        return [f"emotion2vec_folder {folder} is not a folder (a local copy of emotion2vec_plus_large or _base)."]
-    return [
-        f"emotion2vec_folder {folder} has no {name} (FunASR's emotion2vec+ layout: model.pt, config.yaml, tokens.txt)."
-        for name in FOLDER_FILES
-        if not (path / name).is_file()
-    ]
+    from vpeval_emotion2vec.folder import folder_problems as problems
+
+    return problems(folder, "emotion2vec_folder")
 
 
 def english(label: str) -> str:
-    """emotion2vec+ labels are bilingual ('生气/angry'); the English part, lower case."""
-    return label.split("/")[-1].strip().lower()
+    """emotion2vec+ labels are bilingual ('生气/angry'); the English part, lower case ('<unk>': unknown)."""
+    from vpeval_emotion2vec.folder import english as english_name
+
+    return english_name(label)
 
 
 def four_class(labels: list[str], scores: list[float], emotions: list[str]) -> str:
@@ -64,30 +55,18 @@ def four_class(labels: list[str], scores: list[float], emotions: list[str]) -> s
 
 
 class Emotion2vecIndicator:
-    """Predicts each utterance's emotion with emotion2vec+ from a local folder (FunASR AutoModel)."""
+    """Predicts each utterance's emotion with emotion2vec+ from a local folder (vpeval_emotion2vec's loader, the
+    one the uar metric's emotion2vec evaluator uses)."""
 
     def __init__(self, folder: str, device: str, emotions: list[str]):
-        problems = folder_problems(folder)
-        if problems:
-            raise MissingModelError(problems[0])
-        try:
-            from funasr import AutoModel
-        except ImportError as exc:
-            raise MissingModelError(
-                "indicator emotion2vec reads emotion2vec+ through FunASR, which is not installed: "
-                "pip install funasr (vpeval does not rebuild its data2vec-2.0 encoder), or use indicator: prosody."
-            ) from exc
-        from vpeval.torchload import load_weights_only
+        from vpeval_emotion2vec.folder import load
 
-        path = Path(folder).expanduser()
-        load_weights_only(path / "model.pt")  # refuses a checkpoint that is not tensors only, before FunASR opens it
-        # An existing path is read as a local model (FunASR downloads only names it cannot find on disk).
-        self.model = AutoModel(model=str(path.resolve()), device=device, disable_update=True)
+        self.model = load(str(Path(folder).expanduser()), device)
         self.emotions = emotions
 
     def predict(self, audio: np.ndarray) -> str:
         """One 16 kHz utterance's emotion among `emotions`."""
-        (out,) = self.model.generate(
-            np.asarray(audio, dtype=np.float32), granularity="utterance", extract_embedding=False
-        )
-        return four_class(list(out["labels"]), list(out["scores"]), self.emotions)
+        from vpeval_emotion2vec.folder import scores
+
+        labels, probabilities = scores(self.model, audio)
+        return four_class(labels, probabilities, self.emotions)
