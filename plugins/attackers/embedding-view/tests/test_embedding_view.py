@@ -81,6 +81,29 @@ def test_embeddings_are_the_viewed_attackers_single_utterance_representations(tm
     assert speakers.tolist() == [u.speaker for u in corpus]
 
 
+def test_each_utterance_is_represented_once_per_model(tmp_path, corpus):
+    plain, view = _pair(tmp_path, corpus)
+    asked = []
+    represent_many = view.viewed.represent_many
+    view.viewed.represent_many = lambda sides: (
+        asked.extend(u.id for side in sides for u in side) or represent_many(sides)
+    )
+    copies = []
+    for u in corpus:  # the same ids at other paths: a stand-in anonymized version
+        copy = tmp_path / "copy" / Path(u.path).name
+        copy.parent.mkdir(exist_ok=True)
+        copy.write_bytes(Path(u.path).read_bytes())
+        copies.append(u.replace(path=str(copy)))
+    louder = type(corpus)("louder", copies, dict(corpus.speaker_gender))
+    first = view.inversion_embeddings(corpus)
+    again = view.inversion_embeddings(louder, corpus)  # the originals are the ones already represented
+    np.testing.assert_array_equal(again[1], first[0])
+    assert sorted(asked) == sorted([u.id for u in corpus] * 2)
+    view.train(TrainingData([TrainingStage("original", corpus)]))  # a new model represents anew
+    view.inversion_embeddings(corpus)
+    assert len(asked) == 3 * len(corpus)
+
+
 def test_save_and_load_keep_the_viewed_model(tmp_path, corpus):
     _, view = _pair(tmp_path, corpus)
     view.save(tmp_path)

@@ -35,6 +35,9 @@ class EmbeddingView(Attacker):
     def __init__(self, params=None, context=None):
         super().__init__(params, context)
         self._viewed: Attacker | None = None
+        # single-utterance vectors by (id, path) since the model was trained or loaded: the original evaluation
+        # speech is observed once for protocol O and again as every anonymizer's reference
+        self._vectors: dict[tuple[str, str], np.ndarray] = {}
 
     @property
     def viewed(self) -> Attacker:
@@ -51,6 +54,7 @@ class EmbeddingView(Attacker):
         return self._viewed
 
     def train(self, data: TrainingData) -> None:
+        self._vectors.clear()
         if self.viewed.needs_training:
             self.viewed.train(data)
 
@@ -58,6 +62,7 @@ class EmbeddingView(Attacker):
         self.viewed.save(folder)
 
     def load(self, folder: Path) -> None:
+        self._vectors.clear()
         self.viewed.load(folder)
 
     def training_curve(self) -> list[dict[str, Any]]:
@@ -76,9 +81,14 @@ class EmbeddingView(Attacker):
         self, corpus: Corpus, reference: Corpus | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         reference = corpus if reference is None else reference
-        observed = np.asarray(self.viewed.represent_many([[u] for u in corpus]), dtype=np.float64)
-        if reference is corpus:
-            original = observed
-        else:
-            original = np.asarray(self.viewed.represent_many([[reference[u.id]] for u in corpus]), dtype=np.float64)
+        observed = self._single([*corpus])
+        original = observed if reference is corpus else self._single([reference[u.id] for u in corpus])
         return observed, original, np.array([u.speaker for u in corpus])
+
+    def _single(self, utterances: list[Utterance]) -> np.ndarray:
+        """The viewed attacker's vector of each utterance alone, each computed once per model."""
+        missing = list({(u.id, u.path): u for u in utterances if (u.id, u.path) not in self._vectors}.values())
+        if missing:
+            vectors = np.asarray(self.viewed.represent_many([[u] for u in missing]), dtype=np.float64)
+            self._vectors.update({(u.id, u.path): v for u, v in zip(missing, vectors, strict=True)})
+        return np.stack([self._vectors[(u.id, u.path)] for u in utterances])
