@@ -229,6 +229,22 @@ class SpeechBrainASR(ASR):
         state.pop("_loaded", None)
         return state
 
+    # How read() reads a file, part of the transcript cache's key.
+    reading: ClassVar[str] = "file rate, then torchaudio Resample to 16 kHz (VPC 2024's ASRDataset)"
+
+    def read(self, utterance) -> np.ndarray:
+        """The utterance as VPC 2024's ASRDataset reads it: at the file's rate, then asr_model.audio_normalizer
+        (speechbrain's AudioNormalizer: torchaudio's Resample with its defaults to 16 kHz, channels averaged)."""
+        from vpeval.audio import read_audio
+
+        samples, rate = read_audio(utterance.path, None, utterance.channel)
+        if rate == self.sample_rate:
+            return samples
+        import torch
+        from torchaudio.transforms import Resample
+
+        return Resample(orig_freq=rate, new_freq=self.sample_rate)(torch.from_numpy(samples)).numpy()
+
     def transcribe(self, audio: np.ndarray) -> Transcript:
         """EncoderASR.transcribe_file of one waveform: a batch of one at relative length 1."""
         return self.transcribe_many([audio])[0]

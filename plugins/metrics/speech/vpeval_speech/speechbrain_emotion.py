@@ -8,7 +8,8 @@ the linear head, softmax, argmax, the label encoder). VPC 2024 (evaluation/utili
 trains one classifier per IEMOCAP fold; `spk2fold` gives each speaker's fold, whose model (models/fold_<k>,
 or its latest CKPT* folder) classifies that speaker's utterances one at a time. UAR is then, as there,
 sklearn's macro recall per speaker (over the classes in its references and predictions), averaged over
-speakers; per-emotion accuracy likewise.
+speakers; per-emotion accuracy likewise. Each file is classified at its own rate, as evaluate_ser.py's
+torchaudio.load hands it on (no resampling there): details count the files not at 16 kHz.
 """
 
 from __future__ import annotations
@@ -151,13 +152,15 @@ def macro_recall(truth: np.ndarray, predicted: np.ndarray) -> float:
 
 
 def speaker_table(truth: np.ndarray, predicted: np.ndarray, speakers: np.ndarray) -> dict[str, dict[str, Any]]:
-    """Per speaker: UAR (%) and each present emotion's accuracy (%)."""
+    """Per speaker: UAR (%) and each present emotion's accuracy (%), rounded to 3 decimals as evaluate_ser.py
+    rounds each row before its means."""
     table = {}
     for speaker in sorted(set(speakers.tolist())):
         rows = speakers == speaker
         t, p = truth[rows], predicted[rows]
-        accuracy = {str(e): 100.0 * float(np.mean(p[t == e] == e)) for e in np.unique(t)}
-        table[speaker] = {"uar": 100.0 * macro_recall(t, p), "accuracy": accuracy, "utterances": int(rows.sum())}
+        accuracy = {str(e): round(100.0 * float(np.mean(p[t == e] == e)), 3) for e in np.unique(t)}
+        uar = round(100.0 * macro_recall(t, p), 3)
+        table[speaker] = {"uar": uar, "accuracy": accuracy, "utterances": int(rows.sum())}
     return table
 
 
@@ -180,7 +183,9 @@ def predictions(metric, utterances: list, folders: dict[str, Path], speech: str)
     out = []
     for utterance in metric.context.progress(utterances, total=len(utterances), description=f"uar: {speech}"):
         folder = folders[utterance.speaker]
-        key = cache_key(file_hash(utterance.path), utterance.channel, model_identity(folder), params.wav2vec2_source)
+        key = cache_key(
+            file_hash(utterance.path), utterance.channel, model_identity(folder), params.wav2vec2_source, "file-rate"
+        )
         if params.level_normalization != "none":  # earlier keys kept for unnormalised input
             key = cache_key(key, params.level_normalization)
         label = cache.get(key)
@@ -189,7 +194,8 @@ def predictions(metric, utterances: list, folders: dict[str, Path], speech: str)
                 classifier = load_classifier(
                     str(folder), params.wav2vec2_source, str(metric.context.folder("hf-cache"))
                 ).to(metric.context.device)
-            audio = normalise_level(utterance.load(16000), params.level_normalization)
+            # At the file's rate, as evaluate_ser.py's torchaudio.load hands it on (it never resamples).
+            audio = normalise_level(utterance.load(), params.level_normalization)
             label = classifier.classify(audio, metric.context.device, metric.context.autocast)
             cache.put(key, label)
         out.append(label)
@@ -200,6 +206,28 @@ def model_identity(folder: Path) -> str:
     """A classifier folder by its files' names, sizes and modification times (hashing gigabytes is too slow)."""
     files = sorted(p for p in folder.iterdir() if p.is_file())
     return ";".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files) + f"@{folder.resolve()}"
+
+
+def sets_of(inputs, labelled: list) -> list:
+    """The utterances classified: the labelled originals and their anonymized versions."""
+    anonymized = inputs.anonymized
+    return labelled + ([anonymized[u.id] for u in labelled if u.id in anonymized] if anonymized is not None else [])
+
+
+def other_rates(metric, utterances: list) -> int:
+    """How many files are not at 16 kHz (classified at their own rate, as the toolkit does), logged when any."""
+    import logging
+
+    import soundfile
+
+    count = sum(1 for u in utterances if soundfile.info(str(u.path)).samplerate != 16000)
+    if count:
+        logging.getLogger(__name__).warning(
+            "uar: %d file(s) are not at 16 kHz; each is classified at its own rate, as VPC 2024's evaluate_ser.py "
+            "does (no resampling)",
+            count,
+        )
+    return count
 
 
 def speechbrain_uar(metric, inputs) -> list:
@@ -249,6 +277,7 @@ def speechbrain_uar(metric, inputs) -> list:
         "skipped_no_fold": no_fold,
         "skipped_no_emotion": len(original) - sum(1 for u in original if u.emotion),
     }
+    common["read_at_own_rate_not_16khz"] = other_rates(metric, sets_of(inputs, labelled))
     results = []
     for speech, utterances in sets:
         rows = np.array([i for i, u in enumerate(labelled) if speech == "original" or u.id in inputs.anonymized])

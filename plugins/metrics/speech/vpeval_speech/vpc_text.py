@@ -45,9 +45,17 @@ def tokens(text: str) -> list[str]:
     return normalised.split(" ") if normalised else []
 
 
-def errors(reference: str, hypothesis: str) -> tuple[int, int]:
-    """(edit distance, reference tokens) of one utterance under the toolkit's tokens."""
-    ref, hyp = tokens(reference), tokens(hypothesis)
+def plain_tokens(text: str) -> list[str]:
+    """VPC 2024's plain_text_key (evaluation/utility/asr/speechbrain_asr/inference.py, 400de3a): the text as
+    written, stripped and split at single spaces (no case folding, punctuation kept; two spaces make an empty
+    token, an empty text one empty token)."""
+    return text.strip().split(" ")
+
+
+def errors(reference: str, hypothesis: str, rules: str = "vpc2026") -> tuple[int, int]:
+    """(edit distance, reference tokens) of one utterance under the toolkit's tokens (rules: vpc2026 or vpc2024)."""
+    split = plain_tokens if rules == "vpc2024" else tokens
+    ref, hyp = split(reference), split(hypothesis)
     return Levenshtein.distance(ref, hyp), len(ref)
 
 

@@ -23,6 +23,8 @@ NORMALISERS = {
     "vpeval": "vpeval_speech.normalize.normalize_text (NFKC, lowercase, numbers to words, no punctuation)",
     "vpc2026": "VPC 2026 Track 2 (vpeval_speech.vpc_text): lowercase, the toolkit's punctuation removed, words; "
     "Chinese per character (CER)",
+    "vpc2024": "VPC 2024's evaluate_asr (vpeval_speech.vpc_text.plain_tokens): the texts as written, split at "
+    "single spaces",
 }
 
 
@@ -53,11 +55,12 @@ class WER(Metric):
             description="Speaker-level bootstrap replicates for the confidence interval; 0 disables it.",
         )
         confidence: float = Field(0.95, gt=0.0, lt=1.0, description="Coverage of the percentile confidence interval.")
-        normaliser: Literal["vpeval", "vpc2026"] = Field(
+        normaliser: Literal["vpeval", "vpc2026", "vpc2024"] = Field(
             "vpeval",
-            description="How texts become tokens: vpeval (numbers to words, see vpeval_speech.normalize) or vpc2026 "
+            description="How texts become tokens: vpeval (numbers to words, see vpeval_speech.normalize), vpc2026 "
             "(the VoicePrivacy 2026 toolkit's Track 2 rules: lowercase, its punctuation removed, words; a text "
-            "with Chinese characters scored per character, CER; empty references count insertions).",
+            "with Chinese characters scored per character, CER; empty references count insertions) or vpc2024 "
+            "(VoicePrivacy 2024's evaluate_asr: the reference and the ASR's text as written, split at spaces).",
         )
         sets: list[str] = Field(
             default_factory=list,
@@ -155,7 +158,7 @@ class WER(Metric):
         then per set (`sets`)."""
         import jiwer
 
-        toolkit = self.params.normaliser == "vpc2026"
+        toolkit = self.params.normaliser != "vpeval"
         refs: list[str] = []
         hyps: list[str] = []
         speakers: list[str] = []
@@ -190,7 +193,7 @@ class WER(Metric):
             )
         measures = None
         if toolkit:
-            counted = [vpc_text.errors(r, h) for r, h in zip(refs, hyps)]
+            counted = [vpc_text.errors(r, h, self.params.normaliser) for r, h in zip(refs, hyps)]
             errors = np.array([e for e, _ in counted], dtype=np.float64)
             words = np.array([w for _, w in counted], dtype=np.float64)
             empty_reference = int((words == 0).sum())  # kept: their hypothesis tokens are insertions
@@ -271,17 +274,17 @@ class WER(Metric):
         """
         cache = JsonCache(self.context.folder("transcripts"))
         label = asr.describe() if hasattr(asr, "describe") else ""
-        settings = json.dumps(
-            {"asr": asr.name, "model": label, "params": asr.params.model_dump(mode="json"), "seed": self.context.seed},
-            sort_keys=True,
-        )
+        identity = {"asr": asr.name, "model": label, "params": asr.params.model_dump(mode="json")}
+        if hasattr(asr, "read"):  # an ASR that reads files itself (as its toolkit does) keys on how it reads
+            identity["reading"] = asr.reading
+        settings = json.dumps({**identity, "seed": self.context.seed}, sort_keys=True)
         wanted: list[Utterance] = [u for u in corpus if references.get(u.id)]
 
         def text_of(utterance: Utterance) -> str:
             key = cache_key(file_hash(utterance.path), utterance.channel, settings)
             entry = cache.get(key)
             if entry is None:
-                transcript = asr.transcribe(utterance.load(asr.sample_rate))
+                transcript = asr.transcribe(speech_of(asr, utterance))
                 entry = {"text": transcript.text, "words": transcript.words}
                 cache.put(key, entry)
             return entry["text"]
@@ -296,7 +299,7 @@ class WER(Metric):
             starts = range(0, len(todo), step)
             for start in self.context.progress(starts, total=len(starts), description=description):
                 chunk = todo[start : start + step]
-                for u, transcript in zip(chunk, asr.transcribe_many([u.load(asr.sample_rate) for u in chunk])):
+                for u, transcript in zip(chunk, asr.transcribe_many([speech_of(asr, u) for u in chunk])):
                     cache.put(keys[u.id], {"text": transcript.text, "words": transcript.words})
                     texts[u.id] = transcript.text
             texts = {u.id: texts[u.id] for u in wanted}
@@ -314,6 +317,12 @@ class WER(Metric):
         suffix = f"_{set_name}" if set_name else ""
         (self.context.folder() / f"hyp_{speech}{suffix}.txt").write_text(lines)
         return texts
+
+
+def speech_of(asr, utterance: Utterance) -> np.ndarray:
+    """The samples the ASR transcribes: read by the ASR itself where it reads as its toolkit does, else at its
+    rate by vpeval's reader."""
+    return asr.read(utterance) if hasattr(asr, "read") else utterance.load(asr.sample_rate)
 
 
 def utterance_errors(measures) -> tuple[np.ndarray, np.ndarray]:
