@@ -1,10 +1,15 @@
 """Anonymizer throughput in times real time on one CPU core (process CPU time, so other jobs on the machine
 barely move it).
 
-McAdams (vectorised over frames) against the straightforward frame-by-frame loop of the VoicePrivacy
-B2 script (vpeval_mcadams.reference), on the same audio; poolvc when its package is installed.
+McAdams (vectorised over frames) against VoicePrivacy's B2: with --vpc-toolkit, the toolkit's own `anonym_v2`
+imported from the checkout (anonymization/modules/mcadams/anonymise_dir_mcadams_rand_seed.py); without one, a
+restatement of its steps in this file (the same library calls; the output says which was timed). Also the
+frame-by-frame loop of the older B2 script (vpeval_mcadams.reference), on the same audio; poolvc when its
+package is installed. Only anonym_v2 itself is timed on either side (not the toolkit's file reading and
+int16 writing); importing the toolkit's module needs its `utils` importable (pandas among them: PYTHONPATH
+may name a folder that holds it).
 
-    OMP_NUM_THREADS=1 python benchmarks/anonymizer_speed.py [--seconds 10] [--runs 5]
+    OMP_NUM_THREADS=1 python benchmarks/anonymizer_speed.py [--seconds 10] [--runs 5] [--vpc-toolkit PATH]
 """
 
 from __future__ import annotations
@@ -81,23 +86,45 @@ def vpc2024_style(
     return out
 
 
-def bench_mcadams(audio: np.ndarray, rate: int, runs: int) -> None:
+def toolkit_anonym_v2(toolkit: str):
+    """The VoicePrivacy toolkit's own anonym_v2, imported from a checkout (its module imports the toolkit's utils)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(toolkit) / "anonymization" / "modules" / "mcadams" / "anonymise_dir_mcadams_rand_seed.py"
+    if not path.is_file():
+        raise SystemExit(f"--vpc-toolkit {toolkit}: {path} is missing; give a Voice-Privacy-Challenge-2024 checkout.")
+    sys.path.insert(0, str(Path(toolkit)))
+    spec = importlib.util.spec_from_file_location("vpc_mcadams", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.anonym_v2
+
+
+def bench_mcadams(audio: np.ndarray, rate: int, runs: int, toolkit: str | None = None) -> None:
     from vpeval_mcadams.anonymizer import McAdams
     from vpeval_mcadams.reference import mcadams_reference
 
     seconds = len(audio) / rate
     anon = McAdams()
     voice = Voice(key="bench", level="utterance", rng=np.random.default_rng(0))
-    # Interleaved runs (ours, VPC 2024's steps, ours, ...) so machine load hits both alike.
+    # Interleaved runs (ours, VPC 2024's, ours, ...) so machine load hits both alike.
     ours, theirs = [], []
     fast_fn = lambda: anon.anonymize(audio, rate, voice)  # noqa: E731
-    vpc_fn = lambda: vpc2024_style(audio, rate, 0.8)  # noqa: E731
+    if toolkit:
+        anonym_v2 = toolkit_anonym_v2(toolkit)
+        vpc_fn = lambda: anonym_v2(freq=rate, samples=audio.astype(np.float64), mcadams=0.8)  # noqa: E731
+        print(f"against the VPC toolkit's own anonym_v2 from {toolkit}")
+    else:
+        vpc_fn = lambda: vpc2024_style(audio, rate, 0.8)  # noqa: E731
+        print("against a restatement of VPC 2024's anonym_v2 in this file (no --vpc-toolkit: not the toolkit's code)")
     fast_fn(), vpc_fn()
     for _ in range(runs):
         ours += timed_once(fast_fn)
         theirs += timed_once(vpc_fn)
     fast = report("mcadams (vectorised)", ours, seconds)
-    v2 = report("VPC 2024 anonym_v2 steps", theirs, seconds)
+    v2 = report("VPC toolkit anonym_v2" if toolkit else "VPC 2024 anonym_v2 steps (restated)", theirs, seconds)
     slow = report("mcadams (per-frame reference)", timed(lambda: mcadams_reference(audio, rate, 0.8), runs), seconds)
     print(
         f"{'mcadams speed-up over anonym_v2':34s} {v2 / fast:.1f} x (per run: "
@@ -130,10 +157,11 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=16000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--skip-poolvc", action="store_true")
+    parser.add_argument("--vpc-toolkit", help="a Voice-Privacy-Challenge-2024 checkout: time its own anonym_v2")
     args = parser.parse_args()
     audio = test_audio(args.seconds, args.rate)
     print(f"{args.seconds:.0f} s of audio at {args.rate} Hz, {args.runs} runs, one thread")
-    bench_mcadams(audio, args.rate, args.runs)
+    bench_mcadams(audio, args.rate, args.runs, args.vpc_toolkit)
     if not args.skip_poolvc:
         bench_poolvc(audio, args.rate, max(1, args.runs // 2))
 
