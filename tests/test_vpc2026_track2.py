@@ -1,6 +1,7 @@
 """experiments/vpc2026-track2.yaml on a tree in the VPC 2026 toolkit's Track 2 layout (data/de_dev_enrolls,
-de_dev_trials_mixed, the whole-set folders de_dev / de_test that the toolkit's ASR scores, train_german, their
-`_fast` "submission" copies; exp/asv_ssl and exp/openai/whisper-large-v3 as tiny random-weight models). The
+de_dev_trials_mixed, the whole-set folders de_dev / de_test that the toolkit's ASR scores, train_german,
+emodata_track2_dev / _test, their `_fast` "submission" copies; exp/asv_ssl, exp/openai/whisper-large-v3 and
+exp/ser_emotion2vec as tiny random-weight models). The
 speech is vpeval.testing.vpc_tree's small real recordings under Track 2's folder names; the numbers mean
 nothing, the wiring is what is tested."""
 
@@ -42,13 +43,36 @@ def track2_data(libri: Path, data: Path, lang: str = "de", train: str = "train_g
                 (whole / name).write_text("".join(f"{line}\n" for line in lines))
     for copy in ("", suffix):
         shutil.copytree(libri / f"train-clean-360{copy}", data / f"{train}{copy}")
+    emodata(libri, data, suffix)
+
+
+EMOTIONS = ("neu", "ang", "hap", "sad")  # utt2emo labels as the toolkit's emodata_track2 folders give them
+
+
+def emodata(libri: Path, data: Path, suffix: str) -> None:
+    """emodata_track2_dev / _test (and copies): the trial speech under new utterance and speaker ids, with utt2emo
+    (a stand-in: the tiny evaluator's predictions mean nothing)."""
+    for split in ("dev", "test"):
+        for copy in ("", suffix):
+            source, target = libri / f"libri_{split}_trials_mixed{copy}", data / f"emodata_track2_{split}{copy}"
+            target.mkdir()
+            for name in ("wav.scp", "utt2spk"):
+                lines = [line.split(maxsplit=1) for line in (source / name).read_text().splitlines()]
+                lines = [[u, f"emo_{v}" if name == "utt2spk" else v] for u, v in lines]
+                (target / name).write_text("".join(f"emo_{u} {v}\n" for u, v in lines))
+            utts = [line.split()[0] for line in (source / "utt2spk").read_text().splitlines()]
+            (target / "utt2emo").write_text("".join(f"emo_{u} {EMOTIONS[i % 4]}\n" for i, u in enumerate(utts)))
+            genders = [line.split() for line in (source / "spk2gender").read_text().splitlines()]
+            (target / "spk2gender").write_text("".join(f"emo_{s} {g}\n" for s, g in genders))
 
 
 @pytest.fixture(scope="module")
 def track2_root(tmp_path_factory) -> tuple[Path, Path]:
     pytest.importorskip("speechbrain")
     pytest.importorskip("transformers")
+    pytest.importorskip("funasr")
     from vpeval.testing.vpc_tree import build_vpc_tree
+    from vpeval_emotion2vec.tiny import tiny_folder
     from vpeval_speech.tiny_whisper import tiny_whisper_folder
     from vpeval_speechbrain.tiny import write_asv_ssl_folder
 
@@ -59,6 +83,7 @@ def track2_root(tmp_path_factory) -> tuple[Path, Path]:
     track2_data(libri / "data", root / "data")
     _, wavlm = write_asv_ssl_folder(root / "exp" / "asv_ssl", work / "wavlm")
     tiny_whisper_folder(root / "exp" / "openai" / "whisper-large-v3")
+    tiny_folder(root / "exp" / "ser_emotion2vec")
     return root, wavlm
 
 
@@ -71,13 +96,20 @@ def test_track2_validates_and_names_everything_missing_at_once(track2_root, tmp_
                   "SUFFIX=_fast", *FAST)  # fmt: skip
     assert english.exit_code == 2
     wanted = ("en_dev_enrolls", "en_dev_trials_mixed", "en_test_enrolls", "train_english", "en_dev_enrolls_fast")
-    for folder in (*wanted, "en_dev has no `text`"):
+    for folder in (*wanted, "data/en_dev, ", "data/en_test have no `text`"):
         assert folder in english.output, english.output
     # An empty root: the data folder, asv_ssl and the Whisper folder, each in a sentence, before anything loads.
     (tmp_path / "data").mkdir()
     empty = cli("validate", str(RECIPE), "--var", f"VPC_ROOT={tmp_path}", *GERMAN, *FAST)
     assert empty.exit_code == 2
-    for what in ("asv_ssl", "whisper-large-v3", "de_dev_enrolls", "train_german"):
+    for what in (
+        "asv_ssl",
+        "whisper-large-v3",
+        "ser_emotion2vec",
+        "de_dev_enrolls",
+        "train_german",
+        "emodata_track2_dev",
+    ):
         assert what in empty.output, empty.output
 
 
