@@ -183,7 +183,11 @@ def changed_defaults(run: Path) -> list[tuple[str, str, str, Any, Any]]:
             kind = "frontend" if where.endswith("frontend") else KINDS[section]
             steps.append((where, kind, name, recorded, given))
     for where, kind, name, recorded, given in steps:
-        now = validate_params(manager.get(kind, name), given).model_dump(mode="json")
+        try:
+            now = validate_params(manager.get(kind, name), given).model_dump(mode="json")
+        except Exception as exc:  # a plugin gone, or a parameter the file sets that no longer validates
+            changes.append((where, name, "(the plugin)", "as run", f"fails now: {str(exc).splitlines()[0]}"))
+            continue
         for param in sorted(set(recorded) | set(now)):
             if param in given:
                 continue

@@ -112,3 +112,12 @@ def test_a_parameter_the_experiment_sets_is_not_a_default(tiny_doc):
     resolved["metrics"][-1]["params"]["max_original_eer"] = 12.0  # set by the file (10): not compared
     (run / "resolved.yaml").write_text(yaml.safe_dump(resolved), encoding="utf-8")
     assert not any("max_original_eer" in p for p in results_docs.unbannered_changes(tiny_doc))
+
+
+def test_a_parameter_the_plugin_no_longer_takes_is_a_change(tiny_doc):
+    run = results_docs.run_of(tiny_doc)
+    text = (run / "experiment.yaml").read_text().replace("max_original_eer: 10", "max_original_eer: 10, gone: 1")
+    (run / "experiment.yaml").write_text(text, encoding="utf-8")
+    assert any(
+        "(privacy-gate) `(the plugin)`" in p and "fails now" in p for p in results_docs.unbannered_changes(tiny_doc)
+    )
