@@ -7,6 +7,7 @@ nothing, the wiring is what is tested."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -18,6 +19,28 @@ from vpeval.cli import main
 RECIPE = Path(__file__).resolve().parents[1] / "experiments" / "vpc2026-track2.yaml"
 GERMAN = ["--var", "LANG=de", "--var", "TRAIN=train_german", "--var", "SUFFIX=_fast"]
 FAST = ["--var", "EPOCHS=1", "--var", "BATCH=4", "--var", "CROP=0.5"]
+
+
+FACTS = json.loads((Path(__file__).parent / "data" / "vpc2026_track2.json").read_text())
+
+
+def test_the_recipe_carries_the_toolkit_values_per_language():
+    """The recipe's defaults are English's; its header gives each language's training folder and epochs."""
+    import yaml
+
+    from vpeval.data.vpc import CHALLENGES
+
+    text = RECIPE.read_text()
+    variables = yaml.safe_load(text)["variables"]
+    en = FACTS["languages"]["en"]
+    assert (variables["LANG"], variables["TRAIN"], variables["EPOCHS"]) == ("en", en["train"], en["epochs"])
+    assert (variables["BATCH"], FACTS["lr"]) == (FACTS["batch_size"], 0.01) and "lr: 0.01" in text
+    for lang, values in FACTS["languages"].items():
+        assert f"--var LANG={lang} --var TRAIN={values['train']}" in text.replace("  ", " ")
+        assert f"--var EPOCHS={values['epochs']}\n" in text.replace("  ", " ")
+        assert str(values["out_n_neurons"]) in text
+    track2 = CHALLENGES["2026-track2"]
+    assert list(track2.datasets) == FACTS["evaluated_sets"] and list(track2.utility) == FACTS["emotion_sets"]
 
 
 def cli(*args: str):
