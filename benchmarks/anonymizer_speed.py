@@ -114,7 +114,8 @@ def bench_mcadams(audio: np.ndarray, rate: int, runs: int, toolkit: str | None =
     fast_fn = lambda: anon.anonymize(audio, rate, voice)  # noqa: E731
     if toolkit:
         anonym_v2 = toolkit_anonym_v2(toolkit)
-        vpc_fn = lambda: anonym_v2(freq=rate, samples=audio.astype(np.float64), mcadams=0.8)  # noqa: E731
+        # float32 samples, as process_wav hands them over (torchaudio.load)
+        vpc_fn = lambda: anonym_v2(freq=rate, samples=audio.astype(np.float32), mcadams=0.8)  # noqa: E731
         print(f"against the VPC toolkit's own anonym_v2 from {toolkit}")
     else:
         vpc_fn = lambda: vpc2024_style(audio, rate, 0.8)  # noqa: E731

@@ -99,15 +99,48 @@ metrics: [eer]
 SCENARIO = {("original", "original"): "O-O", ("original", "anon"): "O-A", ("anon", "anon"): "A-A"}
 
 
-def make_tree(root: Path) -> None:
+def make_tree(root: Path, repeat: int = 1) -> None:
     from vpeval.testing.vpc_tree import build_vpc_tree
     from vpeval_speechbrain.tiny import write_ecapa_folder
 
     build_vpc_tree(root, suffix="_fast", train_per_speaker=2)
+    if repeat > 1:
+        _repeat_utterances(root / "data", repeat)
     folder = write_ecapa_folder(root / "exp" / "asv_orig" / "CKPT+1", seed=1, channels=(512, 512, 512, 512, 1536))
     text = (folder / "hyperparams.yaml").read_text().replace("emb_dim: 16", "emb_dim: 192")
     (folder / "hyperparams.yaml").write_text(text)  # lin_neurons 192, as released
     _rewrite_weights(folder)
+
+
+def _repeat_utterances(data: Path, repeat: int) -> None:
+    """Every evaluation folder's utterances `repeat` times: copies <utt>_r<k> of each file with a little seeded
+    noise (other content, so no side may reuse an embedding), in wav.scp, utt2spk, text and the trial lists."""
+    import numpy as np
+    import soundfile as sf
+
+    for folder in sorted(p for p in data.iterdir() if p.is_dir() and not p.name.startswith("train")):
+        lines = {name: (folder / name).read_text().splitlines() for name in ("wav.scp", "utt2spk", "text", "trials")
+                 if (folder / name).is_file()}  # fmt: skip
+        copies = folder / "repeats"
+        copies.mkdir(exist_ok=True)
+        for k in range(1, repeat):
+            for line in list(lines["wav.scp"]):
+                if "_r" in line.split()[0]:
+                    continue
+                utt, path = line.split(maxsplit=1)
+                audio, rate = sf.read(path, dtype="float32")
+                seed = int.from_bytes(f"{utt}-{k}".encode()[:8].ljust(8, b"0"), "little") % 2**32
+                noisy = audio + np.random.default_rng(seed).normal(0, 1e-3, audio.shape).astype(np.float32)
+                sf.write(copies / f"{utt}_r{k}.wav", np.clip(noisy, -1, 1), rate, subtype="PCM_16")
+                lines["wav.scp"].append(f"{utt}_r{k} {copies / f'{utt}_r{k}.wav'}")
+            for name, column in (("utt2spk", 0), ("text", 0), ("trials", 1)):
+                for line in list(lines.get(name, [])):
+                    fields = line.split(" ")
+                    if "_r" not in fields[column]:
+                        fields[column] = f"{fields[column]}_r{k}"
+                        lines[name].append(" ".join(fields))
+        for name, rows in lines.items():
+            (folder / name).write_text("".join(row + "\n" for row in rows))
 
 
 def _rewrite_weights(folder: Path) -> None:
@@ -200,9 +233,10 @@ def main() -> None:
     parser.add_argument("--python", default=sys.executable, help="the toolkit's interpreter (default: this one)")
     parser.add_argument("--pythonpath", help="a folder prepended to PYTHONPATH for the toolkit only")
     parser.add_argument("--make-tree", action="store_true", help="write a small tree with random weights at --root")
+    parser.add_argument("--repeat", type=int, default=1, help="with --make-tree: each utterance this many times")
     args = parser.parse_args()
     if args.make_tree:
-        make_tree(args.root)
+        make_tree(args.root, args.repeat)
     commit = subprocess.run(
         ["git", "-C", str(args.toolkit), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
