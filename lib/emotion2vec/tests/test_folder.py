@@ -36,6 +36,9 @@ def test_toolkit_map_takes_the_most_probable_class_first():
     assert e2v.toolkit_label(labels, [0.0, 0.4, 0.3, 0.0, 0.0, 0.0, 0.3, 0.0, 0.0]) == "ang"
     assert e2v.toolkit_label(labels, [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.9, 0.1]) == "neu"  # surprised
     assert e2v.toolkit_label(labels, [0.0, 0.0, 0.9, 0.0, 0.0, 0.0, 0.0, 0.0, 0.1]) == "sad"  # fearful
+    # Seed 003's map differs on two classes: surprised -> hap, disgusted -> sad.
+    assert e2v.toolkit_label(labels, [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.9, 0.1], e2v.SEED003_MAP) == "hap"
+    assert e2v.toolkit_label(labels, [0.0, 0.4, 0.3, 0.0, 0.0, 0.0, 0.3, 0.0, 0.0], e2v.SEED003_MAP) == "sad"
 
 
 def test_a_checkpoint_with_code_is_refused_before_funasr(tmp_path, folder):

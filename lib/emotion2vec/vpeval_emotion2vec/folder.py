@@ -29,6 +29,10 @@ TOOLKIT_MAP = {
     "surprised": "neu",
     "unknown": "neu",
 }
+# Seed 003's map (section 4.1), in the same labels: disgusted and fearful -> sad, surprised -> happy, other and
+# unknown -> neutral.
+SEED003_MAP = {**TOOLKIT_MAP, "disgusted": "sad", "surprised": "hap"}
+MAPS = {"vpc2026": TOOLKIT_MAP, "seed003": SEED003_MAP}
 IEMOCAP_LABELS = ("ang", "hap", "neu", "sad")
 
 
@@ -78,7 +82,7 @@ def scores(model, audio: np.ndarray) -> tuple[list[str], list[float]]:
     return [english(label) for label in out["labels"]], [float(s) for s in out["scores"]]
 
 
-def toolkit_label(labels: list[str], probabilities: list[float]) -> str:
+def toolkit_label(labels: list[str], probabilities: list[float], mapping: dict[str, str] = TOOLKIT_MAP) -> str:
     """The toolkit's prediction: the most probable of the 9 classes, mapped onto ang / hap / neu / sad."""
     best = int(np.argmax(np.asarray(probabilities)))
-    return TOOLKIT_MAP.get(labels[best] if best < len(labels) else "unknown", "neu")
+    return mapping.get(labels[best] if best < len(labels) else "unknown", "neu")

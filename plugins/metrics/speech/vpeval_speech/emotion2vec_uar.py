@@ -48,7 +48,8 @@ def emotion2vec_uar(metric, inputs) -> list[MetricResult]:
     groups = [(None, list(kept))] + [(Path(f).name, [u for u in set_ids(f) if u in kept]) for f in params.sets]
     common = {
         "evaluator": f"emotion2vec+ from {params.models} (FunASR), most probable of 9 classes mapped to ang/hap/neu/"
-        "sad as the VPC 2026 toolkit's emotion2vec_ser.py; UAR = macro recall",
+        f"sad with the {params.emotion2vec_map} map (vpc2026: the VPC 2026 toolkit's emotion2vec_ser.py); UAR = macro "
+        "recall",
         "classes": list(IEMOCAP_LABELS),
         "skipped_no_emotion": len(original) - len(truth),
         "skipped_other_emotion": len(truth) - len(kept),
@@ -95,5 +96,5 @@ def predictions(metric, utterances: list[Utterance], speech: str) -> dict[str, s
             labels, scores = e2v.scores(model, np.asarray(audio, dtype=np.float32))
             entry = {"labels": labels, "scores": scores}
             cache.put(key, entry)
-        out[utterance.id] = e2v.toolkit_label(entry["labels"], entry["scores"])
+        out[utterance.id] = e2v.toolkit_label(entry["labels"], entry["scores"], e2v.MAPS[metric.params.emotion2vec_map])
     return out

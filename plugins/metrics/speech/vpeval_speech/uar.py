@@ -66,6 +66,12 @@ class UAR(Metric):
             "IEMOCAP's layout), or VPC 2024's exp/ser with fold_<k> folders chosen per speaker by spk2fold; "
             "emotion2vec: a local emotion2vec+ folder (config.yaml, model.pt, tokens.txt).",
         )
+        emotion2vec_map: Literal["vpc2026", "seed003"] = Field(
+            "vpc2026",
+            description="emotion2vec: how the most probable of its 9 classes becomes ang/hap/neu/sad: vpc2026 (the "
+            "VPC 2026 toolkit's: disgusted -> ang, fearful -> sad, surprised -> neu) or seed003 (the paper's: "
+            "disgusted and fearful -> sad, surprised -> hap); other and unknown -> neu in both.",
+        )
         sets: list[str] = Field(
             default_factory=list,
             description="emotion2vec: Kaldi data folders (the toolkit's data/emodata_track2_dev, _test), one row per "
