@@ -41,6 +41,7 @@ BROKEN = {  # a third-party anonymizer's output, and what the gate says of it
     "dc-out": (lambda a: np.full_like(a, 0.25), "a constant level of 0.25 (DC) with no signal on it"),
     "long-out": (lambda a: np.tile(a, 30), "it lasts 30 s for 1 s of input (30 times), outside the 0.5 to 2 times"),
 }
+BAD_RATE = returning("bad-rate", lambda a: a, output_rate=lambda self, rate, voice: 1)  # a 1 Hz "declared" rate
 GOOD = {
     "float-out": returning("float-out", lambda a: a * 5, output_subtype="FLOAT"),  # stored as float: kept exact
     "retimed-out": returning("retimed-out", lambda a: np.tile(a, 30), duration_band=None),
@@ -53,7 +54,7 @@ def manager(fake_plugins):
     from vpeval.plugins import PluginManager
 
     module = types.ModuleType("gate_plugins")
-    classes = [returning(name, make) for name, (make, _) in BROKEN.items()] + [*GOOD.values(), Precomputed]
+    classes = [returning(name, make) for name, (make, _) in BROKEN.items()] + [*GOOD.values(), BAD_RATE, Precomputed]
 
     def register_anonymizers(register):
         for cls in classes:
@@ -96,6 +97,11 @@ def test_a_third_party_anonymizers_unscorable_output_is_refused_not_stored(manag
     assert BROKEN[use][1] in message and "this is a bug in vpeval-gate-checks 1.0" in message, message
     assert "\n" not in message
     assert not list((tmp_path / "partial").iterdir())  # nothing stored (NaN was stored as -32768)
+
+
+def test_an_output_rate_no_audio_has_is_refused(manager, tmp_path):
+    with pytest.raises(PluginError, match=r"its declared rate \(output_rate\) is 1 Hz, outside 1000 to 384000 Hz"):
+        anonymize(manager, tmp_path, "bad-rate")
 
 
 @pytest.mark.parametrize("use", sorted(GOOD))
