@@ -1,11 +1,13 @@
-"""Records what the VoicePrivacy 2024 toolkit's own evaluate_asr and evaluate_ser compute on
-tests/test_vpc_toolkit_evaluation.py's tiny tree, as tests/data/vpc_toolkit_evaluation.json.
+"""Records what the VoicePrivacy toolkits' own evaluation code computes on the tests' tiny trees:
+the 2024 toolkit's evaluate_asr and evaluate_ser on tests/test_vpc_toolkit_evaluation.py's tree
+(tests/data/vpc_toolkit_evaluation.json), and with --toolkit-2026 the 2026 toolkit's asv_ssl extraction on
+tests/test_vpc_toolkit_asv_ssl.py's tree (tests/data/vpc_toolkit_asv_ssl.json).
 
-    PYTHONPATH=<a folder holding pandas> .venv/bin/python scripts/vpc_toolkit_evaluation_reference.py \
-        <Voice-Privacy-Challenge-2024 checkout> [--commit 400de3a]
+    PYTHONPATH=<a folder holding pandas and pyloudnorm> .venv/bin/python scripts/vpc_toolkit_evaluation_reference.py \
+        <Voice-Privacy-Challenge-2024 checkout> [--commit 400de3a] [--toolkit-2026 <checkout> --commit-2026 e6810a4]
 
-The toolkit's code is run from the checkout, never copied here; pandas (which its utils import) is the one
-package vpeval does not install.
+The toolkits' code is run from the checkouts, never copied here; pandas and pyloudnorm (which they import)
+are packages vpeval does not install.
 """
 
 from __future__ import annotations
@@ -23,7 +25,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("toolkit", type=Path, help="a checkout of Voice-Privacy-Challenge-2024")
     parser.add_argument("--commit", default="400de3a", help="the checkout's commit, written into the fixture")
+    parser.add_argument("--toolkit-2026", type=Path, help="a checkout of Voice-Privacy-Challenge-2026 (asv_ssl)")
+    parser.add_argument("--commit-2026", default="e6810a4", help="that checkout's commit")
     args = parser.parse_args()
+    if args.toolkit_2026:
+        record_asv_ssl(args.toolkit_2026.resolve(), args.commit_2026)
     spec = importlib.util.spec_from_file_location("vpc_eval", ROOT / "tests" / "test_vpc_toolkit_evaluation.py")
     tests = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tests)
@@ -39,6 +45,27 @@ def main() -> None:
         ],
         "made_by": "scripts/vpc_toolkit_evaluation_reference.py",
         **outputs,
+    }
+    tests.FIXTURE.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {tests.FIXTURE}")
+
+
+def record_asv_ssl(toolkit: Path, commit: str) -> None:
+    spec = importlib.util.spec_from_file_location("vpc_ssl", ROOT / "tests" / "test_vpc_toolkit_asv_ssl.py")
+    tests = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tests)
+    tree = tests.build_tree(Path(tempfile.mkdtemp(prefix="vpc-toolkit-ssl-")) / "tree")
+    record = {
+        "toolkit": "Voice-Privacy-Challenge/Voice-Privacy-Challenge-2026",
+        "commit": commit,
+        "code": [
+            "evaluation/privacy/asv/speaker_extraction.py extraction_job's steps: torchaudio.load (its soundfile "
+            "backend), utils.normalize_wave, speechbrain_vectors.SpeechBrainVectors('ecapa_ssl').extract_vector",
+            "ECAPA_TDNN_test built with channels [16, 16, 16, 16, 48] and lin_neurons 12 (the tiny folder's sizes)",
+            "network_outputs: ECAPA_TDNN_test's output before extract_vector's F.normalize(vec, dim=1)",
+        ],
+        "made_by": "scripts/vpc_toolkit_evaluation_reference.py --toolkit-2026",
+        **tests.toolkit_embeddings(toolkit, tree),
     }
     tests.FIXTURE.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     print(f"wrote {tests.FIXTURE}")

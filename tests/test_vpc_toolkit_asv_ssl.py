@@ -1,0 +1,232 @@
+"""asv_ssl (VPC 2026 Track 1's WavLM + two-stream ECAPA) as the 2026 toolkit's own code embeds each file
+(issue 36, item 5).
+
+Tree: tests/vpc_tree's libri_dev enrollment and trial files (VCTK at 16 kHz, FSDD at 8 kHz) and their `_fast`
+copies; exp/asv_ssl in the toolkit's layout: WavLM-Large.pt (a UniLM {cfg, model} checkpoint of 24 layers of
+width 16, written with s3prl's copy of UniLM's WavLM.py, the same code as the toolkit's) and
+embedding_model.ckpt (random weights). Toolkit side: Voice-Privacy-Challenge-2026 commit e6810a4,
+speaker_extraction.extraction_job's per-file steps called directly: torchaudio.load (as its soundfile backend:
+torchaudio 2.11 needs torchcodec), utils.normalize_wave, SpeechBrainVectors('ecapa_ssl').extract_vector. One
+change to its code: ECAPA_TDNN_test is built with these tiny sizes (channels [16, 16, 16, 16, 48], 12
+outputs) where the toolkit builds it with no arguments (1024 channels, for WavLM-Large's width).
+
+- 16 kHz files: vpeval's embeddings equal the toolkit network's outputs scaled to unit length within 1e-5,
+  and so do the trial scores (cosine to the mean of the speaker's enrollment embeddings). The toolkit's
+  extract_vector then applies F.normalize(vec, dim=1) to a [1, 1, D] tensor, which divides each component by
+  its own magnitude: its embeddings are +-1 vectors, the signs of vpeval's (checked exactly). vpeval keeps the
+  unit-length embedding; docs/vpc.md gives the score difference this makes.
+- 8 kHz files differ, as docs/vpc.md states: the toolkit hands WavLM the file at 8 kHz, unresampled; vpeval
+  resamples it first. The test checks that they do differ (a stated difference, not an unnoticed one).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile
+
+FIXTURE = Path(__file__).parent / "data" / "vpc_toolkit_asv_ssl.json"
+FOLDERS = ["libri_dev_enrolls", "libri_dev_trials_mixed"]
+SUFFIX = "_fast"
+LAYERS, WIDTH, CHANNELS, OUTPUTS = 24, 16, [16, 16, 16, 16, 48], 12
+TOLERANCE = 1e-5
+
+
+def build_tree(root: Path) -> dict[str, Path]:
+    import torch
+    from s3prl.upstream.wavlm import WavLM as unilm
+
+    from vpeval.testing.vpc_tree import build_vpc_tree
+    from vpeval_speechbrain.ssl import EcapaSsl, save_ssl_network
+    from vpeval_speechbrain.tiny import _randomise
+
+    data = build_vpc_tree(root, suffix=SUFFIX, train_per_speaker=1)
+    folder = root / "exp" / "asv_ssl"
+    cfg = {
+        "extractor_mode": "layer_norm",
+        "encoder_layers": LAYERS,
+        "encoder_embed_dim": WIDTH,
+        "encoder_ffn_embed_dim": 32,
+        "encoder_attention_heads": 4,
+        "layer_norm_first": True,
+        "conv_feature_layers": "[(16,10,5)] + [(16,3,2)] * 4 + [(16,2,2)] * 2",
+        "conv_bias": True,
+        "normalize": True,
+        "conv_pos": 8,
+        "conv_pos_groups": 4,
+        "relative_position_embedding": True,
+        "num_buckets": 32,
+        "max_distance": 64,
+        "gru_rel_pos": True,
+    }
+    torch.manual_seed(3)
+    config = unilm.WavLMConfig(cfg)
+    model = unilm.WavLM(config).eval()
+    with torch.no_grad():  # norms, biases and gates away from their initial values, so each one matters
+        for name, param in model.named_parameters():
+            if "norm" in name or name.endswith("bias") or "grep_a" in name:
+                param.add_(0.1 * torch.randn_like(param))
+    folder.mkdir(parents=True)
+    torch.save({"cfg": dict(config.__dict__), "model": model.state_dict()}, folder / "WavLM-Large.pt")
+    network = EcapaSsl(80, CHANNELS, LAYERS, lin_neurons=OUTPUTS).eval()
+    _randomise(network, 4)
+    save_ssl_network(network, folder)
+    return {"data": data, "asv_ssl": folder}
+
+
+def files(tree: dict[str, Path]) -> dict[str, str]:
+    """'<folder>/<utt>' -> path, for the original and anonymized folders."""
+    out = {}
+    for name in FOLDERS:
+        for folder in (name, name + SUFFIX):
+            for line in (tree["data"] / folder / "wav.scp").read_text().splitlines():
+                utt, path = line.split(maxsplit=1)
+                out[f"{folder}/{utt}"] = path
+    return out
+
+
+def _bare_packages(toolkit: Path, names: list[str]) -> None:
+    import types
+
+    for name in names:
+        module = types.ModuleType(name)
+        module.__path__ = [str(toolkit / name.replace(".", "/"))]
+        sys.modules[name] = module
+
+
+def soundfile_load(path: str):
+    """torchaudio.load as its soundfile backend read files (float32 [channels, samples])."""
+    import torch
+
+    samples, rate = soundfile.read(path, dtype="float32", always_2d=True)
+    return torch.from_numpy(samples.T.copy()), rate
+
+
+def toolkit_embeddings(toolkit: Path, tree: dict[str, Path]) -> dict[str, list[float]]:
+    """extraction_job's steps per file with the toolkit's own functions (see the module's docstring): the
+    embeddings extract_vector returns, and the network's output before its F.normalize."""
+    import torch
+
+    sys.path.insert(0, str(toolkit))
+    try:
+        _bare_packages(toolkit, ["evaluation", "evaluation.privacy", "evaluation.privacy.asv"])
+        from evaluation.privacy.asv import ecapa_model_wavlm_24layer as ecapa
+        from evaluation.privacy.asv import speechbrain_vectors
+        from evaluation.privacy.asv.utils import normalize_wave
+
+        speechbrain_vectors.ECAPA_TDNN_test = functools.partial(
+            ecapa.ECAPA_TDNN_test, channels=CHANNELS, lin_neurons=OUTPUTS
+        )
+        extractor = speechbrain_vectors.SpeechBrainVectors("ecapa_ssl", "cpu", model_path=tree["asv_ssl"])
+        network = extractor.extractor.forward
+        raw = {}
+
+        def recording(*args, **kwargs):  # the network's output before extract_vector's F.normalize
+            raw["vector"] = network(*args, **kwargs)
+            return raw["vector"]
+
+        extractor.extractor.forward = recording
+        out = {"embeddings": {}, "network_outputs": {}}
+        with torch.no_grad():
+            for key, path in files(tree).items():
+                signal, fs = soundfile_load(path)
+                norm_wave = normalize_wave(signal, fs, device="cpu")
+                vector = extractor.extract_vector(audio=norm_wave, sr=fs, wav_path=path)
+                out["embeddings"][key] = vector.numpy().tolist()
+                out["network_outputs"][key] = raw["vector"].reshape(-1).numpy().tolist()
+        return out
+    finally:
+        sys.path.remove(str(toolkit))
+        for name in [m for m in sys.modules if m in ("utils", "evaluation") or m.startswith(("utils.", "evaluation."))]:
+            del sys.modules[name]
+
+
+def vpeval_embeddings(tree: dict[str, Path], work: Path) -> dict[str, np.ndarray]:
+    """The speechbrain attacker's embeddings of each file, as the vpc2026-track1 recipe configures it."""
+    from vpeval.build import validate_params
+    from vpeval.plugins import get_plugin_manager, plugin_context
+    from vpeval.types import Utterance
+
+    cls = get_plugin_manager().get("attacker", "speechbrain")
+    folder = tree["asv_ssl"]
+    params = validate_params(cls, {"source": str(folder), "ssl_model": str(folder / "WavLM-Large.pt")})
+    attacker = cls(params, plugin_context(work_dir=work))
+    keys = files(tree)
+    utterances = [Utterance(id=k.split("/")[1], speaker="s", path=p) for k, p in keys.items()]
+    vectors = attacker.folder.embed_utterances(utterances, "asv_ssl")
+    return {k: np.asarray(v, dtype=np.float64) for k, v in zip(keys, vectors)}
+
+
+def rates(tree: dict[str, Path]) -> dict[str, int]:
+    return {k: soundfile.info(p).samplerate for k, p in files(tree).items()}
+
+
+def trial_scores(tree: dict[str, Path], vectors: dict[str, np.ndarray], suffix: str) -> dict[str, float]:
+    """Cosine of each trial to the mean of its enrolled speaker's enrollment embeddings (evaluate_asv's
+    cosine scoring with speaker-level enrollment), for '<speaker> <utt>' trials."""
+    data = tree["data"]
+    speakers = dict(line.split() for line in (data / f"libri_dev_enrolls{suffix}" / "utt2spk").read_text().splitlines())
+    means: dict[str, list[np.ndarray]] = {}
+    for utt, speaker in speakers.items():
+        means.setdefault(speaker, []).append(vectors[f"libri_dev_enrolls{suffix}/{utt}"])
+    out = {}
+    for line in (data / f"libri_dev_trials_mixed{suffix}" / "trials").read_text().splitlines():
+        speaker, utt, _ = line.split()
+        enrolled = np.mean(means[speaker], axis=0)
+        test = vectors[f"libri_dev_trials_mixed{suffix}/{utt}"]
+        out[f"{speaker} {utt}"] = float(enrolled @ test / np.linalg.norm(enrolled) / np.linalg.norm(test))
+    return out
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    return build_tree(tmp_path_factory.mktemp("vpc-asv-ssl"))
+
+
+def unit(vector) -> np.ndarray:
+    vector = np.asarray(vector, dtype=np.float64)
+    return vector / np.linalg.norm(vector)
+
+
+def assert_equal(mine: dict[str, np.ndarray], theirs: dict, tree) -> None:
+    """16 kHz files: vpeval's embedding is the toolkit network's output, unit length, within 1e-5, and so are
+    the cosine trial scores. extract_vector itself returns F.normalize(vec, dim=1) of a [1, 1, D] output: each
+    component divided by its own magnitude, a vector of +-1 (the signs of vpeval's embedding), which vpeval
+    does not copy. 8 kHz files differ (WavLM gets them unresampled there)."""
+    rate = rates(tree)
+    outputs, embeddings = theirs["network_outputs"], theirs["embeddings"]
+    sixteen = [k for k in outputs if rate[k] == 16000]
+    eight = [k for k in outputs if rate[k] != 16000]
+    assert sixteen and eight
+    for key in sixteen:
+        np.testing.assert_allclose(mine[key], unit(outputs[key]), rtol=0, atol=TOLERANCE, err_msg=key)
+        np.testing.assert_array_equal(np.asarray(embeddings[key]), np.sign(outputs[key]))
+    assert max(np.abs(mine[k] - unit(outputs[k])).max() for k in eight) > 1e-3  # the stated difference
+    toolkit_unit = {k: unit(v) for k, v in outputs.items()}
+    for suffix in ("", SUFFIX):
+        ours, reference = trial_scores(tree, mine, suffix), trial_scores(tree, toolkit_unit, suffix)
+        vctk = [t for t in reference if t.split()[0].startswith("p") and t.split()[1].startswith("p")]  # 16 kHz
+        assert vctk
+        for trial in vctk:
+            assert abs(ours[trial] - reference[trial]) < TOLERANCE, trial
+
+
+def test_matches_recorded_toolkit_embeddings(tree, tmp_path):
+    recorded = json.loads(FIXTURE.read_text())
+    assert_equal(vpeval_embeddings(tree, tmp_path), recorded, tree)
+
+
+@pytest.mark.skipif(
+    not os.environ.get("VPC_TOOLKIT_2026"),
+    reason="VPC_TOOLKIT_2026 is not set: give a checkout of Voice-Privacy-Challenge-2026 at e6810a4 (pandas and "
+    "pyloudnorm importable) to run its asv_ssl extraction here; the recorded embeddings are checked regardless",
+)
+def test_matches_the_toolkit_run_here(tree, tmp_path):
+    theirs = toolkit_embeddings(Path(os.environ["VPC_TOOLKIT_2026"]), tree)
+    assert_equal(vpeval_embeddings(tree, tmp_path), theirs, tree)
