@@ -247,3 +247,24 @@ def test_a_manifest_that_does_not_exist_is_named_at_validate(tmp_path):
     present = tmp_path / "m.csv"
     present.write_text("path,speaker\n")
     assert ManifestCorpus.missing_paths(ManifestCorpus.Params(path=str(present), root=str(tmp_path))) == []
+
+
+def test_validate_refuses_attacker_train_without_evaluation(vpc, tmp_path):
+    """Without `evaluation` the folder would be loaded with the rest and its speakers split at random."""
+    from click.testing import CliRunner
+
+    from vpeval.cli import main
+
+    root, _, _ = vpc
+    experiment = tmp_path / "exp.yaml"
+    experiment.write_text(
+        f"name: t\nseed: 0\ndata:\n  corpus:\n    use: kaldi\n    params:\n      root: {root}\n"
+        "      sets: [libri_dev_enrolls]\n      attacker_train: train\n"
+        "attackers: [{use: ge2e}]\nprotocols: [O-O]\nmetrics: [eer]\n"
+    )
+    result = CliRunner().invoke(main, ["validate", str(experiment)])
+    assert result.exit_code == 2
+    assert "line 6 (data.corpus.params): `attacker_train` (train) is used only with `evaluation` folders" in (
+        result.output
+    )
+    kaldi_source(root, tmp_path / "work")  # with `evaluation` the same folder is accepted

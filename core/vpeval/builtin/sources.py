@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from vpeval.api import CorpusSource, Params, PluginContext
 from vpeval.data.fingerprint import corpus_fingerprint
@@ -95,6 +95,16 @@ class KaldiCorpus(CorpusSource):
                     "remove `allow_pipes` and run `vpeval --allow-pipes ...`"
                 )
             return value
+
+        @model_validator(mode="after")
+        def _train_folder_needs_evaluation(self):
+            if self.attacker_train and not self.evaluation:  # else every folder is one corpus, split at random
+                raise ValueError(
+                    f"`attacker_train` ({self.attacker_train}) is used only with `evaluation` folders: add "
+                    "`evaluation: [{enrolls: ..., trials: [...]}]`, or remove `attacker_train` and list the folder "
+                    "in `sets` to have its speakers split with the rest"
+                )
+            return self
 
     @classmethod
     def missing_paths(cls, params: Params) -> list[str]:
