@@ -6,6 +6,12 @@ the largest per-trial score difference and the EER of vpeval's run, of the toolk
 reading vpeval had before issue 36 (a 16-bit copy clipped at +-1; soxr to 16 kHz before the peak division).
 
     .venv/bin/python benchmarks/vpc_parity.py
+
+With --toolkit-code: the second table, vpeval against the toolkits' own evaluation code on the trees of
+tests/test_vpc_toolkit_evaluation.py (WER, UAR; VPC 2024 400de3a) and tests/test_vpc_toolkit_asv_ssl.py
+(asv_ssl; VPC 2026 e6810a4): the toolkit's outputs recorded in tests/data, or computed now from the checkouts
+VPC_TOOLKIT_2024 / VPC_TOOLKIT_2026 name. "Before" is vpeval's reading before this comparison (soxr to 16 kHz
+for the ASR and the emotion classifiers, vpeval's text normaliser, unrounded per-speaker UAR).
 """
 
 from __future__ import annotations
@@ -94,5 +100,113 @@ def main() -> None:
         )
 
 
+def _module(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def toolkit_code_rows() -> None:
+    """WER, UAR and asv_ssl against the toolkits' own code (see the module's docstring)."""
+    import json
+    import os
+
+    from vpeval.data.kaldi import read_data_dir
+    from vpeval.plugins import plugin_context
+    from vpeval_speech.speechbrain_asr import SpeechBrainASR
+    from vpeval_speech.speechbrain_emotion import load_classifier, macro_recall, models_by_speaker
+
+    tmp = Path(tempfile.mkdtemp(prefix="vpc-toolkit-code-"))
+    t = _module("test_vpc_toolkit_evaluation")
+    tree = t.build_tree(tmp / "tree")
+    live = os.environ.get("VPC_TOOLKIT_2024")
+    theirs = t.toolkit_outputs(Path(live), tree, tmp / "tk") if live else json.loads(t.FIXTURE.read_text())
+    mine = t.vpeval_outputs(tree, tmp / "vpeval")
+    data = tree["data"]
+    # before: soxr to 16 kHz for both classifiers
+    asr = SpeechBrainASR(SpeechBrainASR.Params(source=str(tree["asr"])), plugin_context(work_dir=tmp / "old"))
+    texts = theirs["asr"]["transcripts"]
+    old_texts = {}
+    for name in texts:
+        corpus = read_data_dir(data / name)
+        old_texts[name] = {u.id: asr.transcribe(u.load(16000)).text for u in corpus if u.id in texts[name]}
+    count = sum(len(v) for v in texts.values())
+    same = sum(mine["asr"]["transcripts"][n][u] == texts[n][u] for n in texts for u in texts[n])
+    old_same = sum(old_texts[n][u] == texts[n][u] for n in texts for u in texts[n])
+    # the toolkit's WER column is rounded to 3 decimals; error and word counts are compared exactly
+    wer_diff = max(abs(round(mine["asr"]["wer"][n]["WER"], 3) - theirs["asr"]["wer"][n]["WER"]) for n in texts)
+    counts = all(
+        (mine["asr"]["wer"][n]["errors"], mine["asr"]["wer"][n]["words"])
+        == (theirs["asr"]["wer"][n]["errors"], theirs["asr"]["wer"][n]["words"])
+        for n in texts
+    )
+    predictions = theirs["ser"]["predictions"]
+    labels = sum(len(v) for v in predictions.values())
+    ser_same = sum(mine["ser"]["predictions"][n][u] == predictions[n][u] for n in predictions for u in predictions[n])
+    folders, _ = models_by_speaker(
+        tree["ser"], [data / "IEMOCAP_dev" / "spk2fold"], ["p225", "p226", "p227", "p228", "george", "jackson"]
+    )
+    old_same_ser, old_uar = 0, {}
+    for name in predictions:
+        corpus = read_data_dir(data / name)
+        emotions = {u.id: u.emotion for u in corpus}
+        by_speaker: dict[str, list] = {}
+        for u in corpus:
+            label = load_classifier(str(folders[u.speaker]), None, str(tmp / "hf")).classify(
+                u.load(16000), "cpu", _no_autocast
+            )
+            old_same_ser += label == predictions[name][u.id]
+            by_speaker.setdefault(u.speaker, []).append((emotions[u.id], label))
+        uars = [
+            100 * macro_recall(np.array([a for a, _ in v]), np.array([b for _, b in v])) for v in by_speaker.values()
+        ]
+        old_uar["anon" if name.endswith(t.SUFFIX) else "original"] = float(np.mean(uars))
+    uar_diff = max(abs(mine["ser"]["uar"][k] - theirs["ser"]["uar"][k]) for k in theirs["ser"]["uar"])
+    old_uar_diff = max(abs(old_uar[k] - theirs["ser"]["uar"][k]) for k in theirs["ser"]["uar"])
+    print("| what | compared | vpeval vs toolkit | before vs toolkit |")
+    print("|---|---|---|---|")
+    print(f"| ASR transcripts (EncoderASR, 8 sets, 16 and 8 kHz) | equal texts | {same}/{count} | {old_same}/{count} |")
+    print(
+        f"| WER per set | errors and words equal; max abs WER difference at 3 decimals | {counts}; {wer_diff:.2g} | |"
+    )
+    print(f"| SER predictions (2 folds, 16 and 8 kHz) | equal labels | {ser_same}/{labels} | {old_same_ser}/{labels} |")
+    print(f"| UAR (original, anon) | max abs difference (%) | {uar_diff:.2g} | {old_uar_diff:.3g} |")
+    s2 = _module("test_vpc_toolkit_asv_ssl")
+    ssl_tree = s2.build_tree(tmp / "ssl")
+    live = os.environ.get("VPC_TOOLKIT_2026")
+    recorded = s2.toolkit_embeddings(Path(live), ssl_tree) if live else json.loads(s2.FIXTURE.read_text())
+    vectors = s2.vpeval_embeddings(ssl_tree, tmp / "ssl-run")
+    rates = s2.rates(ssl_tree)
+    outputs = {k: s2.unit(v) for k, v in recorded["network_outputs"].items()}
+    signs = {k: np.asarray(v) for k, v in recorded["embeddings"].items()}
+    at16 = [k for k in outputs if rates[k] == 16000]
+    at8 = [k for k in outputs if rates[k] != 16000]
+    emb16 = max(np.abs(vectors[k] - outputs[k]).max() for k in at16)
+    emb8 = max(np.abs(vectors[k] - outputs[k]).max() for k in at8)
+    score_unit = score_sign = 0.0
+    for suffix in ("", s2.SUFFIX):
+        ours = s2.trial_scores(ssl_tree, vectors, suffix)
+        unit_scores = s2.trial_scores(ssl_tree, outputs, suffix)
+        sign_scores = s2.trial_scores(ssl_tree, signs, suffix)
+        vctk = [k for k in ours if k.split()[0].startswith("p") and k.split()[1].startswith("p")]
+        score_unit = max(score_unit, max(abs(ours[k] - unit_scores[k]) for k in vctk))
+        score_sign = max(score_sign, max(abs(ours[k] - sign_scores[k]) for k in vctk))
+    what = "max abs difference to the network's output at unit length"
+    print(f"| asv_ssl embeddings, 16 kHz files | {what} | {emb16:.2g} | |")
+    print(f"| asv_ssl trial scores, 16 kHz | max abs difference, same | {score_unit:.2g} | |")
+    what = "max abs difference to the scores of the toolkit's +-1 embeddings"
+    print(f"| asv_ssl trial scores, 16 kHz | {what} | {score_sign:.3g} | |")
+    print(f"| asv_ssl embeddings, 8 kHz files | max abs difference (WavLM unresampled in the toolkit) | {emb8:.3g} | |")
+
+
+def _no_autocast():
+    from contextlib import nullcontext
+
+    return nullcontext()
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    toolkit_code_rows() if "--toolkit-code" in sys.argv else main()
