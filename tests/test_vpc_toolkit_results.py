@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from vpeval.report.vpc_results import toolkit_summaries
+from vpeval_vpc_report.results import toolkit_summaries
 
 DATA = Path(__file__).resolve().parent / "data" / "vpc_toolkit_results"
 FILES = {

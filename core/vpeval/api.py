@@ -577,6 +577,7 @@ class ReportSections:
     tables: list[str] = field(default_factory=list)
     figures: list[Any] = field(default_factory=list)  # vpeval.report.figures.Figure
     notes: list[str] = field(default_factory=list)
+    files: list[tuple[str, str]] = field(default_factory=list)  # (path in the run folder, text), e.g. a toolkit's
 
 
 class Report(Plugin):
@@ -597,6 +598,12 @@ class Report(Plugin):
         """Figures every run gets from its result rows (pooled over evaluation sets), drawn into `out` with
         vpeval.report.figures' style() and save(); a list of vpeval.report.figures.Figure."""
         return []
+
+    def run_outputs(self, exp: Any, rows: list[dict[str, Any]]) -> ReportSections | None:
+        """What a run folder gets beyond the core's files, for any experiment (a vpeval.schema.ResolvedExperiment):
+        `files` written into the folder (a challenge toolkit's own results layout) and `tables`, Markdown blocks
+        that report.md shows after the paper tables."""
+        return None
 
     def table(self, folders: list[Path], fmt: str, options: dict[str, Any]) -> str | None:
         """One table of the runs in `folders` as `fmt` (md, csv, latex); `options` holds the command's

@@ -35,6 +35,16 @@ def declared_sections(spec, rows: list[dict[str, Any]], figures_out: Path, capti
     return sections
 
 
+def run_outputs(exp, rows: list[dict[str, Any]]) -> ReportSections:
+    """The files and report.md blocks every installed report plugin adds to this run (Report.run_outputs)."""
+    outputs = ReportSections()
+    for plugin in report_plugins():
+        part = plugin.run_outputs(exp, rows) or ReportSections()
+        outputs.files += part.files
+        outputs.tables += part.tables
+    return outputs
+
+
 def plugin_table(folders: list[Path], fmt: str, options: dict[str, Any]) -> str:
     """One table across run folders (`vpeval report --format`), drawn by the first report plugin that draws it."""
     plugins = report_plugins()

@@ -18,12 +18,11 @@ from vpeval.api import ReportSections
 from vpeval.atomic import write_json_atomic, write_text_atomic
 from vpeval.names import file_name
 from vpeval.report.doubts import drops_and_doubts, logged_warnings
-from vpeval.report.extensions import declared_sections
+from vpeval.report.extensions import declared_sections, run_outputs
 from vpeval.report.figures import FIGURES_DIR, SCORE_INDEX, Figure, report_figures
 from vpeval.report.provenance import RunInfo
 from vpeval.report.tables import attack_tables, speech_tables
 from vpeval.report.training import curve_entries, training_markdown, upper_bound_reasons
-from vpeval.report.vpc_results import toolkit_summaries, vpc_results_text
 from vpeval.report.worst_case import worst_case_tables
 from vpeval.safepath import output_target
 
@@ -102,11 +101,11 @@ def write_outputs(exp, result, plan, score_sets) -> None:
     write_json_atomic(folder / "results.json", payload)
     write_json_atomic(folder / "timings.json", {"seconds": result.timings, "computed": result.executed})
     write_text_atomic(folder / "results.csv", rows_csv(result.rows))
-    if exp.experiment.report is not None and exp.experiment.report.preset == "vpc":
-        write_text_atomic(folder / "results_vpc.txt", vpc_results_text(result.rows))
-        for name, text in toolkit_summaries(exp, result.rows, datetime.today().strftime("%d-%m-%y_%H:%M")).items():
-            write_text_atomic(folder / name, text)  # the toolkit's own results files, for its parsers
-    write_text_atomic(folder / "report.md", report_markdown(exp, result, payload, info, figures, paper))
+    outputs = run_outputs(exp, result.rows)
+    for name, text in outputs.files:  # e.g. a challenge toolkit's own results files, for its parsers
+        write_text_atomic(folder / name, text)
+    markdown = report_markdown(exp, result, payload, info, figures, paper, outputs.tables)
+    write_text_atomic(folder / "report.md", markdown)
     write_text_atomic(folder / PROVENANCE, provenance_markdown(exp, result, payload, info))
 
 
@@ -142,6 +141,7 @@ def report_markdown(
     info: RunInfo,
     figures: list[Figure] = (),
     paper: ReportSections | None = None,
+    plugin_blocks: list[str] = (),
 ) -> str:
     """Results and warnings first: what was run (its one caption), drops and doubts, the worst case, the
     experiment's findings and paper tables, every table, training curves, figures. Timings and provenance
@@ -164,10 +164,7 @@ def report_markdown(
         lines += [f + "\n" for f in paper.findings_markdown]
     if paper is not None and paper.tables:
         lines += ["", "## Paper tables", ""] + [t + "\n" for t in paper.tables]
-    if exp.experiment.report is not None and exp.experiment.report.preset == "vpc":
-        lines += ["", "## VoicePrivacy results summary", "", "As the challenge toolkits print it (also in "]
-        lines[-1] += "results_vpc.txt):"
-        lines += ["", "```", vpc_results_text(result.rows).rstrip("\n"), "```"]
+    lines += [line for block in plugin_blocks for line in ("", block)]  # each with its own heading
     pretrained = set(payload.get("pretrained") or {})
     attack = attack_tables(result.rows, marks=marks, pretrained=pretrained)
     if attack:

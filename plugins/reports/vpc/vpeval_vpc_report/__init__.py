@@ -1,0 +1,1 @@
+"""vpeval report plugin `vpc`: the VoicePrivacy toolkits' results files from a run's rows."""

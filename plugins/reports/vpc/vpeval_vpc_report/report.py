@@ -1,0 +1,37 @@
+"""The `vpc` report plugin: for an experiment with `report: {preset: vpc}`, results_vpc.txt, the toolkit's own
+results_summary files, and the summary in report.md."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from vpeval.api import Report, ReportSections
+from vpeval_vpc_report.results import toolkit_summaries, vpc_results_text
+
+
+class VpcReport(Report):
+    """The VoicePrivacy challenge's results layout: results_vpc.txt (EER by dataset, split, gender and trial
+    condition; WER; UAR) and, per `precomputed` vpc submission, the toolkit's own results_summary files."""
+
+    name = "vpc"
+
+    def run_outputs(self, exp, rows: list[dict[str, Any]]) -> ReportSections | None:
+        spec = exp.experiment.report
+        if spec is None or spec.preset != "vpc":
+            return None
+        summary = vpc_results_text(rows)
+        files = [("results_vpc.txt", summary)]
+        files += list(toolkit_summaries(exp, rows, datetime.today().strftime("%d-%m-%y_%H:%M")).items())
+        block = "\n".join(
+            [
+                "## VoicePrivacy results summary",
+                "",
+                "As the challenge toolkits print it (also in results_vpc.txt):",
+                "",
+                "```",
+                summary.rstrip("\n"),
+                "```",
+            ]
+        )
+        return ReportSections(files=files, tables=[block])
