@@ -50,12 +50,14 @@ def load(kind: str, model: str, normalize: str) -> Loaded:
             f"The {kind} frontend parameter model={model} holds a {found} model, not {model_type}; give {needs}."
         )
     import transformers
+    from huggingface_hub.errors import StrictDataclassError
 
     from vpeval.torchload import load_weights_only
 
     try:
         net = getattr(transformers, class_name).from_pretrained(str(path), local_files_only=True)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, TypeError, KeyError, StrictDataclassError) as exc:
+        # a config whose values have the wrong types or miss keys: the folder's fault, said in its words
         reason = str(exc).strip().splitlines()[0].rstrip(".") if str(exc).strip() else type(exc).__name__
         raise MissingModelError(f"The {kind} frontend could not read model={model} ({reason}); give {needs}.") from None
     except (pickle.UnpicklingError, EOFError, RuntimeError):
