@@ -147,7 +147,8 @@ def _toolkit_wer(folder: Path, whisper: Path, language: str) -> float:
     pipe = _toolkit_pipe(whisper)
     refs = dict(line.split(" ", 1) for line in (folder / "text").read_text().splitlines())
     wavs = dict(line.split(" ", 1) for line in (folder / "wav.scp").read_text().splitlines())
-    ids = list(wavs)
+    ids = [u for u in wavs if u in refs]  # it scores the utterances its `text` lists (here, not the VCTK ones)
+    assert ids, "the set has references"
     hyps = {}
     for start in range(0, len(ids), 8):  # eval_batchsize 8; every clip here is under 30 s
         part = ids[start : start + 8]
