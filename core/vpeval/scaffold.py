@@ -63,19 +63,18 @@ def compatible_range(version: str) -> str:
     return f">={major}.{minor},<{upper}"
 
 
+# How the README's experiment snippet names a plugin of each kind ($name: the plugin's name).
+USAGE = {
+    "anonymizer": "anonymizers: [{use: $name, params: {strength: 0.5}}]",
+    "attacker": "attackers: [{use: $name, train_on: original}]",
+    "frontend": "attackers: [{use: token-probe, frontend: {use: $name}}]",
+    "metric": "metrics: [$name]",
+    "corpus": "data: {corpus: {use: $name, params: {root: /path/to/speech}}}",
+    "executor": "executor: {use: $name}",
+    "report": "# installed report plugins are asked by `vpeval report RUNS --format md`: $name",
+}
+HELPER_USAGE = "# a helper plugin: pass `$name` where a plugin parameter names a $kind (e.g. WER's asr)"
+
+
 def _yaml_use(kind: str, name: str) -> str:
-    if kind == "anonymizer":
-        return f"anonymizers: [{{use: {name}, params: {{strength: 0.5}}}}]"
-    if kind == "attacker":
-        return f"attackers: [{{use: {name}, train_on: original}}]"
-    if kind == "frontend":
-        return f"attackers: [{{use: token-probe, frontend: {{use: {name}}}}}]"
-    if kind == "metric":
-        return f"metrics: [{name}]"
-    if kind == "corpus":
-        return f"data: {{corpus: {{use: {name}, params: {{root: /path/to/speech}}}}}}"
-    if kind == "executor":
-        return f"executor: {{use: {name}}}"
-    if kind == "report":
-        return f"# installed report plugins are asked by `vpeval report RUNS --format md`: {name}"
-    return f"# a helper plugin: pass `{name}` where a plugin parameter names a {kind} (e.g. WER's asr)"
+    return string.Template(USAGE.get(kind, HELPER_USAGE)).substitute(name=name, kind=kind)
