@@ -232,6 +232,7 @@ NEEDS = {
     "anonymizer:stream-voice-anon": {"pool": {"use": "synth"}},
     "attacker:fusion": {"attackers": [{"use": "ecapa"}, {"use": "ge2e"}]},
     "attacker:embedding-view": {"use": "ecapa"},
+    "asr:whisper-transformers": {"model_path": "exp/whisper-large-v3"},
 }
 
 

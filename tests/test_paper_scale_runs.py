@@ -448,12 +448,9 @@ def test_kaldi_trial_folders_splits_a_folder_into_enrollment_and_trials(tmp_path
 
 
 def test_seed003_table6_validates_with_its_inputs(seed003_figure7, tmp_path):
-    """Validated only: its emotion2vec+ indicator runs through FunASR, which is not installed here (the folder
-    below has emotion2vec+'s file names, nothing FunASR could load)."""
-    import torch
+    """Validated with a tiny random-weight emotion2vec+ folder in the released layout (model.pt, config.yaml,
+    tokens.txt), as lib/emotion2vec writes it for its own tests."""
+    from vpeval_emotion2vec.tiny import tiny_folder
 
-    folder = tmp_path / "emotion2vec_plus_large"
-    folder.mkdir()
-    torch.save({}, folder / "model.pt")
-    (folder / "config.yaml").write_text("model: Emotion2vec\n")
+    folder = tiny_folder(tmp_path / "emotion2vec_plus_large")
     validate("seed003-table6.yaml", {**seed003_figure7, "EMOTION2VEC": folder})

@@ -10,7 +10,9 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
+import soundfile
 
 from vpeval.errors import ConfigError, DataError
 from vpeval.safepath import PathProblem, regular_file, stat_regular
@@ -99,13 +101,15 @@ def test_an_experiment_file_of_many_megabytes_is_refused_unread(tmp_path):
 def test_fingerprint_and_scan_of_a_corpus_listing_a_fifo_or_device_do_not_hang(tmp_path):
     os.mkfifo(tmp_path / "pipe.wav")
     (tmp_path / "zero.wav").symlink_to("/dev/zero")
+    tone = np.sin(np.arange(8000) * 0.05).astype(np.float32) * 0.3  # one good file: a corpus of bad ones stops
+    soundfile.write(tmp_path / "good.wav", tone, 16000)
     script = textwrap.dedent(f"""
         from vpeval.data.fingerprint import corpus_fingerprint
         from vpeval.data.scan import scan_corpus
         from vpeval.types import Corpus, Utterance
 
         corpus = Corpus("c", [Utterance(name, "s1", {str(tmp_path)!r} + "/" + name) \
-for name in ("pipe.wav", "zero.wav")])
+for name in ("pipe.wav", "zero.wav", "good.wav")])
         for index in (None, {str(tmp_path / "index")!r}):
             corpus_fingerprint(corpus, index)
             _, skipped = scan_corpus(corpus, "skip", index)

@@ -37,9 +37,9 @@ class FusionParams(Params):
         0.3, gt=0.0, lt=1.0, description="Share of the training speakers held out to fit the fusion."
     )
     trials_per_speaker: int = Field(
-        20, ge=1, description="Same-speaker and different-speaker pairs drawn per held-out speaker (each)."
+        20, ge=1, le=100_000, description="Same-speaker and different-speaker pairs drawn per held-out speaker (each)."
     )
-    regularization: float = Field(1.0, gt=0.0, description="Inverse L2 strength C of the logistic regression.")
+    regularization: float = Field(1.0, gt=0.0, le=1e6, description="Inverse L2 strength C of the logistic regression.")
 
 
 class Fusion(Attacker):

@@ -61,10 +61,13 @@ class AttributeInferenceParams(AttributeParams):
         "on the evaluation speakers' original speech (evaluation).",
     )
     train_utterances: int = Field(
-        20, ge=1, description="fit_on train: at most this many utterances per training speaker (seeded choice)."
+        20,
+        ge=1,
+        le=100_000,
+        description="fit_on train: at most this many utterances per training speaker (seeded choice).",
     )
     folds: int = Field(5, ge=2, le=50, description="Speaker-disjoint folds of the evaluation speakers.")
-    regularization: float = Field(1.0, gt=0.0, description="Inverse L2 strength C of the logistic regression.")
+    regularization: float = Field(1.0, gt=0.0, le=1e6, description="Inverse L2 strength C of the logistic regression.")
     bootstrap: int = Field(200, ge=0, le=20_000, description="Speaker-level bootstrap replicates; 0 disables.")
     confidence: float = Field(0.95, gt=0.0, lt=1.0, description="Coverage of the percentile interval.")
 

@@ -40,10 +40,12 @@ class AttributeParams(Params):
         description="{use, params} of a corpus source (the experiment's own) whose declared speaker attributes "
         "(speaker_attributes(): synth with speaker_groups gives age and accent) give attributes.",
     )
-    bands: dict[str, list[float]] = Field(
+    bands: dict[str, list[Annotated[float, Field(ge=-1e9, le=1e9)]]] = Field(
         {}, description="attribute -> increasing band edges, for numeric attributes such as age."
     )
-    min_speakers: int = Field(5, ge=1, description="A group with fewer speakers gets no figure, only a reason.")
+    min_speakers: int = Field(
+        5, ge=1, le=100_000, description="A group with fewer speakers gets no figure, only a reason."
+    )
 
 
 def _gender_from_scores(scores: Scores | None) -> dict[str, str]:
