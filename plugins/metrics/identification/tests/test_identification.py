@@ -109,6 +109,7 @@ def test_beta_binomial_fit_matches_scipy(seed):
     n = 20
     ranks = stats.betabinom.rvs(n - 1, 0.6, 3.0, size=400, random_state=rng) + 1
     ours = beta_binomial(rank_counts(ranks, n))
+
     # scipy's default optimizer is unseeded differential evolution: seeded and run to a tight tolerance, the
     # reference is the same maximum-likelihood fit on every machine
     def optimizer(fun, bounds, *, integrality):
