@@ -17,12 +17,16 @@ results.json: a number quoted with d decimals matches a value that rounds to it 
 A default that changed after the run: every parameter that resolved.yaml recorded for a plugin and that the
 installed plugin now resolves differently from the same experiment file (another default, a parameter removed
 or added) must be named in a dated banner of the template (a quoted paragraph opening `> **Banner of
-YYYY-MM-DD`), or the run redone. Nested plugin specs inside a plugin's params are not resolved in
-resolved.yaml, so they are not compared.
+YYYY-MM-DD`), or the run redone. The plugins that a plugin names in its params (PluginRef fields: embedding-view's
+`use`, poolvc's `pool`, an encoder by name; and what those name) are not resolved in resolved.yaml, so
+<doc>.run/nested.yaml records them: each one's parameters as the installed code resolved them when the run was kept
+(`--record-nested <doc>`, right after the run). A nested parameter that the run did not set and that resolves
+otherwise now is a change like any other.
 
     python scripts/results_docs.py            # write every docs/results/<doc>.md that has a template
     python scripts/results_docs.py --check    # exit 1 when a document differs, a number is not in its results,
                                               # or a changed default is neither rerun nor bannered
+    python scripts/results_docs.py --record-nested DOC   # write DOC.run/nested.yaml (after keeping a run)
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ CODE_SPAN = re.compile(r"`[^`]*`")
 NUMBER = re.compile(r"(?<![\w.])(?<![A-Za-z]-)\d+(?:,\d{3})*(?:\.\d+)?(?![\w])")
 BANNER = re.compile(r"^> \*\*(?:[^*]*?)?[Bb]anner of \d{4}-\d{2}-\d{2}")
 NOT_REGENERABLE = "Tables not regenerable: results not kept"
+NESTED = "nested.yaml"
 KINDS = {"anonymizers": "anonymizer", "attackers": "attacker", "metrics": "metric", "frontend": "frontend"}
 
 
@@ -160,21 +165,19 @@ def _steps(section: str, resolved: dict, explicit: dict) -> list[tuple[str, str,
     return out
 
 
-def changed_defaults(run: Path) -> list[tuple[str, str, str, Any, Any]]:
-    """(where, plugin, parameter, recorded, now) for each parameter the installed plugins resolve otherwise
-    from the run's experiment file than resolved.yaml recorded ('absent' where one side has no such parameter)."""
-    from vpeval.params import validate_params
-    from vpeval.registry import get_plugin_manager
-    from vpeval.schema import Experiment
+def _run_files(run: Path) -> tuple[dict, dict]:
+    """(resolved.yaml, the kept experiment file with its variables substituted) of a kept run."""
     from vpeval.variables import substitute_variables
     from vpeval.yamlsource import load_yaml
 
     resolved = yaml.safe_load((run / "resolved.yaml").read_text(encoding="utf-8"))
     experiment = load_yaml(run / "experiment.yaml")
     substitute_variables(experiment)  # the run's --var values are the kept file's variable defaults
-    explicit = experiment.data
-    manager = get_plugin_manager()
-    changes = []
+    return resolved, experiment.data
+
+
+def plugin_steps(resolved: dict, explicit: dict) -> list[tuple[str, str, str, dict, dict]]:
+    """(where, kind, plugin name, params resolved.yaml recorded, params the file set) of every plugin of a run."""
     steps = [("data.corpus", "corpus", resolved["data"]["corpus"], explicit["data"]["corpus"])]
     steps = [(w, k, r["use"], r.get("params") or {}, (e if isinstance(e, dict) else {}).get("params") or {})
              for w, k, r, e in steps]  # fmt: skip
@@ -182,7 +185,21 @@ def changed_defaults(run: Path) -> list[tuple[str, str, str, Any, Any]]:
         for where, name, recorded, given in _steps(section, resolved, explicit):
             kind = "frontend" if where.endswith("frontend") else KINDS[section]
             steps.append((where, kind, name, recorded, given))
-    for where, kind, name, recorded, given in steps:
+    return steps
+
+
+def changed_defaults(run: Path) -> list[tuple[str, str, str, Any, Any]]:
+    """(where, plugin, parameter, recorded, now) for each parameter the installed plugins resolve otherwise
+    from the run's experiment file than resolved.yaml recorded ('absent' where one side has no such parameter),
+    then the same for the plugins that these name (changed_nested_defaults)."""
+    from vpeval.params import validate_params
+    from vpeval.registry import get_plugin_manager
+    from vpeval.schema import Experiment
+
+    resolved, explicit = _run_files(run)
+    manager = get_plugin_manager()
+    changes = []
+    for where, kind, name, recorded, given in plugin_steps(resolved, explicit):
         try:
             now = validate_params(manager.get(kind, name), given).model_dump(mode="json")
         except Exception as exc:  # a plugin gone, or a parameter the file sets that no longer validates
@@ -198,7 +215,84 @@ def changed_defaults(run: Path) -> list[tuple[str, str, str, Any, Any]]:
     for param, before in resolved["data"].items():
         if param != "corpus" and param not in explicit["data"] and data_now.get(param, "absent") != before:
             changes.append(("data", "vpeval", param, before, data_now.get(param, "absent")))
+    return changes + changed_nested_defaults(run)
+
+
+# -- the plugins that plugins name (nested.yaml) -----------------------------------------------------------
+
+
+def nested_plugins(run: Path) -> list[dict[str, Any]]:
+    """Each plugin that a plugin of the run names through a PluginRef field (and what that one names), as the
+    installed code resolves it from the params resolved.yaml recorded: where, kind, use, the params given to
+    it, and its params with every default filled in. A plugin whose recorded params no longer validate names
+    nothing here (changed_defaults reports that plugin itself)."""
+    from vpeval.params import validate_params
+    from vpeval.references import named_plugins
+    from vpeval.registry import get_plugin_manager
+
+    resolved, explicit = _run_files(run)
+    manager = get_plugin_manager()
+    found = []
+    for where, kind, name, recorded, _ in plugin_steps(resolved, explicit):
+        try:
+            named = named_plugins(manager, validate_params(manager.get(kind, name), recorded))
+        except Exception:  # noqa: BLE001 - changed_defaults reports this plugin's own change
+            continue
+        for nested_kind, nested_name, given in named:
+            entry = {"where": where, "kind": nested_kind, "use": nested_name, "given": given}
+            try:
+                entry["params"] = validate_params(manager.get(nested_kind, nested_name), given).model_dump(mode="json")
+            except Exception as exc:  # noqa: BLE001 - a nested plugin gone, or the params given to it refused
+                entry["params"] = f"fails: {str(exc).splitlines()[0]}"
+            found.append(entry)
+    return found
+
+
+def record_nested(run: Path) -> Path:
+    """Write run/nested.yaml, the nested plugins as the installed code resolves them: call it when the run is
+    kept, with the code that ran it."""
+    import datetime
+    import subprocess
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    header = (
+        f"# The plugins this run's plugins name, resolved by scripts/results_docs.py --record-nested on "
+        f"{datetime.date.today()}\n# (HEAD {commit or 'unknown'} and its working tree): what the check compares.\n"
+    )
+    path = run / NESTED
+    path.write_text(header + yaml.safe_dump(nested_plugins(run), sort_keys=False), encoding="utf-8")
+    return path
+
+
+def changed_nested_defaults(run: Path) -> list[tuple[str, str, str, Any, Any]]:
+    """(where, 'kind name', parameter, recorded, now) for each parameter of a nested plugin, not given to it,
+    that resolves otherwise now than nested.yaml recorded; a nested plugin named now and not then (or the
+    reverse) is a change of its own."""
+    path = run / NESTED
+    if not path.exists():
+        return [("(the run)", NESTED, "(the record)", "absent", "run scripts/results_docs.py --record-nested")]
+    recorded = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    now = nested_plugins(run)
+    changes: list[tuple[str, str, str, Any, Any]] = []
+    for i in range(max(len(recorded), len(now))):
+        before = recorded[i] if i < len(recorded) else None
+        after = now[i] if i < len(now) else None
+        if not (before and after and all(before[k] == after[k] for k in ("where", "kind", "use", "given"))):
+            one = before or after
+            changes.append((one["where"], "nested plugin", "(the plugin)", _named(before), _named(after)))
+            continue
+        plugin, old, new = f"{after['kind']} {after['use']}", before["params"], after["params"]
+        if not isinstance(old, dict) or not isinstance(new, dict):
+            changes += [(after["where"], plugin, "(the plugin)", old, new)] if old != new else []
+            continue
+        for param in sorted(set(old) | set(new)):
+            if param not in after["given"] and old.get(param, "absent") != new.get(param, "absent"):
+                changes.append((after["where"], plugin, param, old.get(param, "absent"), new.get(param, "absent")))
     return changes
+
+
+def _named(entry: dict | None) -> str:
+    return "absent" if entry is None else f"{entry['kind']} {entry['use']} given {entry['given']!r}"
 
 
 def banners(text: str) -> str:
@@ -230,6 +324,10 @@ def problems(template: Path) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    if "--record-nested" in argv:
+        for name in [a for a in argv if not a.startswith("--")]:
+            print(f"wrote {record_nested(RESULTS_DIR / (name + '.run'))}")
+        return 0
     check = "--check" in argv
     names = [a for a in argv if not a.startswith("--")]
     chosen = [t for t in templates() if not names or doc_of(t).stem in names or t.name in names]
