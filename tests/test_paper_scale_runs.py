@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from vpeval.cli import main
+from vpeval.testing.vpc_tree import IEMOCAP_EMOTIONS, add_iemocap
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_SCALE = ROOT / "experiments" / "paper-scale"
@@ -310,26 +311,6 @@ BASELINE_SUFFIXES = {
     "B5_SUFFIX": "_asrbn_hifigan_bn_tdnnf_wav2vec2_vq_48_v1",
     "B6_SUFFIX": "_asrbn_hifigan_bn_tdnnf_600h_vq_48_v1",
 }
-IEMOCAP_EMOTIONS = ("neu", "ang", "hap", "sad")  # utt2emo labels of VPC's IEMOCAP folders
-
-
-def add_iemocap(data: Path, suffix: str) -> None:
-    """IEMOCAP_dev / IEMOCAP_test (and their `suffix` copies) in VPC's layout (utt2emo, spk2fold over two
-    folds) over libri_{dev,test}_trials_mixed's speech under new ids: a stand-in with the toolkit's files."""
-    for source, target in (("libri_dev_trials_mixed", "IEMOCAP_dev"), ("libri_test_trials_mixed", "IEMOCAP_test")):
-        for copy in ("", suffix):
-            src, dst = data / (source + copy), data / (target + copy)
-            dst.mkdir()
-            for name in ("wav.scp", "utt2spk", "text"):
-                lines = [line.split(maxsplit=1) for line in (src / name).read_text().splitlines()]
-                if name == "utt2spk":
-                    lines = [[u, f"Ses_{s}"] for u, s in lines]
-                (dst / name).write_text("".join(f"iemo_{u} {v}\n" for u, v in lines))
-            genders = [line.split() for line in (src / "spk2gender").read_text().splitlines()]
-            (dst / "spk2gender").write_text("".join(f"Ses_{s} {g}\n" for s, g in genders))
-            utts = [line.split()[0] for line in (src / "utt2spk").read_text().splitlines()]
-            (dst / "utt2emo").write_text("".join(f"iemo_{u} {IEMOCAP_EMOTIONS[i % 4]}\n" for i, u in enumerate(utts)))
-            (dst / "spk2fold").write_text("".join(f"Ses_{s} {1 + i % 2}\n" for i, (s, _) in enumerate(genders)))
 
 
 @pytest.fixture(scope="module")

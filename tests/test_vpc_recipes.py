@@ -101,32 +101,16 @@ def test_vpc2026_track1_validates_on_a_tiny_asv_ssl_root(ssl_root):
     assert missing.exit_code == 2 and "WavLM-Large.pt" in missing.output, missing.output
 
 
-EMOTIONS = ("neu", "ang", "hap", "sad")  # utt2emo labels as VPC's IEMOCAP folders and the classifiers use them
-
-
 def with_iemocap(vpc_root: Path, root: Path, suffix: str = "_fast") -> Path:
-    """A copy of the VPC root with IEMOCAP_dev / IEMOCAP_test (and their anonymized copies) in VPC's layout:
-    utt2emo, spk2fold (two folds), text. The speech is libri_{dev,test}_trials_mixed's under new utterance
-    and speaker ids (a stand-in: the tiny classifiers' predictions mean nothing); exp/ is the same."""
+    """A copy of the VPC root with IEMOCAP_dev / IEMOCAP_test stand-ins (vpeval.testing.vpc_tree.add_iemocap);
+    exp/ is the same."""
     import shutil
+
+    from vpeval.testing.vpc_tree import add_iemocap
 
     shutil.copytree(vpc_root / "data", root / "data")
     (root / "exp").symlink_to(vpc_root / "exp", target_is_directory=True)
-    for source, target in (("libri_dev_trials_mixed", "IEMOCAP_dev"), ("libri_test_trials_mixed", "IEMOCAP_test")):
-        speakers = sorted({line.split()[1] for line in (root / "data" / source / "utt2spk").read_text().splitlines()})
-        for copy in ("", suffix):
-            src, dst = root / "data" / (source + copy), root / "data" / (target + copy)
-            dst.mkdir()
-            for name in ("wav.scp", "utt2spk", "text"):
-                lines = [line.split(maxsplit=1) for line in (src / name).read_text().splitlines()]
-                if name == "utt2spk":
-                    lines = [[u, f"Ses_{s}"] for u, s in lines]
-                (dst / name).write_text("".join(f"iemo_{u} {v}\n" for u, v in lines))
-            genders = [line.split() for line in (src / "spk2gender").read_text().splitlines()]
-            (dst / "spk2gender").write_text("".join(f"Ses_{s} {g}\n" for s, g in genders))
-            utts = [line.split()[0] for line in (src / "utt2spk").read_text().splitlines()]
-            (dst / "utt2emo").write_text("".join(f"iemo_{u} {EMOTIONS[i % 4]}\n" for i, u in enumerate(utts)))
-            (dst / "spk2fold").write_text("".join(f"Ses_{s} {1 + i % 2}\n" for i, s in enumerate(speakers)))
+    add_iemocap(root / "data", suffix)
     return root
 
 

@@ -97,3 +97,27 @@ def build_vpc_tree(root: Path, suffix: str = "_fast", train_per_speaker: int = 3
                 gender = {"f": "f", "m": "m"}.get(name.rsplit("_", 1)[1])
                 (data / folder / "trials").write_text(_trials(folders[enroll_name], utterances, gender))
     return data
+
+
+IEMOCAP_EMOTIONS = ("neu", "ang", "hap", "sad")  # utt2emo labels as VPC's IEMOCAP folders and the classifiers use them
+
+
+def add_iemocap(data: Path, suffix: str = "_fast") -> Path:
+    """IEMOCAP_dev / IEMOCAP_test (and their `suffix` copies) in VPC's layout (utt2emo, spk2fold over two folds,
+    speakers numbered in sorted order) over libri_{dev,test}_trials_mixed's speech under new utterance and speaker
+    ids: a stand-in with the toolkit's files (tiny classifiers' predictions on it mean nothing). Returns `data`."""
+    for source, target in (("libri_dev_trials_mixed", "IEMOCAP_dev"), ("libri_test_trials_mixed", "IEMOCAP_test")):
+        for copy in ("", suffix):
+            src, dst = data / (source + copy), data / (target + copy)
+            dst.mkdir()
+            for name in ("wav.scp", "utt2spk", "text"):
+                lines = [line.split(maxsplit=1) for line in (src / name).read_text().splitlines()]
+                if name == "utt2spk":
+                    lines = [[u, f"Ses_{s}"] for u, s in lines]
+                (dst / name).write_text("".join(f"iemo_{u} {v}\n" for u, v in lines))
+            genders = sorted(line.split() for line in (src / "spk2gender").read_text().splitlines())
+            (dst / "spk2gender").write_text("".join(f"Ses_{s} {g}\n" for s, g in genders))
+            utts = [line.split()[0] for line in (src / "utt2spk").read_text().splitlines()]
+            (dst / "utt2emo").write_text("".join(f"iemo_{u} {IEMOCAP_EMOTIONS[i % 4]}\n" for i, u in enumerate(utts)))
+            (dst / "spk2fold").write_text("".join(f"Ses_{s} {1 + i % 2}\n" for i, (s, _) in enumerate(genders)))
+    return data
