@@ -1,5 +1,5 @@
 """The `vpc` report plugin: for an experiment with `report: {preset: vpc}`, results_vpc.txt, the toolkit's own
-results_summary files, and the summary in report.md."""
+results_summary files (2026 Track 2: result_for_rank and its CSVs, track2.py), and the summary in report.md."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from vpeval.api import Report, ReportSections
 from vpeval_vpc_report.results import toolkit_summaries, vpc_results_text
+from vpeval_vpc_report.track2 import track2_summaries
 
 
 class VpcReport(Report):
@@ -22,7 +23,9 @@ class VpcReport(Report):
             return None
         summary = vpc_results_text(rows)
         files = [("results_vpc.txt", summary)]
-        files += list(toolkit_summaries(exp, rows, datetime.today().strftime("%d-%m-%y_%H:%M")).items())
+        time = datetime.today().strftime("%d-%m-%y_%H:%M")
+        track2 = exp.corpus.params.get("challenge") == "2026-track2"  # its own layout (track2.py)
+        files += list((track2_summaries if track2 else toolkit_summaries)(exp, rows, time).items())
         block = "\n".join(
             [
                 "## VoicePrivacy results summary",
