@@ -62,7 +62,19 @@ class AsvParams(Params):
         65000, ge=1, le=10_000_000, description="Batches per half cycle of the cyclic schedule."
     )
     final_lr: float = Field(1e-4, ge=0.0, le=1.0, description="Last-epoch learning rate of the linear schedule.")
+    max_grad_norm: float | None = Field(
+        None,
+        gt=0.0,
+        le=1e6,
+        description="Clip the gradient of the network and classifier together to this L2 norm before each step "
+        "(speechbrain's Brain clips at 5.0, so VoicePrivacy's training does); null: no clipping.",
+    )
     crop_seconds: float = Field(3.0, ge=0.2, le=60.0, description="Length of the random training crops (seconds).")
+    drop_short: bool = Field(
+        False,
+        description="Leave utterances shorter than one crop out of training (VoicePrivacy's data preparation lists "
+        "no segment for them); false: each gives one crop, its audio repeated to fill it.",
+    )
 
     # -- validation and early stopping -----------------------------------------------------
     validation_share: float = Field(
@@ -84,6 +96,11 @@ class AsvParams(Params):
         description="Stop after this many epochs without a lower validation EER; null never stops early.",
     )
     min_epochs: int = Field(2, ge=1, le=10_000, description="Epochs trained before early stopping may stop.")
+    keep_epoch: Literal["best", "last"] = Field(
+        "best",
+        description="The weights kept after training: best, those of the epoch with the lowest validation EER; "
+        "last, the last epoch's (what VoicePrivacy's evaluation loads: scan_checkpoint's highest CKPT+<epoch>).",
+    )
     init_from: str | None = Field(
         None, description="Checkpoint folder (or its embedding_model.pt) to fine-tune from instead of random weights."
     )

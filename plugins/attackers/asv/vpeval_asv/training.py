@@ -1,7 +1,7 @@
 """The training loop shared by the ECAPA and x-vector attackers.
 
 Speaker classification on random crops, AdamW, the recipe's learning-rate schedule, validation EER
-after each epoch, early stopping, and the best epoch's weights kept.
+after each epoch, early stopping, and the best epoch's weights kept (or the last: keep_epoch).
 
 Training audio streams from disk: each step's crops are read (only their frames) by DataLoader workers
 (vpeval_torch.crops), so memory does not grow with the corpus. The network trains on the run's device,
@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from vpeval.api import PluginContext
+from vpeval.errors import DataError
 from vpeval.types import Utterance
 from vpeval_asv.audio import AudioCache, crops_per_utterance
 from vpeval_asv.embedding import Embedder
@@ -101,7 +102,12 @@ def _train(
     config = embedder.config
     device = embedder.device
     speakers = sorted({u.speaker for u in utterances})
-    segments = crop_segments(utterances, {s: i for i, s in enumerate(speakers)}, params.crop_seconds)
+    segments = crop_segments(utterances, {s: i for i, s in enumerate(speakers)}, params.crop_seconds, params.drop_short)
+    if not segments:
+        raise DataError(
+            f"{name}: no training utterance is as long as one crop ({params.crop_seconds} s) and drop_short is set; "
+            "give longer training speech, a shorter crop_seconds or drop_short: false."
+        )
     crop_seed = context.torch_seed(name, "crops")
     workers = _loader_workers(params, context)
     validation_audio = AudioCache(config.sample_rate, params.audio_cache_mb)
@@ -111,8 +117,9 @@ def _train(
         classifier = SpeakerClassifier(params.loss, config.embedding_dim, len(speakers), params.margin, params.scale)
     classifier = classifier.to(device)
     model = embedder.model
+    trainable = list(model.parameters()) + list(classifier.parameters())
     optimizer = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}[params.optimizer](
-        list(model.parameters()) + list(classifier.parameters()), lr=params.lr, weight_decay=params.weight_decay
+        trainable, lr=params.lr, weight_decay=params.weight_decay
     )
     # fp16 gradients underflow without loss scaling; bf16 and fp32 need none (the scaler is then a no-op)
     scaler = torch.amp.GradScaler(device.split(":", 1)[0], enabled=context.on_gpu and context.precision == "fp16")
@@ -167,6 +174,9 @@ def _train(
                 loss = classifier(model(feats), labels)
             optimizer.zero_grad()
             scaler.scale(loss).backward()
+            if params.max_grad_norm is not None:  # as speechbrain's Brain.optimizers_step: unscale, clip, step
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(trainable, params.max_grad_norm)
             scaler.step(optimizer)
             scaler.update()
             losses.append(loss.item())
@@ -187,7 +197,7 @@ def _train(
             record.seconds,
         )
         keep, stop = stopping.update(epoch, eer)
-        if keep:
+        if keep or params.keep_epoch == "last":
             best_state = copy.deepcopy(model.state_dict())
             result.best_epoch = epoch
         if stop:
@@ -200,15 +210,22 @@ def _train(
     return result
 
 
-def crop_segments(utterances: Sequence[Utterance], label_of: dict[str, int], crop_seconds: float) -> list:
-    """One CropItem per crop-length stretch of each utterance (the recipe's segment list).
+def crop_segments(
+    utterances: Sequence[Utterance], label_of: dict[str, int], crop_seconds: float, drop_short: bool = False
+) -> list:
+    """One CropItem per crop-length stretch of each utterance (the recipe's segment list); an utterance
+    shorter than a crop gives one (repeated to fill it), or none with `drop_short` (as VoicePrivacy's
+    prepare_csv, whose _get_chunks lists int(duration / crop) chunks).
 
     Files are described by path, label and length (declared, else the header): no sample is read here.
     """
     from vpeval_torch.crops import crop_items
 
     files = crop_items(utterances, [label_of[u.speaker] for u in utterances])
-    return [f for f in files for _ in range(crops_per_utterance(f.frames / f.sample_rate, crop_seconds))]
+    counts = [crops_per_utterance(f.frames / f.sample_rate, crop_seconds) for f in files]
+    if drop_short:
+        counts = [int(f.frames / f.sample_rate / crop_seconds) for f in files]
+    return [f for f, count in zip(files, counts) for _ in range(count)]
 
 
 def epoch_loader(

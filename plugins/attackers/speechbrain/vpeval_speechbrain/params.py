@@ -79,6 +79,21 @@ class SpeechBrainTrainParams(SpeechBrainParams):
     validation_share: float = Field(
         0.1, ge=0.0, lt=1.0, description="Share of each training speaker's utterances held out for validation."
     )
+    max_grad_norm: float | None = Field(
+        5.0,
+        gt=0.0,
+        le=1e6,
+        description="Gradient clipping (L2 norm) before each step: speechbrain's Brain default, which the toolkit's "
+        "training runs with; null: none.",
+    )
+    drop_short: bool = Field(
+        True, description="Utterances shorter than a crop are left out, as the toolkit's prepare_csv; false: repeated."
+    )
+    keep_epoch: Literal["best", "last"] = Field(
+        "last",
+        description="last: the last epoch's weights, as the toolkit's evaluation loads its highest CKPT+<epoch>; "
+        "best: the epoch of the lowest validation EER.",
+    )
 
     def recipe_value(self, name: str):
         """The field's value, or the recipe's where the field is null."""

@@ -111,6 +111,9 @@ def _trainer_params(model: SpeechBrainModel, params: SpeechBrainTrainParams, nam
         "crop_seconds": params.crop_seconds,
         "patience": params.patience,
         "validation_share": params.validation_share,
+        "max_grad_norm": params.max_grad_norm,
+        "keep_epoch": params.keep_epoch,
+        "drop_short": params.drop_short,
     }
     if model.architecture == "ecapa":
         recipe = {
