@@ -48,7 +48,7 @@ def tokens(text: str) -> list[str]:
 def plain_tokens(text: str) -> list[str]:
     """VPC 2024's plain_text_key (evaluation/utility/asr/speechbrain_asr/inference.py, 400de3a): the text as
     written, stripped and split at single spaces (no case folding, punctuation kept; two spaces make an empty
-    token, an empty text one empty token)."""
+    token, an empty text one empty token, which errors() counts as no reference word, as SpeechBrain does)."""
     return text.strip().split(" ")
 
 
@@ -56,7 +56,9 @@ def errors(reference: str, hypothesis: str, rules: str = "vpc2026") -> tuple[int
     """(edit distance, reference tokens) of one utterance under the toolkit's tokens (rules: vpc2026 or vpc2024)."""
     split = plain_tokens if rules == "vpc2024" else tokens
     ref, hyp = split(reference), split(hypothesis)
-    return Levenshtein.distance(ref, hyp), len(ref)
+    # SpeechBrain's ErrorRateStats (the toolkits' scorer, 1.1.2 here) counts a reference whose first token is ""
+    # as no tokens, its edits still counted: VPC 2024's empty reference (a `text` line with the id alone).
+    return Levenshtein.distance(ref, hyp), 0 if not ref or ref[0] == "" else len(ref)
 
 
 def set_language(name: str) -> str | None:

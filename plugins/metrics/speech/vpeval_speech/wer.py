@@ -60,7 +60,9 @@ class WER(Metric):
             description="How texts become tokens: vpeval (numbers to words, see vpeval_speech.normalize), vpc2026 "
             "(the VoicePrivacy 2026 toolkit's Track 2 rules: lowercase, its punctuation removed, words; a text "
             "with Chinese characters scored per character, CER; empty references count insertions) or vpc2024 "
-            "(VoicePrivacy 2024's evaluate_asr: the reference and the ASR's text as written, split at spaces).",
+            "(VoicePrivacy 2024's evaluate_asr: the reference and the ASR's text as written, split at spaces). A "
+            "`text` line with the utterance id alone is scored by vpc2024 / vpc2026 as the toolkits score it (no "
+            "reference word, the hypothesis' words as edits), skipped by vpeval (skipped_empty_reference).",
         )
         sets: list[str] = Field(
             default_factory=list,
@@ -91,7 +93,12 @@ class WER(Metric):
             raise MetricInputError(
                 "The wer metric needs evaluation speech (MetricInputs.original is empty): run it as a speech metric."
             )
-        references = {u.id: u.transcript for u in inputs.original if u.transcript}
+        # A `text` line with the utterance id alone (transcript "") is a reference to the toolkits: their
+        # read_kaldi_format keeps it with the value "" and their compute_wer scores it (VPC 2024: one empty
+        # token; VPC 2026: no token, the hypothesis' words insertions). vpeval's own normaliser skips it,
+        # counted as skipped_empty_reference. Blank lines are no utterance to either (the reader drops them).
+        toolkit = self.params.normaliser != "vpeval"
+        references = {u.id: u.transcript for u in inputs.original if u.transcript or (toolkit and u.transcript == "")}
         if not references:
             raise MetricInputError(
                 f"No utterance of corpus {inputs.original.name} has a transcript, so wer has no reference: add "
@@ -172,8 +179,11 @@ class WER(Metric):
             set_of.update(dict.fromkeys(ids, name or ""))
         for utterance in corpus:
             reference = references.get(utterance.id)
-            if not reference or utterance.id not in set_of:
-                no_transcript += 0 if utterance.transcript else 1  # not sampled (or in no set) is not missing
+            if reference is None or utterance.id not in set_of:
+                if utterance.transcript == "" and not toolkit:  # listed in `text` with no words
+                    empty_reference += 1
+                elif not utterance.transcript:  # not sampled (or in no set) is not missing
+                    no_transcript += 1
                 continue
             hypothesis = hypotheses[utterance.id]
             if not toolkit:
@@ -196,7 +206,8 @@ class WER(Metric):
             counted = [vpc_text.errors(r, h, self.params.normaliser) for r, h in zip(refs, hyps)]
             errors = np.array([e for e, _ in counted], dtype=np.float64)
             words = np.array([w for _, w in counted], dtype=np.float64)
-            empty_reference = int((words == 0).sum())  # kept: their hypothesis tokens are insertions
+            # kept, as the toolkit keeps them: no words (VPC 2024: one empty token) against the hypothesis'
+            scored_empty = sum(1 for r, w in zip(refs, words) if w == 0 or not r.strip())
         else:
             measures = jiwer.process_words(refs, hyps)
             errors, words = utterance_errors(measures)
@@ -205,10 +216,10 @@ class WER(Metric):
             "asr": asr_label,
             "normaliser": NORMALISERS[self.params.normaliser],
             "skipped_no_transcript": no_transcript,
-            "skipped_empty_reference": 0 if toolkit else empty_reference,
+            "skipped_empty_reference": empty_reference,
         }
         if toolkit:
-            common["empty_references_scored"] = empty_reference
+            common["empty_references_scored"] = scored_empty
         speakers_array, gender_array = np.array(speakers), np.array([g or "" for g in utterance_genders])
         results = [self.result(errors, words, speakers_array, "all", common, measures)]
         for gender in ("f", "m"):
@@ -278,7 +289,7 @@ class WER(Metric):
         if hasattr(asr, "read"):  # an ASR that reads files itself (as its toolkit does) keys on how it reads
             identity["reading"] = asr.reading
         settings = json.dumps({**identity, "seed": self.context.seed}, sort_keys=True)
-        wanted: list[Utterance] = [u for u in corpus if references.get(u.id)]
+        wanted: list[Utterance] = [u for u in corpus if references.get(u.id) is not None]
 
         def text_of(utterance: Utterance) -> str:
             key = cache_key(file_hash(utterance.path), utterance.channel, settings)
