@@ -5,8 +5,11 @@ and its published result_for_rank_BM1. vpeval's rows carrying the same numbers m
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
+
+import pytest
 
 from vpeval_vpc_report.report import VpcReport
 from vpeval_vpc_report.track2 import track2_summaries
@@ -30,12 +33,12 @@ def _eer_rows(sets: dict, attacker: str, scenario: str) -> list[dict]:
     return rows
 
 
-def vpeval_rows(langs=("en", "de", "fr", "es")) -> list[dict]:
+def vpeval_rows(langs=("en", "de", "fr", "es"), semi="asv_anon_{lang}") -> list[dict]:
     """The rows a vpeval run of experiments/vpc2026-track2.yaml gives for inputs.json's numbers."""
     pre = {d: v for d, v in INPUTS["asv_pre"].items() if d.split("_")[0] in langs}
     rows = _eer_rows(pre, "asv_ssl", "original")
     for lang in langs:
-        rows += _eer_rows(INPUTS["asv_post"][lang]["sets"], f"asv_anon_{lang}", "anonymized")
+        rows += _eer_rows(INPUTS["asv_post"][lang]["sets"], semi.format(lang=lang), "anonymized")
     for dataset, values in INPUTS["asr"].items():
         if dataset.split("_")[0] in langs:
             for speech, value in zip(("original", "BM1"), values, strict=True):
@@ -124,3 +127,43 @@ def test_the_report_writes_track2_files_and_not_track1s():
     paths = [path for path, _ in sections.files]
     assert "results_vpc.txt" in paths and "results_summary/track2/result_for_rank_BM1" in paths
     assert not any(p.startswith("results_summary/eval_anon") for p in paths)  # Track 1's layout
+
+
+def test_four_one_language_runs_merge_into_the_toolkits_files(tmp_path):
+    """experiments/vpc2026-track2.yaml run once per language (each run's semi-informed attacker is `asv_anon`):
+    track2_merge reads the four run folders and writes the toolkit's files for all of them, byte for byte."""
+    import yaml
+
+    from vpeval_vpc_report.track2_merge import main
+
+    runs = []
+    for lang in ("fr", "en", "es", "de"):  # any order: the files follow the toolkit's
+        folder = tmp_path / f"run-{lang}"
+        folder.mkdir()
+        resolved = {
+            "data": {"corpus": {"params": {"challenge": "2026-track2", "datasets": [f"{lang}_dev", f"{lang}_test"]}}},
+            "anonymizers": [{"label": "BM1", "chain": [{"use": "precomputed", "params": {"vpc": {"suffix": "_BM1"}}}]}],
+            "attackers": [
+                {"label": "asv_ssl", "use": "speechbrain", "params": {}, "train_on": "original"},
+                {"label": "asv_anon", "use": "speechbrain-train", "train_on": "anonymized",
+                 "params": {"epochs": INPUTS["asv_post"][lang]["epochs"]}},
+            ],
+        }  # fmt: skip
+        (folder / "resolved.yaml").write_text(yaml.safe_dump(resolved))
+        (folder / "results.json").write_text(json.dumps({"rows": vpeval_rows((lang,), semi="asv_anon")}))
+        runs.append(str(folder))
+    main([*runs, "--output", str(tmp_path / "merged")])
+    for path in (TOOLKIT / "exp").rglob("*"):
+        if path.is_file():
+            mine = (tmp_path / "merged" / path.relative_to(TOOLKIT / "exp")).read_text()
+            expected = path.read_text().replace(INPUTS["time"], "TIME")
+            assert re.sub(r"Time: \S+ ----", "Time: TIME ----", mine) == expected, path
+
+
+def test_a_language_in_two_runs_is_refused(tmp_path):
+    from vpeval_vpc_report.track2_merge import merge
+
+    run = (experiment(("de",)), vpeval_rows(("de",), semi="asv_anon"))
+    run[0].attackers = [SimpleNamespace(label="asv_anon", train_on="anonymized", plugin=SimpleNamespace(params={}))]
+    with pytest.raises(SystemExit, match="both evaluate de"):
+        merge([run, run])
