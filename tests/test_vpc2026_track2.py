@@ -1,5 +1,6 @@
 """experiments/vpc2026-track2.yaml on a tree in the VPC 2026 toolkit's Track 2 layout (data/de_dev_enrolls,
-de_dev_trials_mixed, the whole-set folders de_dev / de_test that the toolkit's ASR scores, train_german,
+de_dev_trials_mixed (also the toolkit's ASR set: its de_dev_asr joins the trial folders), the whole-set folders
+de_dev / de_test, train_german,
 emodata_track2_dev / _test, their `_fast` "submission" copies; exp/asv_ssl, exp/openai/whisper-large-v3 and
 exp/ser_emotion2vec as tiny random-weight models). The
 speech is vpeval.testing.vpc_tree's small real recordings under Track 2's folder names; the numbers mean
@@ -119,7 +120,7 @@ def test_track2_validates_and_names_everything_missing_at_once(track2_root, tmp_
                   "SUFFIX=_fast", *FAST)  # fmt: skip
     assert english.exit_code == 2
     wanted = ("en_dev_enrolls", "en_dev_trials_mixed", "en_test_enrolls", "train_english", "en_dev_enrolls_fast")
-    for folder in (*wanted, "data/en_dev, ", "data/en_test have no `text`"):
+    for folder in (*wanted, "data/en_dev_trials_mixed, ", "data/en_test_trials_mixed have no `text`"):
         assert folder in english.output, english.output
     # An empty root: the data folder, asv_ssl and the Whisper folder, each in a sentence, before anything loads.
     (tmp_path / "data").mkdir()
@@ -175,7 +176,7 @@ def _toolkit_pipe(whisper: Path):
 @pytest.mark.slow
 def test_track2_german_runs_end_to_end(track2_root, tmp_path):
     """The German evaluation on CPU: asv_ssl (O-O, O-A), asv_anon fine-tuned on the anonymized train_german (A-A),
-    EER per de dev / test on the mixed trials, and WER per whole-set folder equal to the toolkit's."""
+    EER per de dev / test on the mixed trials, WER per trial folder equal to the toolkit's, and its Track 2 files."""
     import json
 
     root, wavlm = track2_root
@@ -195,7 +196,31 @@ def test_track2_german_runs_end_to_end(track2_root, tmp_path):
         if r["metric"] == "wer" and "dataset" in r["details"]
     }
     whisper = root / "exp" / "openai" / "whisper-large-v3"
+    toolkit = {}
     for dataset in ("de_dev", "de_test"):
-        assert wer["original", dataset] == pytest.approx(_toolkit_wer(root / "data" / dataset, whisper, "de"), abs=1e-9)
-        anon = _toolkit_wer(root / "data" / f"{dataset}_fast", whisper, "de")
-        assert wer["submission", dataset] == pytest.approx(anon, abs=1e-9)
+        folder = f"{dataset}_trials_mixed"  # the toolkit's ASR set (<dataset>_asr joins the trial folders)
+        toolkit["original", dataset] = _toolkit_wer(root / "data" / folder, whisper, "de")
+        toolkit["anon", dataset] = _toolkit_wer(root / "data" / f"{folder}_fast", whisper, "de")
+        assert wer["original", folder] == pytest.approx(toolkit["original", dataset], abs=1e-9)
+        assert wer["submission", folder] == pytest.approx(toolkit["anon", dataset], abs=1e-9)
+    # The toolkit's Track 2 files beside vpeval's: the ASR block carries those WERs at 3 decimals, the ASV_eval
+    # block asv_ssl's A-A EER per set, result_for_rank both parts (plugins/reports/vpc tests their layout).
+    summary = out / "results_summary"
+    orig = (summary / "eval_orig_fast" / "results_orig.txt").read_text()
+    asr = [line.split() for line in orig.split("---- ASR results ----\n")[1].splitlines()[1:]]
+    assert {(c[1] + "_" + c[2], c[3]): float(c[4]) for c in asr} == {
+        (d, s): round(v, 3) for (s, d), v in toolkit.items()
+    }
+    asv = [line.split() for line in orig.split("---- ASV_eval results ----\n")[1].split("\n\n")[0].splitlines()[1:]]
+    eer = {
+        r["dataset"]: round(r["value"], 3)
+        for r in rows
+        if r["metric"] == "eer" and r["attacker"] == "asv_ssl" and r["protocol"] == "A-A" and r["gender"] == "all"
+        and r.get("dataset")
+    }  # fmt: skip
+    assert {c[1] + "_" + c[2]: float(c[6]) for c in asv} == eer
+    post = (summary / "track2" / "eval_anon_1_de_fast" / "results_anon.txt").read_text()
+    rank = (summary / "track2" / "result_for_rank_fast").read_text()
+    assert rank == orig + "\n" + post + "\n"
+    for name in ("asr", "ser", "asv"):
+        assert (summary / "track2" / f"{name}_results_fast.csv").is_file()
