@@ -105,7 +105,8 @@ def test_same_file_same_numbers_without_cache(tmp_path, fake_plugins):
 
 
 def test_interrupted_run_resumes_with_the_same_numbers(tmp_path, fake_plugins, monkeypatch):
-    reference = run(tmp_path / "ref")
+    one = EXPERIMENT + "workers: 1\n"  # in this process, where the patched anonymize counts its calls
+    reference = run(tmp_path / "ref", one)
     original = fake_plugins.FakeShift.anonymize
     count = {"n": 0}
 
@@ -117,12 +118,12 @@ def test_interrupted_run_resumes_with_the_same_numbers(tmp_path, fake_plugins, m
 
     monkeypatch.setattr(fake_plugins.FakeShift, "anonymize", dies_midway)
     with pytest.raises(KeyboardInterrupt):
-        run(tmp_path / "resume")
+        run(tmp_path / "resume", one)
     partial = list((tmp_path / "resume" / "cache" / "anonymize").rglob("*.wav"))
     assert len(partial) == 9, "finished utterances survive the interruption"
     monkeypatch.setattr(fake_plugins.FakeShift, "anonymize", original)
     before = fake_plugins.CALLS["anonymize"]
-    resumed = run(tmp_path / "resume")
+    resumed = run(tmp_path / "resume", one)
     assert values(resumed) == values(reference)
     total = sum(
         len(p.read_text().splitlines()) for p in (tmp_path / "ref" / "cache" / "anonymize").rglob("manifest.jsonl")

@@ -16,6 +16,7 @@ torch is imported only where a GPU question is asked; nothing here starts CUDA.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from contextlib import AbstractContextManager, nullcontext
@@ -26,6 +27,11 @@ PRECISIONS = ("fp32", "bf16", "fp16")
 _DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 
 
+def available_cores() -> int:
+    """The cores this process may run on (its affinity: taskset, a cgroup's cpuset), the runs' default `workers`."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 _GPU_NODES = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/kfd")  # NVIDIA's driver, AMD's ROCm
 
 
@@ -33,8 +39,6 @@ def cuda_device_count() -> int:
     """How many GPUs torch sees here (0 without torch, or without CUDA); does not initialise CUDA.
 
     A machine without a GPU driver answers without importing torch, so `vpeval validate` stays quick."""
-    import os
-
     if not any(os.path.exists(node) for node in _GPU_NODES):
         return 0
     try:

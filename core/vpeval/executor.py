@@ -18,7 +18,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from typing import Any
@@ -174,8 +174,3 @@ class LocalExecutor:
             pool.shutdown()
         finally:
             _TASK = None
-
-
-def consume(results: Iterable[Any]) -> None:
-    for _ in results:
-        pass

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from vpeval.device import DEVICE_PATTERN
+from vpeval.device import DEVICE_PATTERN, available_cores
 from vpeval.report_spec import ReportSpec
 from vpeval.settings import EnrollSizes, PlanSettings, Seed, SplitSettings, StrictModel, non_empty_distinct
 
@@ -186,7 +186,7 @@ class Experiment(Strict):
     )
     threads: int = Field(default=1, ge=1, le=1024, description="CPU threads for torch and numerical libraries")
     workers: int = Field(
-        default=1, ge=1, le=1024, description="worker processes for per-utterance stages (anonymization)"
+        default_factory=available_cores, ge=1, le=1024, description="processes or threads for per-item work (all cores)"
     )
     device: str = Field(
         default="auto",

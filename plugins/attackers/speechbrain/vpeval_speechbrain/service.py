@@ -1,9 +1,10 @@
 """Embedding utterances with a SpeechBrain folder inside a run: the content cache, the CPU workers, GPU batches.
 
 Utterances of similar length run in batches in this process: packed (vpeval_torch.packed) wherever the
-folder's network maps onto it, every released ECAPA and x-vector folder does, on the CPU with every core
-the run has as torch threads; padded on a GPU otherwise (forked workers cannot share CUDA). With
-batch_size 1, or a folder that does not map onto the packed path, the CPU embeds every utterance alone
+folder's network maps onto it, every released ECAPA and x-vector folder does, on the CPU with the run's
+workers as threads that each embed whole buckets (the same numbers at any core count); padded on a GPU
+otherwise (forked workers cannot share CUDA). With batch_size 1, or a folder that does not map onto the
+packed path, the CPU embeds every utterance alone
 (VoicePrivacy's encode_batch call) in the run's workers. Results are kept per audio content under an
 identity made of the folder's file contents, this code, the parameters and, off the CPU's fp32, the
 device and precision.
@@ -15,7 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from vpeval.audio import read_audio
 from vpeval.content_cache import ContentCache, cached_map, identity_digest, source_digest
@@ -26,6 +26,7 @@ from vpeval_speechbrain.embedding import Embedder, toolkit_resample, vpc_wavefor
 from vpeval_speechbrain.params import SpeechBrainParams
 from vpeval_speechbrain.paths import model_folder
 from vpeval_speechbrain.ssl import WAVLM_FILE, is_ssl_folder
+from vpeval_torch.threads import thread_map
 
 GPU_CHUNK = 512  # utterances loaded into memory at a time on the GPU path
 
@@ -146,18 +147,21 @@ class FolderEmbeddings:
         else:  # asv_ssl on a GPU
             groups = [missing[start : start + GPU_CHUNK] for start in range(0, len(missing), GPU_CHUNK)]
         self.context.apply_threads()
-        threads = torch.get_num_threads()
-        if not self.context.on_gpu:  # the workers' cores go to this process's torch threads
-            torch.set_num_threads(max(1, self.context.threads, self.context.workers))
-        try:
-            for group in self.context.progress(groups, total=len(groups), description=description):
-                vectors = self._vectors([self._load(utterances[i]) for i in group])
-                for i, vector in zip(group, vectors):
-                    out[i] = vector
-                    if cache is not None:
-                        cache.put(utterances[i], vector)
-        finally:
-            torch.set_num_threads(threads)
+        if self._embedder is not None and self._embedder.packs:
+            self._embedder.packed_network()  # laid out once here, not by each thread
+
+        def embed(group: list[int]) -> np.ndarray:
+            return self._vectors([self._load(utterances[i]) for i in group])
+
+        # On the CPU the run's workers are threads, each embedding whole buckets at the run's torch thread
+        # count: the numbers of any core count (vpeval_torch.threads). A GPU runs one bucket at a time.
+        workers = 1 if self.context.on_gpu else self.context.workers
+        done = thread_map(embed, groups, workers, max(1, self.context.threads))
+        for group, vectors in zip(groups, self.context.progress(done, total=len(groups), description=description)):
+            for i, vector in zip(group, vectors):
+                out[i] = vector
+                if cache is not None:
+                    cache.put(utterances[i], vector)
         return out  # type: ignore[return-value]
 
     def _embed_one(self, u: Utterance) -> np.ndarray:
