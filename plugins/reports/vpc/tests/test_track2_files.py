@@ -161,9 +161,21 @@ def test_four_one_language_runs_merge_into_the_toolkits_files(tmp_path):
 
 
 def test_a_language_in_two_runs_is_refused(tmp_path):
-    from vpeval_vpc_report.track2_merge import merge
+    from vpeval_vpc_report.track2_merge import MergeError, merge
 
     run = (experiment(("de",)), vpeval_rows(("de",), semi="asv_anon"))
     run[0].attackers = [SimpleNamespace(label="asv_anon", train_on="anonymized", plugin=SimpleNamespace(params={}))]
-    with pytest.raises(SystemExit, match="both evaluate de"):
+    with pytest.raises(MergeError, match="Runs 1 and 2 both evaluate de; give one per language"):
         merge([run, run])
+
+
+def test_a_folder_without_a_run_is_one_sentence(tmp_path, capsys):
+    from vpeval_vpc_report.track2_merge import main
+
+    with pytest.raises(SystemExit) as refused:
+        main([str(tmp_path), "--output", str(tmp_path / "out")])
+    assert refused.value.code == 2
+    assert (
+        capsys.readouterr().err == f"{tmp_path / 'resolved.yaml'} does not exist; give run folders of "
+        "experiments/vpc2026-track2.yaml.\n"
+    )

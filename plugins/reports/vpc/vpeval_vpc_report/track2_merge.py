@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,12 +22,16 @@ import yaml
 from vpeval_vpc_report.track2 import track2_summaries
 
 
+class MergeError(Exception):
+    """Bad input: main prints the sentence on stderr and exits with status 2, as vpeval's user errors do."""
+
+
 def read_run(folder: Path) -> tuple[Any, list[dict[str, Any]]]:
     """A run folder's experiment (the parts track2.py reads) and result rows."""
     resolved, results = folder / "resolved.yaml", folder / "results.json"
     for path in (resolved, results):
         if not path.is_file():
-            raise SystemExit(f"{path} does not exist; give run folders of experiments/vpc2026-track2.yaml.")
+            raise MergeError(f"{path} does not exist; give run folders of experiments/vpc2026-track2.yaml.")
     spec = yaml.safe_load(resolved.read_text(encoding="utf-8"))
     exp = SimpleNamespace(
         corpus=SimpleNamespace(params=spec["data"]["corpus"]["params"]),
@@ -60,7 +65,7 @@ def merge(runs: list[tuple[Any, list[dict[str, Any]]]]) -> tuple[Any, list[dict[
             lang = (r.get("dataset") or "").split("_")[0]
             if r.get("metric") == "eer" and lang:
                 if languages.setdefault(lang, n) != n:
-                    raise SystemExit(
+                    raise MergeError(
                         f"Runs {languages[lang] + 1} and {n + 1} both evaluate {lang}; give one per language."
                     )
                 if r.get("attacker") in semi:
@@ -82,7 +87,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("runs", nargs="+", type=Path, help="run folders of experiments/vpc2026-track2.yaml")
     parser.add_argument("--output", type=Path, required=True, help="folder for results_summary/ (made if missing)")
     args = parser.parse_args(argv)
-    exp, rows = merge([read_run(folder) for folder in args.runs])
+    try:
+        exp, rows = merge([read_run(folder) for folder in args.runs])
+    except MergeError as error:
+        print(error, file=sys.stderr)
+        raise SystemExit(2) from None
     files = track2_summaries(exp, rows, datetime.today().strftime("%d-%m-%y_%H:%M"))
     for path, text in files.items():
         target = args.output / path
