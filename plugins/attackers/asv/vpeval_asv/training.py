@@ -103,6 +103,16 @@ def _train(
     device = embedder.device
     speakers = sorted({u.speaker for u in utterances})
     segments = crop_segments(utterances, {s: i for i, s in enumerate(speakers)}, params.crop_seconds, params.drop_short)
+    short = len(utterances) - len({s.path for s in segments}) if params.drop_short else 0
+    if short:  # counted where the user reads results (report.md lists the run's warnings)
+        context.log.warning(
+            "%s: %d of %d training utterances are shorter than one crop (%.1f s) and are not trained on (drop_short, "
+            "as VoicePrivacy's data preparation)",
+            name,
+            short,
+            len(utterances),
+            params.crop_seconds,
+        )
     if not segments:
         raise DataError(
             f"{name}: no training utterance is as long as one crop ({params.crop_seconds} s) and drop_short is set; "
