@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 VPC2024 = ROOT / "experiments" / "vpc2024.yaml"
 VPC2026 = ROOT / "experiments" / "vpc2026-track1.yaml"
 # The semi-informed training scaled down through the recipe's own variables (no code path of its own).
-FAST = ["--var", "SUFFIX=_fast", "--var", "UTILITY=false", "--var", "EPOCHS=1", "--var", "BATCH=4", "--var", "CROP=0.5"]
+FAST = ["--var", "SUFFIX=_fast", "--var", "UTILITY=false", "--var", "EPOCHS=1", "--var", "BATCH=4", "--var", "CROP=0.3"]
 
 
 def cli(*args: str):
