@@ -27,6 +27,10 @@ otherwise now is a change like any other.
     python scripts/results_docs.py --check    # exit 1 when a document differs, a number is not in its results,
                                               # or a changed default is neither rerun nor bannered
     python scripts/results_docs.py --record-nested DOC   # write DOC.run/nested.yaml (after keeping a run)
+
+A section of a document outside docs/results (README's demo results: SECTIONS) is made the same way from its
+template and a kept run, between a start and an end comment line in the document; the rest of the document is
+left as it is. Its prose numbers are checked against that run; the run's own document carries its banners.
 """
 
 from __future__ import annotations
@@ -50,6 +54,11 @@ NUMBER = re.compile(r"(?<![\w.])(?<![A-Za-z]-)\d+(?:,\d{3})*(?:\.\d+)?(?![\w])")
 BANNER = re.compile(r"^> \*\*(?:[^*]*?)?[Bb]anner of \d{4}-\d{2}-\d{2}")
 NOT_REGENERABLE = "Tables not regenerable: results not kept"
 NESTED = "nested.yaml"
+# Sections of documents outside docs/results made the same way (document, template, run): README's demo results.
+# In the document a section lies between its start line (naming the template) and SECTION_END.
+SECTIONS = [(RESULTS_DIR.parent.parent / "README.md", RESULTS_DIR / "demo.readme-section.md", RESULTS_DIR / "demo.run")]
+SECTION_START = "<!-- made by scripts/results_docs.py from docs/results/{template} and the run it names: edit that -->"
+SECTION_END = "<!-- end of the made section -->"
 KINDS = {"anonymizers": "anonymizer", "attackers": "attacker", "metrics": "metric", "frontend": "frontend"}
 
 
@@ -82,9 +91,9 @@ def vpeval_report(run: Path, args: str) -> str:
     return result.output.rstrip("\n")
 
 
-def render(template: Path) -> str:
+def render(template: Path, run: Path | None = None) -> str:
     """The document: the template's prose without [[ ]], each report line followed by its table."""
-    run = run_of(template)  # `vpeval report` prints the run's experiment name, not this path
+    run = run or run_of(template)  # `vpeval report` prints the run's experiment name, not this path
     out: list[str] = []
     for line in template.read_text(encoding="utf-8").splitlines():
         match = REPORT_LINE.match(line.strip())
@@ -130,8 +139,8 @@ def matches(quoted: str, values: list[float]) -> bool:
     return any(abs(v - target) <= half for v in values)
 
 
-def unmatched_numbers(template: Path) -> list[str]:
-    results = json.loads((run_of(template) / "results.json").read_text(encoding="utf-8"))
+def unmatched_numbers(template: Path, run: Path | None = None) -> list[str]:
+    results = json.loads(((run or run_of(template)) / "results.json").read_text(encoding="utf-8"))
     values = result_values(results)
     text = template.read_text(encoding="utf-8")
     return [f"{template.name}:{line}: {number}" for line, number in prose_numbers(text) if not matches(number, values)]
@@ -323,6 +332,38 @@ def problems(template: Path) -> list[str]:
     return found + unmatched_numbers(template) + unbannered_changes(template)
 
 
+# -- sections of documents outside docs/results -------------------------------------------------------------
+
+
+def section_bounds(text: str, template: Path) -> tuple[int, int] | None:
+    """(start, end) offsets of the made section in a document's text: after its start line, before its end line."""
+    start_line = SECTION_START.format(template=template.name)
+    if start_line not in text or SECTION_END not in text.split(start_line, 1)[1]:
+        return None
+    start = text.index(start_line) + len(start_line) + 1
+    return start, text.index(SECTION_END, start)
+
+
+def section_problems(document: Path, template: Path, run: Path) -> list[str]:
+    text = document.read_text(encoding="utf-8")
+    bounds = section_bounds(text, template)
+    if bounds is None:
+        return [f"{document.name} has no section between '{SECTION_START.format(template=template.name)}' and "
+                f"'{SECTION_END}'"]  # fmt: skip
+    found = [] if text[bounds[0] : bounds[1]] == render(template, run) else [
+        f"{document.name}'s section is not what {template.name} and {run.name} make: run python scripts/results_docs.py"
+    ]  # fmt: skip
+    return found + unmatched_numbers(template, run)
+
+
+def write_section(document: Path, template: Path, run: Path) -> None:
+    text = document.read_text(encoding="utf-8")
+    bounds = section_bounds(text, template)
+    if bounds is None:
+        raise SystemExit(section_problems(document, template, run)[0])
+    document.write_text(text[: bounds[0]] + render(template, run) + text[bounds[1] :], encoding="utf-8")
+
+
 def main(argv: list[str]) -> int:
     if "--record-nested" in argv:
         for name in [a for a in argv if not a.startswith("--")]:
@@ -331,13 +372,17 @@ def main(argv: list[str]) -> int:
     check = "--check" in argv
     names = [a for a in argv if not a.startswith("--")]
     chosen = [t for t in templates() if not names or doc_of(t).stem in names or t.name in names]
+    sections = [s for s in SECTIONS if not names or s[0].name in names or s[1].name in names]
     if check:
-        found = [p for t in chosen for p in problems(t)]
-        print("\n".join(found) or f"{len(chosen)} documents match their runs.")
+        found = [p for t in chosen for p in problems(t)] + [p for s in sections for p in section_problems(*s)]
+        print("\n".join(found) or f"{len(chosen)} documents and {len(sections)} sections match their runs.")
         return 1 if found else 0
     for template in chosen:
         doc_of(template).write_text(render(template), encoding="utf-8")
         print(f"wrote {doc_of(template)}")
+    for document, template, run in sections:
+        write_section(document, template, run)
+        print(f"wrote the section of {document} made from {template.name}")
     return 0
 
 

@@ -50,7 +50,7 @@ def test_a_changed_default_is_rerun_or_bannered(template):
 
 
 def test_every_other_document_says_its_tables_are_not_regenerable():
-    made = {results_docs.doc_of(t) for t in TEMPLATES}
+    made = {results_docs.doc_of(t) for t in TEMPLATES} | {template for _, template, _ in results_docs.SECTIONS}
     unmarked = [
         doc.name
         for doc in sorted(RESULTS.glob("*.md"))
@@ -59,6 +59,26 @@ def test_every_other_document_says_its_tables_are_not_regenerable():
         and results_docs.NOT_REGENERABLE not in doc.read_text(encoding="utf-8")
     ]
     assert unmarked == [], f"neither made from a kept run nor marked '{results_docs.NOT_REGENERABLE}'"
+
+
+@pytest.mark.parametrize("section", results_docs.SECTIONS, ids=lambda s: f"{s[0].name}:{s[1].name}")
+def test_a_section_of_another_document_is_its_template_and_run(section):
+    """README's demo results are made from the kept demo run like the documents here (issue 37)."""
+    assert results_docs.section_problems(*section) == []
+
+
+def test_an_edited_section_or_an_unrecorded_number_in_it_is_caught(tmp_path):
+    document, template, run = results_docs.SECTIONS[0]
+    copy, text = tmp_path / document.name, document.read_text(encoding="utf-8")
+    start = text.index(results_docs.SECTION_START.format(template=template.name))
+    edited = text[:start] + text[start:].replace("| 65.02 |", "| 65.20 |", 1).replace("** [50.73", "** [50.37", 1)
+    copy.write_text(edited, encoding="utf-8")
+    assert any("section is not what" in p for p in results_docs.section_problems(copy, template, run))
+    copy.write_text(text.replace(text[start:], ""), encoding="utf-8")
+    assert "has no section" in results_docs.section_problems(copy, template, run)[0]
+    wrong = tmp_path / template.name
+    wrong.write_text(template.read_text(encoding="utf-8").replace("74.39 against", "74.93 against"), encoding="utf-8")
+    assert any(p.endswith(": 74.93") for p in results_docs.unmatched_numbers(wrong, run))
 
 
 # -- the checks catch what they are for (a small run of the real shape, in a temporary docs folder) ----------
