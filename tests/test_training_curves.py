@@ -81,12 +81,31 @@ def test_the_worst_case_marks_an_under_trained_attacker_for_its_systems_only():
 
 def test_the_section_says_when_there_is_no_validation():
     (text,) = training_markdown(curve_entries({("net", None): epochs([None, None])}))
-    assert "No validation EER was recorded, so convergence is judged on the training loss alone." in text
+    assert "net: no validation EER was recorded, so convergence is judged on the training loss alone." in text
 
 
 def test_the_curve_shows_the_validation_eer_in_percent():
     (text,) = training_markdown(curve_entries({("net", None): epochs([30, 20, 21])}))
-    assert "| epoch | loss | validation EER [%] | kept |" in text and "| 2 | 1 | 20.00 |  |" in text
+    assert "| attacker | trained on | epochs | loss | validation EER [%] |" in text
+    assert "| net | original | 1-3 | 1, 1, 1 | 30.00, 20.00, 21.00 |" in text
+
+
+def test_one_table_holds_every_curve_and_bolds_the_kept_epoch():
+    """Issue 37, item 5: the curves of all trained attackers in one table (a row each, a row per stage), every
+    epoch's value kept; the kept epoch in bold (its loss where it recorded no validation EER)."""
+    kept = epochs([30, 20, 21])
+    kept[1]["selected"] = True
+    no_validation = epochs([None, None], stage="II", losses=[2.0, 1.5])
+    no_validation[1]["selected"] = True
+    curves = {("net", None): kept, ("net", "x"): epochs([40, 35], "I") + no_validation}
+    (text,) = training_markdown(curve_entries(curves))
+    table = [line for line in text.splitlines() if line.startswith("| ")]
+    assert table[0] == "| attacker | trained on | stage | epochs | loss | validation EER [%] |"
+    assert table[1:] == [
+        "| net | original |  | 1-3 | 1, 1, 1 | 30.00, **20.00**, 21.00 |",
+        "| net | x | I | 1-2 | 1, 1 | 40.00, 35.00 |",
+        "| net | x | II | 1-2 | 2, **1.5** |  |",
+    ]
 
 
 def _curve_attacker(fakes):
@@ -138,5 +157,5 @@ def test_a_run_reports_curves_and_marks_the_attacker_still_learning(fake_plugins
     flags = {(e["attacker"], e["trained_on"]): e["under_trained"] for e in payload["training"]}
     assert flags == {("still-learning", "fake-shift"): True, ("converged", None): False}
     report = (result.folder / "report.md").read_text()
-    assert "## Training curves" in report and "### still-learning on fake-shift" in report
+    assert "## Training curves" in report and "| still-learning | fake-shift | 1-" in report
     assert "**† still-learning may be under-trained" in report

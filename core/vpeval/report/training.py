@@ -86,28 +86,42 @@ def is_flagged(marks: set[tuple[str, str | None]], attacker: str, anonymizer: st
 
 
 def training_markdown(entries: list[dict[str, Any]]) -> list[str]:
-    """One table per trained attacker: epoch, stage, loss, validation EER in % (the kept epoch marked)."""
-    out = []
+    """One table, a row per trained attacker (and stage): its loss and validation EER in % per epoch, left to
+    right, the kept epoch's in bold (its EER, its loss without one); under it the attackers its own record calls
+    under-trained."""
+    staged = any(r.get("stage") for e in entries for r in e["epochs"])
+    header = ["attacker", "trained on"] + (["stage"] if staged else []) + ["epochs", "loss", "validation EER [%]"]
+    body, notes = [], []
     for e in entries:
-        title = f"### {e['attacker']}" + (f" on {e['trained_on']}" if e["trained_on"] else "")
-        staged = any(r.get("stage") for r in e["epochs"])
-        header = (["stage"] if staged else []) + ["epoch", "loss", "validation EER [%]", "kept"]
-        body = []
-        for r in e["epochs"]:
-            loss, eer = r.get("loss"), r.get("validation_eer")
-            body.append(
-                ([str(r.get("stage", ""))] if staged else [])
-                + [str(r.get("epoch", "")), f"{loss:.4g}" if isinstance(loss, (int, float)) else ""]
-                + [f"{100 * eer:.2f}" if isinstance(eer, (int, float)) else "", "yes" if r.get("selected") else ""]
+        for stage in dict.fromkeys(r.get("stage") for r in e["epochs"]):
+            mine = [r for r in e["epochs"] if r.get("stage") == stage]
+            eers = [_cell(r.get("validation_eer"), "{:.2f}", r.get("selected"), 100) for r in mine]
+            losses = [_cell(r.get("loss"), "{:.4g}", r.get("selected") and not any(eers)) for r in mine]
+            numbers = [r.get("epoch") for r in mine]
+            span = (
+                f"{numbers[0]}-{numbers[-1]}"
+                if numbers == list(range(1, len(mine) + 1))
+                else ", ".join(map(str, numbers))
             )
-        lines = ["| " + " | ".join(r) + " |" for r in [header, *body]]  # (tables.py imports this module)
-        text = title + "\n\n" + "\n".join(lines[:1] + ["|" + "---|" * len(header)] + lines[1:])
+            cells = [e["attacker"], e["trained_on"] or "original"] + ([str(stage or "")] if staged else [])
+            body.append(cells + [span, ", ".join(losses), ", ".join(eers) if any(eers) else ""])
         why = training_doubt(e["epochs"])
         if why:
-            text += (
-                f"\n\n**{MARK} {e['attacker']} {WARNING}**: {why}; train it longer before reading its EER as privacy."
+            notes.append(
+                f"**{MARK} {e['attacker']} {WARNING}**: {why}; train it longer before reading its EER as privacy."
             )
         if not validation_points(e["epochs"]):
-            text += "\n\nNo validation EER was recorded, so convergence is judged on the training loss alone."
-        out.append(text)
-    return out
+            notes.append(
+                f"{e['attacker']}: no validation EER was recorded, so convergence is judged on the training loss alone."
+            )
+    lines = ["| " + " | ".join(r) + " |" for r in [header, *body]]  # (tables.py imports this module)
+    text = "\n".join(lines[:1] + ["|" + "---|" * len(header)] + lines[1:])
+    return ["\n\n".join([text, *notes])]
+
+
+def _cell(value, spec: str, kept: bool, scale: float = 1.0) -> str:
+    """One epoch's value (bold for the kept epoch), or "" where it recorded none."""
+    if not isinstance(value, (int, float)):
+        return ""
+    text = spec.format(scale * value)
+    return f"**{text}**" if kept else text

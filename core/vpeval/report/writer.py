@@ -173,17 +173,23 @@ def report_markdown(
     if speech:
         lines += ["", "## Utility and speech metrics", ""] + [t + "\n" for t in speech]
     if payload["training"]:
-        lines += ["", "## Training curves", "", "Each trained attacker's epochs, as it reported them."]
+        lines += [
+            "",
+            "## Training curves",
+            "",
+            "Each trained attacker's epochs, left to right, as it reported them; bold: the epoch it kept.",
+        ]
         lines += [""] + [t + "\n" for t in training_markdown(payload["training"])]
     if paper is not None and (paper.figures or paper.notes):
-        lines += ["", "## Paper figures", ""] + [figure_markdown(f, result.folder) + "\n" for f in paper.figures]
+        lines += ["", "## Paper figures", ""] + [figure_markdown(f, result.folder) for f in paper.figures]
         lines += [f"- {note}" for note in paper.notes]
     if figures:
-        lines += ["", "## Figures", ""] + [figure_markdown(f, result.folder) + "\n" for f in figures]
-    out, captions = [], set()
+        lines += ["", "## Figures", ""] + [figure_markdown(f, result.folder) for f in figures]
+    out, captions, fenced = [], set(), False
     for line in "\n".join(lines).split("\n"):  # each caption once: a declared table's may repeat one
-        if line.startswith("*Data:") and line in captions:
-            continue
+        fenced ^= line.startswith("```")
+        if (line.startswith("*Data:") and line in captions) or (not fenced and not line and out and not out[-1]):
+            continue  # and one blank line between blocks, outside code blocks
         captions.add(line)
         out.append(line)
     return "\n".join(out) + "\n"
@@ -207,11 +213,11 @@ def provenance_markdown(exp, result, payload: dict[str, Any], info: RunInfo) -> 
 
 
 def figure_markdown(figure: Figure, folder: Path) -> str:
-    """The figure embedded by its path relative to report.md and a link to its PDF (the report's caption says
-    what produced it)."""
+    """One list item: the title, a link to the PDF, and the figure embedded by its path relative to report.md
+    (the report's caption says what produced it)."""
     png, pdf = figure.png.relative_to(folder).as_posix(), figure.pdf.relative_to(folder).as_posix()
     note = f" Kept: {figure.note}." if figure.note else ""
-    return f"### {figure.title}\n\n![{figure.title}]({png}) [PDF]({pdf}).{note}"
+    return f"- **{figure.title}** ([PDF]({pdf})).{note} ![{figure.title}]({png})"
 
 
 def combined_report(run_folders: list[Path]) -> str:
