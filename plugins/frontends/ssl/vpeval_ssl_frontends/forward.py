@@ -17,58 +17,14 @@ from collections.abc import Sequence
 
 import torch
 
-NORMALIZE_EPS = {"zero-mean-unit-var": 1e-7, "layer-norm": 1e-5}  # transformers' feature extractor; UniLM
-
-
-def normalize(waves: torch.Tensor, lengths: torch.Tensor, mode: str) -> torch.Tensor:
-    """Each row scaled to zero mean, unit variance over its first `lengths` samples; padding stays zero.
-
-    zero-mean-unit-var is transformers' Wav2Vec2FeatureExtractor (x - mean) / sqrt(var + 1e-7);
-    layer-norm is UniLM's F.layer_norm(x, x.shape), eps 1e-5 (VPC 2026's WavLM-Large extractor).
-    """
-    if mode == "none":
-        return waves
-    mask = torch.arange(waves.shape[1], device=waves.device)[None, :] < lengths[:, None]
-    count = lengths[:, None].to(waves.dtype)
-    mean = (waves * mask).sum(1, keepdim=True) / count
-    var = (((waves - mean) * mask) ** 2).sum(1, keepdim=True) / count
-    return torch.where(mask, (waves - mean) / torch.sqrt(var + NORMALIZE_EPS[mode]), 0.0)
-
-
-def masked_group_norm(x: torch.Tensor, lengths: torch.Tensor, norm: torch.nn.GroupNorm) -> torch.Tensor:
-    """torch's GroupNorm of [B, C, T], statistics over each row's first `lengths` frames (fp32, as UniLM)."""
-    batch, channels, frames = x.shape
-    groups = norm.num_groups
-    mask = (torch.arange(frames, device=x.device)[None, :] < lengths[:, None]).float()[:, None, None, :]
-    grouped = x.float().reshape(batch, groups, channels // groups, frames)
-    count = mask.sum(-1, keepdim=True) * (channels // groups)
-    mean = (grouped * mask).sum((-2, -1), keepdim=True) / count
-    var = (((grouped - mean) * mask) ** 2).sum((-2, -1), keepdim=True) / count
-    out = ((grouped - mean) / torch.sqrt(var + norm.eps)).reshape(batch, channels, frames)
-    if norm.affine:
-        out = out * norm.weight.float()[None, :, None] + norm.bias.float()[None, :, None]
-    return out.to(x.dtype)
-
-
-def conv_features(extractor, waves: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """The feature encoder's [B, C, T] output, its group norm masked to the real frames."""
-    x = waves[:, None]
-    for layer in extractor.conv_layers:
-        norm = getattr(layer, "layer_norm", None)
-        padded = bool((lengths < x.shape[-1]).any())  # unpadded rows: torch's own GroupNorm, bit for bit
-        if isinstance(norm, torch.nn.GroupNorm) and padded:
-            x = layer.conv(x)
-            lengths = (lengths - layer.conv.kernel_size[0]) // layer.conv.stride[0] + 1
-            x = layer.activation(masked_group_norm(x, lengths, norm))
-        else:
-            x = layer(x)  # unpadded convolution, per-frame layer norm: padding cannot reach real frames
-            lengths = (lengths - layer.conv.kernel_size[0]) // layer.conv.stride[0] + 1
-    return x
-
-
-def frame_lengths(model, lengths: torch.Tensor) -> torch.Tensor:
-    """Frames the model makes of `lengths` samples (transformers' own formula)."""
-    return model._get_feat_extract_output_lengths(lengths).to(torch.long)
+# The masked pieces are shared with the speech metrics' wav2vec2 batches (vpeval_torch.ssl_masked).
+from vpeval_torch.ssl_masked import (  # noqa: E402,F401 (normalize, masked_group_norm: this module's names)
+    NORMALIZE_EPS,
+    conv_features,
+    frame_lengths,
+    masked_group_norm,
+    normalize,
+)
 
 
 class _Enough(Exception):

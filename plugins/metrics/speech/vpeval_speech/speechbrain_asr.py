@@ -169,6 +169,14 @@ class SpeechBrainASR(ASR):
             "More is VPC 2024's eval_batchsize (8) and, as there, the texts then depend on the batch: speechbrain's "
             "wav2vec2 lobe normalises the padded waveform and its output over the padded length.",
         )
+        cpu_batch_size: int = Field(
+            8,
+            ge=1,
+            le=256,
+            description="Utterances per masked batch on the CPU (similar lengths together, input order restored), "
+            "for wav2vec2 + CTC folders (VPC 2024's): each waveform normalised over its own samples, the model "
+            "masked to its own frames, so every text is the one it gets alone. 1: one at a time.",
+        )
 
     _loaded = None
     _lock = threading.Lock()
@@ -249,9 +257,25 @@ class SpeechBrainASR(ASR):
         """EncoderASR.transcribe_file of one waveform: a batch of one at relative length 1."""
         return self.transcribe_many([audio])[0]
 
+    @property
+    def batches_on_cpu(self) -> bool:
+        """Whether transcribe_many runs masked batches on the CPU (wer then hands it the utterances in chunks)."""
+        return not self.context.on_gpu and self.params.cpu_batch_size > 1 and self.masked_parts() is not None
+
+    def masked_parts(self):
+        """(wav2vec2 lobe, the per-frame modules after it) where the folder is wav2vec2 + CTC with only per-frame
+        layers after the lobe (VPC 2024's EncoderASR: DNN, batch norm, CTC linear, log-softmax), else None."""
+        loaded = self.parts()
+        if loaded.interface != "EncoderASR":
+            return None
+        return _masked_split(loaded.encoder)
+
     def transcribe_many(self, audios: list[np.ndarray]) -> list[Transcript]:
         """Texts of many waveforms; on a GPU in length-sorted padded batches (relative lengths, as VPC 2024's
-        ASR dataset pads), on the CPU one at a time (equal to transcribe)."""
+        ASR dataset pads); on the CPU in masked length buckets where the folder allows (each text the one
+        transcribe gives), else one at a time."""
+        if self.batches_on_cpu:
+            return self.transcribe_masked(audios)
         batch = self.params.batch_size if self.context.on_gpu else 1
         order = sorted(range(len(audios)), key=lambda i: -len(audios[i]))
         out: list[Transcript | None] = [None] * len(audios)
@@ -281,6 +305,75 @@ class SpeechBrainASR(ASR):
                     encoded = loaded.transformer.encode(encoded, lengths)
                 tokens, _, _, _ = loaded.decoder(encoded, lengths)
         return [loaded.tokenizer.decode_ids(_ids(sequence)) for sequence in tokens]
+
+    def transcribe_masked(self, audios: list[np.ndarray]) -> list[Transcript]:
+        """Texts of many waveforms in masked batches of similar length (vpeval_torch.ssl_masked), in input order."""
+        from vpeval_torch.batching import length_buckets
+
+        self.context.apply_threads()
+        out: list[Transcript | None] = [None] * len(audios)
+        max_samples = MASKED_BATCH_SECONDS * self.sample_rate
+        for bucket in length_buckets([len(a) for a in audios], self.params.cpu_batch_size, max_samples):
+            for i, text in zip(bucket, self.decode_masked([audios[i] for i in bucket]), strict=True):
+                out[i] = Transcript(text)
+        return out  # type: ignore[return-value]
+
+    def decode_masked(self, audios: list[np.ndarray]) -> list[str]:
+        """One masked batch: the lobe on each waveform's own samples and frames, the per-frame modules, and CTC
+        greedy decoding of each row's own frames (decode() of a batch of one, row by row)."""
+        import torch
+
+        from vpeval_torch.ssl_masked import speechbrain_wav2vec2
+
+        loaded = self.parts()
+        lobe, rest = self.masked_parts()
+        ones = torch.ones(1, device=self.context.device)
+        with torch.no_grad(), self.context.autocast():
+            encoded, frames = speechbrain_wav2vec2(lobe, audios, self.context.device)
+            for module in rest:
+                encoded = module(encoded)
+                if isinstance(encoded, tuple):
+                    encoded = encoded[0]
+            tokens = [loaded.decoder(encoded[b : b + 1, :n].float(), ones)[0] for b, n in enumerate(frames.tolist())]
+        return [loaded.tokenizer.decode_ids(_ids(sequence)) for sequence in tokens]
+
+
+MASKED_BATCH_SECONDS = 160  # padded audio of one masked CPU batch (batch x longest), bounding its memory
+# Layers that act on each frame alone (eval mode: batch norm with its running statistics, dropout off).
+PER_FRAME = (
+    "speechbrain.nnet.linear.Linear",
+    "speechbrain.nnet.normalization.BatchNorm1d",
+    "speechbrain.nnet.normalization.LayerNorm",
+    "speechbrain.nnet.activations.Softmax",
+    "torch.nn.modules.activation.LeakyReLU",
+    "torch.nn.modules.activation.ReLU",
+    "torch.nn.modules.activation.GELU",
+    "torch.nn.modules.activation.Tanh",
+    "torch.nn.modules.dropout.Dropout",
+    "torch.nn.modules.linear.Identity",
+)
+
+
+def _masked_split(encoder):
+    """(lobe, per-frame modules) of a speechbrain Sequential whose first layer is the wav2vec2 lobe, else None."""
+    from vpeval_torch.ssl_masked import masked_lobe
+
+    children = list(encoder.values()) if hasattr(encoder, "values") else [encoder]
+    if not children or not masked_lobe(children[0]) or not all(_per_frame(m) for m in children[1:]):
+        return None
+    return children[0], children[1:]
+
+
+def _per_frame(module) -> bool:
+    """A layer of PER_FRAME, or a speechbrain Sequential of them (LayerNorm over its last dimension only)."""
+    name = f"{type(module).__module__}.{type(module).__name__}"
+    if name in ("speechbrain.nnet.containers.Sequential", "speechbrain.nnet.containers.LengthsCapableSequential"):
+        return all(_per_frame(m) for m in module.values())
+    if name == "speechbrain.nnet.normalization.LayerNorm":
+        return len(tuple(module.norm.normalized_shape)) == 1
+    if name == "speechbrain.nnet.activations.Softmax":
+        return module.dim == -1
+    return name in PER_FRAME
 
 
 def _ids(sequence) -> list[int]:

@@ -66,6 +66,46 @@ class EmotionClassifier:
             probabilities = self.softmax(self.output_mlp(pooled))
         return self.labels[int(torch.argmax(probabilities.float(), dim=-1)[0])]
 
+    def batches_masked(self) -> bool:
+        """Whether classify_many can run masked batches (speechbrain's wav2vec2 lobe on a transformers model)."""
+        from vpeval_torch.ssl_masked import masked_lobe
+
+        return masked_lobe(self.wav2vec2)
+
+    def pooled_masked(self, audios: list[np.ndarray], device: str):
+        """One masked batch: the lobe on each waveform's own samples and frames, then avg_pool of each row's own
+        frames as classify() pools a batch of one -> [B, D]."""
+        import torch
+
+        from vpeval_torch.ssl_masked import speechbrain_wav2vec2
+
+        outputs, frames = speechbrain_wav2vec2(self.wav2vec2, audios, device)
+        ones = torch.ones(1, device=device)
+        return torch.cat(
+            [self.avg_pool(outputs[b : b + 1, :n].float(), ones).view(1, -1) for b, n in enumerate(frames.tolist())]
+        )
+
+    def classify_many(self, audios: list[np.ndarray], device: str, autocast, batch_size: int = 8) -> list[str]:
+        """classify() of each waveform, in masked batches of similar length (input order kept); one at a time
+        where the lobe is not one masked batches follow, or batch_size is 1."""
+        import torch
+
+        from vpeval_torch.batching import length_buckets
+
+        if batch_size == 1 or not self.batches_masked():
+            return [self.classify(a, device, autocast) for a in audios]
+        out: list[str] = [""] * len(audios)
+        for bucket in length_buckets([len(a) for a in audios], batch_size, MASKED_BATCH_SECONDS * 16000):
+            with torch.no_grad(), autocast():
+                pooled = self.pooled_masked([audios[i] for i in bucket], device)
+                probabilities = self.softmax(self.output_mlp(pooled))
+            for i, index in zip(bucket, torch.argmax(probabilities.float(), dim=-1).tolist()):
+                out[i] = self.labels[int(index)]
+        return out
+
+
+MASKED_BATCH_SECONDS = 160  # padded audio of one masked batch (batch x longest), bounding its memory
+
 
 @functools.lru_cache(maxsize=8)
 def load_classifier(folder: str, wav2vec2_source: str | None, save_path: str) -> EmotionClassifier:
@@ -174,32 +214,47 @@ def classifier_labels(corpus_labels: list[str], label_map: dict[str, str], known
 
 
 def predictions(metric, utterances: list, folders: dict[str, Path], speech: str) -> np.ndarray:
-    """The classifier label of each utterance (its speaker's fold model), cached by audio and model."""
+    """The classifier label of each utterance (its speaker's fold model), cached by audio and model; the
+    uncached ones of each model in masked batches of similar length (uar's batch_size), read a chunk at a time."""
     from vpeval.content_cache import JsonCache, cache_key
     from vpeval.data.fingerprint import file_hash
 
     params = metric.params
     cache = JsonCache(metric.context.folder("speechbrain-emotion"))
-    out = []
-    for utterance in metric.context.progress(utterances, total=len(utterances), description=f"uar: {speech}"):
-        folder = folders[utterance.speaker]
+    keys, out = [], []
+    for utterance in utterances:
         key = cache_key(
-            file_hash(utterance.path), utterance.channel, model_identity(folder), params.wav2vec2_source, "file-rate"
+            file_hash(utterance.path),
+            utterance.channel,
+            model_identity(folders[utterance.speaker]),
+            params.wav2vec2_source,
+            "file-rate",
         )
         if params.level_normalization != "none":  # earlier keys kept for unnormalised input
             key = cache_key(key, params.level_normalization)
-        label = cache.get(key)
+        keys.append(key)
+        out.append(cache.get(key))
+    todo: dict[Path, list[int]] = {}
+    for i, label in enumerate(out):
         if label is None:
-            with _LOCK:
-                classifier = load_classifier(
-                    str(folder), params.wav2vec2_source, str(metric.context.folder("hf-cache"))
-                ).to(metric.context.device)
-            # At the file's rate, as evaluate_ser.py's torchaudio.load hands it on (it never resamples).
-            audio = normalise_level(utterance.load(), params.level_normalization)
-            label = classifier.classify(audio, metric.context.device, metric.context.autocast)
-            cache.put(key, label)
-        out.append(label)
+            todo.setdefault(folders[utterances[i].speaker], []).append(i)
+    chunks = [(folder, ids[k : k + READ_CHUNK]) for folder, ids in todo.items() for k in range(0, len(ids), READ_CHUNK)]
+    metric.context.apply_threads()
+    for folder, chunk in metric.context.progress(chunks, total=len(chunks), description=f"uar: {speech}"):
+        with _LOCK:
+            classifier = load_classifier(
+                str(folder), params.wav2vec2_source, str(metric.context.folder("hf-cache"))
+            ).to(metric.context.device)
+        # At the file's rate, as evaluate_ser.py's torchaudio.load hands it on (it never resamples).
+        audios = [normalise_level(utterances[i].load(), params.level_normalization) for i in chunk]
+        labels = classifier.classify_many(audios, metric.context.device, metric.context.autocast, params.batch_size)
+        for i, label in zip(chunk, labels, strict=True):
+            cache.put(keys[i], label)
+            out[i] = label
     return np.array(out)
+
+
+READ_CHUNK = 64  # utterances whose audio is in memory at once; classify_many buckets them by length
 
 
 def model_identity(folder: Path) -> str:
@@ -266,7 +321,8 @@ def speechbrain_uar(metric, inputs) -> list:
         sets.append(("anonymized", versions))
     common = {
         "evaluator": f"SpeechBrain wav2vec2 emotion classifier{'s per fold' if spk2fold else ''} from {models}, "
-        "one utterance at a time as VPC 2024's evaluate_ser.py; UAR = mean over speakers of the macro recall"
+        "each utterance classified as alone, as VPC 2024's evaluate_ser.py; "
+        "UAR = mean over speakers of the macro recall"
         + (
             f"; input {params.level_normalization}-normalised per utterance"
             if params.level_normalization != "none"

@@ -12,9 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def tiny_wav2vec2_folder(folder: Path) -> Path:
+def tiny_wav2vec2_folder(folder: Path, norm: str = "layer") -> Path:
     """A random transformers wav2vec2 (2 layers of 32) with its feature extractor settings, as save_pretrained
-    writes them: what a local copy of facebook/wav2vec2-* looks like."""
+    writes them: what a local copy of facebook/wav2vec2-* looks like. `norm` "layer": the Large models' layer-norm
+    CNN and layer-norm-first encoder (VPC 2024's ASR); "group": the base models' group norm in the CNN's first
+    block and post-norm encoder (wav2vec2-base, under the IEMOCAP emotion classifiers)."""
     import torch
     from transformers import Wav2Vec2Config, Wav2Vec2FeatureExtractor, Wav2Vec2Model
 
@@ -29,8 +31,8 @@ def tiny_wav2vec2_folder(folder: Path) -> Path:
         conv_stride=(5, 4),
         num_conv_pos_embeddings=16,
         num_conv_pos_embedding_groups=2,
-        feat_extract_norm="layer",
-        do_stable_layer_norm=True,
+        feat_extract_norm=norm,
+        do_stable_layer_norm=norm == "layer",
         vocab_size=32,
     )
     Wav2Vec2Model(config).save_pretrained(folder)
@@ -123,14 +125,16 @@ pretrainer: !new:speechbrain.utils.parameter_transfer.Pretrainer
 """
 
 
-def tiny_encoder_asr_folder(root: Path, folder: Path | None = None, hub: Path | None = None) -> Path:
+def tiny_encoder_asr_folder(
+    root: Path, folder: Path | None = None, hub: Path | None = None, norm: str = "layer"
+) -> Path:
     """VPC 2024's asr-wav2vec2-librispeech layout (hyperparams.yaml, wav2vec2.ckpt, asr.ckpt, tokenizer.ckpt: a
     character sentencepiece model), random weights, the wav2vec2 source a local transformers folder (`hub`,
     default root/hf; the folder itself default root/asr; root keeps the tokenizer's training files)."""
     import sentencepiece
 
     root.mkdir(parents=True, exist_ok=True)
-    hub = tiny_wav2vec2_folder(hub or root / "hf")
+    hub = tiny_wav2vec2_folder(hub or root / "hf", norm)
     folder = folder or root / "asr"
     folder.mkdir(parents=True, exist_ok=True)
     text = root / "text.txt"
@@ -224,13 +228,15 @@ class CustomEncoderWav2vec2Classifier(Pretrained):
 """
 
 
-def tiny_emotion_folders(root: Path, folds: int = 2, models: Path | None = None, hub: Path | None = None) -> Path:
+def tiny_emotion_folders(
+    root: Path, folds: int = 2, models: Path | None = None, hub: Path | None = None, norm: str = "layer"
+) -> Path:
     """VPC 2024's exp/ser layout (`models`, default root/ser): fold_<k> classifier folders
     (emotion-recognition-wav2vec2-IEMOCAP's files), random weights that differ per fold; the wav2vec2 source
     a local transformers folder (`hub`, default root/hf)."""
     from speechbrain.dataio.encoder import CategoricalEncoder
 
-    hub = tiny_wav2vec2_folder(hub or root / "hf")
+    hub = tiny_wav2vec2_folder(hub or root / "hf", norm)
     models = models or root / "ser"
     for fold in range(1, folds + 1):
         folder = models / f"fold_{fold}"

@@ -85,6 +85,13 @@ class UAR(Metric):
         wav2vec2_source: str | None = Field(
             None, description="speechbrain: a local transformers folder for the wav2vec2 the YAML names by hub id."
         )
+        batch_size: int = Field(
+            8,
+            ge=1,
+            le=256,
+            description="speechbrain: utterances per masked batch (similar lengths together), each classified as "
+            "alone (the wav2vec2 normalised over its own samples and masked to its own frames); 1: one at a time.",
+        )
         label_map: dict[str, str] = Field(
             default_factory=dict, description="speechbrain: corpus emotion label -> classifier label (neutral: neu)."
         )

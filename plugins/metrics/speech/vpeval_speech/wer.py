@@ -301,8 +301,9 @@ class WER(Metric):
             return entry["text"]
 
         description = f"wer: {speech} speech"
-        if self.context.on_gpu and hasattr(asr, "transcribe_many"):
-            # A torch ASR on a GPU transcribes the uncached utterances in batches in this process.
+        if hasattr(asr, "transcribe_many") and (self.context.on_gpu or getattr(asr, "batches_on_cpu", False)):
+            # A torch ASR on a GPU (or one with masked CPU batches, speechbrain-asr) transcribes the uncached
+            # utterances in batches in this process.
             keys = {u.id: cache_key(file_hash(u.path), u.channel, settings) for u in wanted}
             texts = {u.id: entry["text"] for u in wanted if (entry := cache.get(keys[u.id])) is not None}
             todo = [u for u in wanted if u.id not in texts]
