@@ -5,7 +5,8 @@ embedding_model.ckpt is the start (the classifier starts fresh), WavLM stays fro
 random `crop_seconds` crops for the log-mel stream and the WHOLE files for the WavLM stream (the toolkit
 reads the batch's files again by path; the network brings the WavLM frames to the crop's frame count),
 loss AAM softmax (margin 0.2, scale 30), AdamW (weight decay 0.01) whose learning rate speechbrain's
-CyclicLRScheduler sets after every batch (base 1e-8, max lr, step 65000), drop_last. Epochs, batch size
+CyclicLRScheduler sets after every batch (base 1e-8, max lr, step 65000), gradients clipped at max_grad_norm
+(the Brain's 5.0), drop_last. Epochs, batch size
 and lr come from the recipe (vpc2026-track1: 2, 32, 0.01) or the parameters.
 
 Differences: utterances shorter than a crop are repeated to fill it (the toolkit's data preparation
@@ -79,6 +80,8 @@ def finetune_ssl(embedder: SslEmbedder, params, context, data: TrainingData, out
                 loss = cost(classifier(network(feats, layers)), target.unsqueeze(1))
                 optimizer.zero_grad()
                 loss.backward()
+                if params.max_grad_norm is not None:  # speechbrain's Brain.optimizers_step clips (default 5.0)
+                    torch.nn.utils.clip_grad_norm_(trainable, params.max_grad_norm)
                 optimizer.step()
                 schedule.on_batch_end(optimizer)  # as the recipe: lr set after each batch
                 losses.append(float(loss.detach()))
