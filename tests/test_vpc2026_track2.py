@@ -19,7 +19,7 @@ from vpeval.cli import main
 
 RECIPE = Path(__file__).resolve().parents[1] / "experiments" / "vpc2026-track2.yaml"
 GERMAN = ["--var", "LANG=de", "--var", "TRAIN=train_german", "--var", "SUFFIX=_fast"]
-FAST = ["--var", "EPOCHS=1", "--var", "BATCH=4", "--var", "CROP=0.5"]
+FAST = ["--var", "EPOCHS=1", "--var", "BATCH=4", "--var", "CROP=0.3"]  # speechbrain-train drops speech under a crop
 
 
 FACTS = json.loads((Path(__file__).parent / "data" / "vpc2026_track2.json").read_text())
