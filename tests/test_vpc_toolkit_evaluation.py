@@ -2,12 +2,15 @@
 
 The same tiny tree for both sides: tests/vpc_tree's real recordings (VCTK at 16 kHz, FSDD at 8 kHz, so the
 ASR's resampling is exercised) with their `_fast` anonymized copies, IEMOCAP_dev / IEMOCAP_dev_fast folders
-made of the same files (utt2emo cycling over the four emotions, spk2fold alternating two folds), and
-random-weight exp/asr (EncoderASR wav2vec2 + CTC) and exp/ser/fold_<k>/CKPT+<N> folders in the toolkit's
-layout. Toolkit side: Voice-Privacy-Challenge-2024 commit 400de3a, evaluation/utility/asr/evaluate_asr.py's
-asr_eval_speechbrain (eval_batchsize 1: a batch of one is what vpeval transcribes on the CPU) and
-evaluation/utility/ser/evaluate_ser.py's evaluate_ser, run as they are, with the per-utterance labels of its
-classify_batch calls recorded. One substitution: torchaudio 2.9+ (installed here) loads files only through
+made of the same files and IEMOCAP_test / IEMOCAP_test_fast of libri_test's FSDD speakers (utt2emo cycling over
+the four emotions, spk2fold alternating two folds), and random-weight exp/asr (EncoderASR wav2vec2 + CTC) and
+exp/ser/fold_<k>/CKPT+<N> folders in the toolkit's layout. Toolkit side: Voice-Privacy-Challenge-2024 commit
+400de3a, evaluation/utility/asr/evaluate_asr.py's asr_eval_speechbrain (eval_batchsize 1: a batch of one is what
+vpeval transcribes on the CPU) and evaluation/utility/ser/evaluate_ser.py's evaluate_ser, run as they are, with
+the per-utterance labels of its classify_batch calls recorded, its per-fold rows (results_folds<suffix>.csv), its
+per-split means and the SER block save_result_summary prints from them (run_evaluation.py: sort_values by dataset
+and split, to_string), which vpeval's uar split rows and the vpc report's results_orig.txt must equal byte for
+byte. One substitution: torchaudio 2.9+ (installed here) loads files only through
 torchcodec, so torchaudio.load is, while they run, its soundfile backend's reading (float32 [channels, samples]).
 
 - test_matches_recorded_toolkit_outputs (always runs): vpeval against tests/data/vpc_toolkit_evaluation.json,
@@ -18,6 +21,7 @@ torchcodec, so torchaudio.load is, while they run, its soundfile backend's readi
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -30,7 +34,9 @@ import pytest
 FIXTURE = Path(__file__).parent / "data" / "vpc_toolkit_evaluation.json"
 SUFFIX = "_fast"
 ASR_SETS = ["libri_dev_trials_f", "libri_dev_trials_m", "libri_test_trials_f", "libri_test_trials_m"]
-SER_SETS = ["IEMOCAP_dev"]
+SER_SETS = ["IEMOCAP_dev", "IEMOCAP_test"]
+# IEMOCAP_dev: libri_dev's speech; IEMOCAP_test: libri_test's FSDD speakers (8 kHz; the VCTK ones are dev's too)
+SER_SOURCES = {"IEMOCAP_dev": ("libri_dev", None), "IEMOCAP_test": ("libri_test", ("lucas", "nicolas"))}
 EMOTIONS = ["neu", "ang", "hap", "sad"]
 FOLDS = 2
 SENTENCES = [
@@ -52,15 +58,16 @@ def build_tree(root: Path) -> dict[str, Path]:
             ids = [line.split()[0] for line in (folder / "wav.scp").read_text().splitlines()]
             lines = [f"{u} {texts.get(u, SENTENCES[i % 3])}\n" for i, u in enumerate(ids)]
             (folder / "text").write_text("".join(lines))
-    for suffix in ("", SUFFIX):  # IEMOCAP stand-ins: libri_dev's speech with emotion labels and folds
-        folder = data / f"IEMOCAP_dev{suffix}"
+    for (name, (libri, only)), suffix in itertools.product(SER_SOURCES.items(), ("", SUFFIX)):
+        folder = data / f"{name}{suffix}"  # IEMOCAP stand-ins: LibriSpeech stand-ins' speech with emotions, folds
         folder.mkdir()
         wavs, speakers = {}, {}
         for part in ("enrolls", "trials_f", "trials_m"):
-            source = data / f"libri_dev_{part}{suffix}"
+            source = data / f"{libri}_{part}{suffix}"
             wavs |= dict(line.split(maxsplit=1) for line in (source / "wav.scp").read_text().splitlines())
             speakers |= dict(line.split() for line in (source / "utt2spk").read_text().splitlines())
-        ids = sorted(wavs)
+        ids = sorted(u for u in wavs if only is None or speakers[u] in only)
+        speakers = {u: speakers[u] for u in ids}
         (folder / "wav.scp").write_text("".join(f"{u} {wavs[u]}\n" for u in ids))
         (folder / "utt2spk").write_text("".join(f"{u} {speakers[u]}\n" for u in ids))
         (folder / "utt2emo").write_text("".join(f"{u} {EMOTIONS[i % 4]}\n" for i, u in enumerate(ids)))
@@ -169,12 +176,20 @@ def toolkit_outputs(toolkit: Path, tree: dict[str, Path], work: Path) -> dict:
             ser_module.foreign_class = original_class
         folds = __import__("pandas").read_csv(work / "ser" / f"results_folds{SUFFIX}.csv")
         per_speaker: dict[str, list[float]] = {}
+        fold_rows = []
         for _, row in folds.iterrows():
             per_speaker.setdefault(row["ser"], []).append(float(row["UAR"]))
+            accuracy = {c[4:]: float(row[c]) for c in folds.columns if c.startswith("ACC_") and row[c] == row[c]}
+            fold_rows.append({"set": f"{row['dataset']}_{row['split']}", "ser": row["ser"], "fold": str(row["fold"])})
+            fold_rows[-1] |= {"UAR": float(row["UAR"]), "accuracy": accuracy}
         uar = {
-            ("anon" if ser == "anon" else "original"): float(v) for ser, v in zip(means["ser"], means[("UAR", "mean")])
+            f"{d}_{s}/{ser}": float(v)
+            for d, s, ser, v in zip(means["dataset"], means["split"], means["ser"], means[("UAR", "mean")])
         }
-        ser = {"predictions": predictions, "per_speaker_uar": per_speaker, "uar": uar}
+        # save_result_summary's SER block (run_evaluation.py): the means sorted by dataset and split, to_string()
+        block = means.sort_values(by=["dataset", "split"]).to_string()
+        ser = {"predictions": predictions, "per_speaker_uar": per_speaker, "uar": uar, "fold_rows": fold_rows}
+        ser["results_orig_block"] = block
         return {"asr": asr, "ser": ser}
     finally:
         torchaudio.load = load
@@ -227,29 +242,46 @@ def vpeval_outputs(tree: dict[str, Path], work: Path) -> dict:
             wer[name] = {"errors": errors, "words": row.details["reference_words"], "WER": row.value}
 
     ser_context = plugin_context(seed=0, work_dir=work / "uar")
+    spk2fold = [data / name / "spk2fold" for name in SER_SETS]
     uar_params = UAR.Params(
-        evaluator="speechbrain", models=str(tree["ser"]), spk2fold=[str(data / "IEMOCAP_dev" / "spk2fold")], bootstrap=0
+        evaluator="speechbrain", models=str(tree["ser"]), spk2fold=[str(p) for p in spk2fold], bootstrap=0
     )
     metric = UAR(uar_params, ser_context)
-    emotion_original = read_data_dir(data / "IEMOCAP_dev")
-    emotion_anonymized = read_data_dir(data / f"IEMOCAP_dev{SUFFIX}")
+    emotion_original = joined(SER_SETS, "IEMOCAP")
+    emotion_anonymized = joined([s + SUFFIX for s in SER_SETS], "IEMOCAP" + SUFFIX)
     rows = metric.compute(MetricInputs(original=emotion_original, anonymized=emotion_anonymized))
     from vpeval_speech.speechbrain_emotion import models_by_speaker, predictions
+    from vpeval_vpc_report.results import _toolkit_ser
 
-    folders, _ = models_by_speaker(tree["ser"], [data / "IEMOCAP_dev" / "spk2fold"], sorted(emotion_original.speakers))
+    folders, _ = models_by_speaker(tree["ser"], spk2fold, sorted(emotion_original.speakers))
     labels = {}
-    for name, corpus in (("IEMOCAP_dev", emotion_original), (f"IEMOCAP_dev{SUFFIX}", emotion_anonymized)):
-        utterances = list(corpus.utterances)
+    for name in SER_SETS + [s + SUFFIX for s in SER_SETS]:
+        utterances = list(read_data_dir(data / name).utterances)
         labels[name] = dict(zip((u.id for u in utterances), predictions(metric, utterances, folders, name).tolist()))
+    pooled = [r for r in rows if "dataset" not in r.details]
+    split = [r for r in rows if "dataset" in r.details]
+
+    def ser_of(r) -> str:
+        return "anon" if r.details["speech"] == "anonymized" else "original"
+
+    fold_rows = [
+        {"set": r.details["dataset"], "ser": ser_of(r), "fold": f["fold"], "UAR": f["UAR"], "accuracy": f["accuracy"]}
+        for r in split
+        for f in r.details["fold_rows"]
+    ]
+    as_rows = [  # as results.json rows: the anonymized speech under its anonymizer's label
+        {"metric": "uar", "anonymizer": "original" if ser_of(r) == "original" else "fast", "value": r.value}
+        | {"details": r.details}
+        for r in rows
+    ]
     ser = {
         "predictions": labels,
         "per_speaker_uar": {
-            ("anon" if r.details["speech"] == "anonymized" else "original"): [
-                r.details["per_speaker"][s]["uar"] for s in r.details["per_speaker"]
-            ]
-            for r in rows
+            ser_of(r): [r.details["per_speaker"][s]["uar"] for s in r.details["per_speaker"]] for r in pooled
         },
-        "uar": {("anon" if r.details["speech"] == "anonymized" else "original"): r.value for r in rows},
+        "uar": {f"{r.details['dataset']}/{ser_of(r)}": r.value for r in split},
+        "fold_rows": fold_rows,
+        "results_orig_block": _toolkit_ser(as_rows, "fast"),
         "read_at_own_rate_not_16khz": rows[0].details["read_at_own_rate_not_16khz"],
     }
     return {"asr": {"transcripts": transcripts, "wer": wer}, "ser": ser}
@@ -264,8 +296,10 @@ def assert_equal(mine: dict, theirs: dict) -> None:
     assert mine["ser"]["predictions"] == theirs["ser"]["predictions"]
     for speech, values in theirs["ser"]["per_speaker_uar"].items():  # the toolkit's rows: spk2fold's order
         assert sorted(round(v, 3) for v in mine["ser"]["per_speaker_uar"][speech]) == sorted(values)
-    for speech, value in theirs["ser"]["uar"].items():
-        assert mine["ser"]["uar"][speech] == pytest.approx(value, abs=1e-9), speech
+    for key, value in theirs["ser"]["uar"].items():  # per IEMOCAP split and speech (the SER block's rows)
+        assert mine["ser"]["uar"][key] == pytest.approx(value, abs=1e-9), key
+    assert mine["ser"]["fold_rows"] == theirs["ser"]["fold_rows"]  # results_folds<suffix>.csv, row for row
+    assert mine["ser"]["results_orig_block"] == theirs["ser"]["results_orig_block"]  # byte for byte
 
 
 @pytest.fixture(scope="module")

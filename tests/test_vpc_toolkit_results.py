@@ -1,6 +1,6 @@
 """The toolkit's own results files (issue 36, item 3): results_summary/eval_orig<suffix>/results_orig.txt and
-eval_anon<suffix>/results_anon.txt with the ASV and ASR blocks exactly as run_evaluation.py writes them (the rows it
-keeps, its index numbers, order and pandas layout), compared with the toolkits' published result files:
+eval_anon<suffix>/results_anon.txt with the SER, ASV and ASR blocks exactly as run_evaluation.py writes them (the
+rows it keeps, its index numbers, order and pandas layout), compared with the toolkits' published result files:
 tests/data/vpc_toolkit_results/, VPC 2024 commit 400de3a and VPC 2026 commit e6810a4 (results/.../
 result_for_rank_mcadams, each the concatenation of a results_orig.txt and a results_anon.txt)."""
 
@@ -67,13 +67,37 @@ def _wer_rows(table: str, folders: tuple[str, ...]) -> list[dict]:
     return rows
 
 
+def _uar_rows(table: str) -> list[dict]:
+    """`uar` rows per IEMOCAP split (the speechbrain evaluator's spk2fold folders) carrying the published means,
+    their ACC column order the published one (the toolkit's last fold row's, vpeval_speech.ser_folds)."""
+    lines = table.splitlines()
+    emotions = [name.removeprefix("ACC_") for name in lines[1].split()[4:]]
+    rows = []
+    for line in lines[3:]:  # the title and the two header rows first
+        _, dataset, split, speech, uar, *accuracies = line.split()
+        details = {
+            "dataset": f"{dataset}_{split}",
+            "speech": "original" if speech == "original" else "anonymized",
+            "fold_rows": [{"speaker": "Ses01F", "fold": "1", "UAR": float(uar)}],  # only their presence is read
+            "per_class_accuracy": dict(zip(emotions, map(float, accuracies), strict=True)),
+            "accuracy_order": emotions,
+        }
+        anonymizer = "mcadams" if speech == "anon" else "original"
+        rows.append(
+            {"metric": "uar", "anonymizer": anonymizer, "gender": "all", "value": float(uar), "details": details}
+        )
+    rows.append({**rows[0], "details": {"speech": "original"}, "value": 1.0})  # the pooled row: not in this block
+    return rows
+
+
 @pytest.mark.parametrize("challenge", ["2024", "2026-track1"])
 def test_the_summaries_are_the_toolkits_files(challenge):
     published = FILES[challenge].read_text()
     mixed = challenge == "2026-track1"
     orig, anon = _block(published, "ASV_eval"), _block(published, "ASV_eval^anon")
-    asr = _block(published, "ASR")
+    asr, ser = _block(published, "ASR"), _block(published, "SER")
     rows = _rows(orig, "asv_eval", "original", mixed) + _rows(anon, "asv_anon", "anonymized", mixed)
+    rows += _uar_rows(ser)
     rows += _wer_rows(asr, ("_trials_mixed",) if mixed else ("_trials_f", "_trials_m"))
     exp = SimpleNamespace(
         corpus=SimpleNamespace(params={"challenge": challenge}),
@@ -84,7 +108,7 @@ def test_the_summaries_are_the_toolkits_files(challenge):
         "results_summary/eval_orig_mcadams/results_orig.txt",
         "results_summary/eval_anon_mcadams/results_anon.txt",
     }
-    for part, block in (("orig", orig + "\n" + asr), ("anon", anon)):
+    for part, block in (("orig", ser + "\n" + orig + "\n" + asr), ("anon", anon)):
         mine = files[f"results_summary/eval_{part}_mcadams/results_{part}.txt"]
         expected = f"---- Time: 03-03-26_05:17 ----\n\n{block}"
         # What a script splitting the lines on whitespace reads: the same cells, line by line.

@@ -19,6 +19,7 @@ layers come from vpeval's `wavlm` frontend (context.get), which reads WavLM-Larg
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -191,7 +192,8 @@ def load_ssl_network(folder: Path) -> EcapaSsl:
 
 
 class SslEmbedder:
-    """Embeddings of VPC 2026's asv_ssl: one file at a time, as the toolkit (WavLM runs unpadded)."""
+    """Embeddings of VPC 2026's asv_ssl, each as the toolkit computes it one file at a time (WavLM unpadded):
+    here WavLM runs masked batches that give each file those frames."""
 
     def __init__(self, folder: Path, frontend, device: str = "cpu", autocast=None):
         from speechbrain.lobes.features import Fbank
@@ -219,15 +221,24 @@ class SslEmbedder:
 
     def embed(self, prepared: np.ndarray, raw: np.ndarray) -> np.ndarray:
         """`prepared`: the peak-normalised, zero-trimmed waveform (log-mel stream); `raw`: the file's audio."""
-        layers = wavlm_layers(self.frontend, [raw], self.device)  # [1, K, T', D]
+        return self.embed_many([prepared], [raw])[0]
+
+    def embed_many(self, prepared: Sequence[np.ndarray], raws: Sequence[np.ndarray]) -> np.ndarray:
+        """[B, D] unit-length embeddings: WavLM's layers of all `raws` in the frontend's masked batches (each
+        waveform's frames as it gets them alone: its own normalisation, group norm and attention mask), then the
+        two-stream network on each waveform alone (its reflect padding, SE means and pooling see one utterance)."""
+        slabs = [self.frontend.split_layers(out.features) for out in self.frontend.encode_batch(list(raws))]
         self.network.eval()
+        vectors = []
         with torch.inference_mode():
-            wave = torch.from_numpy(np.asarray(prepared, dtype=np.float32)).to(self.device).unsqueeze(0)
-            feats = self.norm(self.features(wave), torch.ones(1, device=self.device))
-            with self.autocast() if self.autocast is not None else _nothing():
-                vector = self.network(feats, layers.float())
-            vector = F.normalize(vector.float().reshape(1, -1), dim=1)
-        return vector[0].cpu().numpy().astype(np.float32)
+            for wave, slab in zip(prepared, slabs, strict=True):
+                layers = torch.from_numpy(slab).to(self.device).unsqueeze(0)  # [1, K, T', D]
+                wave = torch.from_numpy(np.asarray(wave, dtype=np.float32)).to(self.device).unsqueeze(0)
+                feats = self.norm(self.features(wave), torch.ones(1, device=self.device))
+                with self.autocast() if self.autocast is not None else _nothing():
+                    vector = self.network(feats, layers.float())
+                vectors.append(F.normalize(vector.float().reshape(1, -1), dim=1)[0].cpu().numpy())
+        return np.stack(vectors).astype(np.float32)
 
 
 def wavlm_layers(frontend, raws, device: str) -> torch.Tensor:

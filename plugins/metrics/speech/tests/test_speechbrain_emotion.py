@@ -82,10 +82,12 @@ def uar(tmp_path, **params) -> UAR:
 
 def test_uar_equals_vpc2024_scoring_of_speechbrain_predictions(emotion_models, data, tmp_path):
     original, anonymized, spk2fold = data
-    results = uar(tmp_path / "w", models=str(emotion_models), spk2fold=str(spk2fold)).compute(
+    rows = uar(tmp_path / "w", models=str(emotion_models), spk2fold=str(spk2fold)).compute(
         MetricInputs(original=original, anonymized=anonymized)
     )
+    results = [r for r in rows if "dataset" not in r.details]  # the pooled rows (then one per spk2fold folder)
     assert [r.details["speech"] for r in results] == ["original", "anonymized"]
+    check_split_rows([r for r in rows if "dataset" in r.details], emotion_models, (original, anonymized), tmp_path)
     for result, speech in zip(results, (original, anonymized), strict=True):
         labels = reference_labels(emotion_models, speech.utterances, tmp_path)
         truth = [u.emotion for u in original.utterances]
@@ -107,6 +109,38 @@ def test_uar_equals_vpc2024_scoring_of_speechbrain_predictions(emotion_models, d
     # The folds' models disagree somewhere, so a speaker scored by the wrong fold would not match the reference.
     other = {s: folders["s2" if FOLDS[s] == "1" else "s0"] for s in FOLDS}
     assert predictions(plugin, original.utterances, other, "original").tolist() != labels
+
+
+def check_split_rows(rows, models: Path, speeches, tmp_path: Path) -> None:
+    """evaluate_ser's rows, re-expressed: per spk2fold line, sklearn's macro recall and per-emotion accuracy of
+    the speaker's utterances (rounded to 3 decimals), the split's value their mean; the ACC column order is the
+    last speaker's emotions as they first come among its utterances sorted longest first."""
+    original = speeches[0]
+    truth = {u.id: u.emotion for u in original.utterances}
+    assert [r.details["speech"] for r in rows] == ["original", "anonymized"]
+    for row, speech in zip(rows, speeches, strict=True):
+        labels = dict(zip((u.id for u in speech.utterances), reference_labels(models, speech.utterances, tmp_path)))
+        expected, uars = [], []
+        for speaker, fold in FOLDS.items():
+            mine = sorted(
+                (u for u in speech.utterances if u.speaker == speaker), key=lambda u: u.load().size, reverse=True
+            )
+            ref, hyp = [truth[u.id] for u in mine], [labels[u.id] for u in mine]
+            value = round(100 * metrics.recall_score(ref, hyp, average="macro"), 3)
+            accuracy = {}
+            for emotion in dict.fromkeys(ref):
+                pairs = [(r, h) for r, h in zip(ref, hyp) if r == emotion]
+                accuracy[emotion] = round(100 * metrics.accuracy_score(*zip(*pairs)), 3)
+            expected.append({"speaker": speaker, "fold": fold, "UAR": value, "accuracy": accuracy})
+            uars.append(value)
+        got = [{k: r[k] for k in ("speaker", "fold", "UAR", "accuracy")} for r in row.details["fold_rows"]]
+        assert got == expected
+        assert list(row.details["fold_rows"][-1]["accuracy"]) == row.details["accuracy_order"]
+        assert row.value == pytest.approx(np.mean(uars), abs=1e-12)
+        for emotion, value in row.details["per_class_accuracy"].items():
+            assert value == pytest.approx(
+                np.mean([e["accuracy"][emotion] for e in expected if emotion in e["accuracy"]])
+            )
 
 
 def test_predictions_use_each_speakers_fold(emotion_models, data, tmp_path):

@@ -80,7 +80,8 @@ class UAR(Metric):
         spk2fold: str | list[str] | None = Field(
             None,
             description="speechbrain: the data folder's spk2fold file (speaker-id fold) picking each model, or a "
-            "list of them (VPC: IEMOCAP_dev's and IEMOCAP_test's).",
+            "list of them (VPC: IEMOCAP_dev's and IEMOCAP_test's); each adds a row for its folder (details.dataset) "
+            "with VPC 2024's per-fold rows (details.fold_rows), after the pooled rows.",
         )
         wav2vec2_source: str | None = Field(
             None, description="speechbrain: a local transformers folder for the wav2vec2 the YAML names by hub id."
@@ -173,9 +174,11 @@ class UAR(Metric):
                 "The uar metric needs evaluation speech (MetricInputs.original is empty): run it as a speech metric."
             )
         if self.params.evaluator == "speechbrain":
+            from vpeval_speech.ser_folds import split_rows
             from vpeval_speech.speechbrain_emotion import speechbrain_uar
 
-            return speechbrain_uar(self, inputs)
+            # The pooled rows, then VPC 2024's per IEMOCAP split (spk2fold's folder), with its per-fold rows.
+            return speechbrain_uar(self, inputs) + split_rows(self, inputs)
         if self.params.evaluator == "emotion2vec":
             from vpeval_speech.emotion2vec_uar import emotion2vec_uar
 

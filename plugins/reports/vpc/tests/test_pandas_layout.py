@@ -7,3 +7,33 @@ from vpeval_vpc_report.results import _pandas_string
 
 def test_an_empty_table_is_empty_at_once():
     assert _pandas_string(["dataset", "EER"], [], []) == ""
+
+
+def test_ser_block_with_a_missing_emotion_is_pandas_layout():
+    """An emotion one split lacks is NaN in the toolkit's SER block; the expected text is what pandas 2.3.3 prints
+    for evaluate_ser's groupby(...).agg({'UAR': ['mean'], 'ACC_sad': ['mean'], 'ACC_neu': ['mean']}) of these fold
+    rows (dev anon: 55.615 and 55.614, sad 32.5, neu 50.0 and 51.0; test original: 60.0, neu 51.0), sorted by
+    dataset and split, to_string()."""
+    from vpeval_vpc_report.results import _toolkit_ser
+
+    def row(dataset, anonymizer, value, accuracy):
+        details = {
+            "dataset": dataset,
+            "fold_rows": [{}],
+            "per_class_accuracy": accuracy,
+            "accuracy_order": ["sad", "neu"],
+        }
+        return {"metric": "uar", "anonymizer": anonymizer, "value": value, "details": details}
+
+    rows = [
+        row("IEMOCAP_test", "original", 60.0, {"neu": 51.0}),
+        row("IEMOCAP_dev", "x", 55.6145, {"sad": 32.5, "neu": 50.5}),
+    ]
+    assert _toolkit_ser(rows, "x") == "\n".join(
+        [
+            "   dataset split       ser      UAR ACC_sad ACC_neu",
+            "                               mean    mean    mean",
+            "0  IEMOCAP   dev      anon  55.6145    32.5    50.5",
+            "1  IEMOCAP  test  original  60.0000     NaN    51.0",
+        ]
+    )

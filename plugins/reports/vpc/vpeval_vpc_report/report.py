@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from vpeval.api import Report, ReportSections
-from vpeval_vpc_report.results import toolkit_summaries, vpc_results_text
+from vpeval_vpc_report.results import embedding_notes, toolkit_summaries, vpc_results_text
 from vpeval_vpc_report.track2 import track2_summaries
 
 
@@ -21,7 +21,8 @@ class VpcReport(Report):
         spec = exp.experiment.report
         if spec is None or spec.preset != "vpc":
             return None
-        summary = vpc_results_text(rows)
+        notes = embedding_notes(exp)  # labelled where a setting changes its numbers (asv_ssl's toolkit-sign)
+        summary = vpc_results_text(rows, notes)
         files = [("results_vpc.txt", summary)]
         time = datetime.today().strftime("%d-%m-%y_%H:%M")
         track2 = exp.corpus.params.get("challenge") == "2026-track2"  # its own layout (track2.py)
@@ -32,6 +33,8 @@ class VpcReport(Report):
                 "",
                 "As the challenge toolkits print it (also in results_vpc.txt):",
                 "",
+                *(f"- `{label}`: {note} (docs/vpc.md)." for label, note in notes.items()),
+                *([""] if notes else []),
                 "```",
                 summary.rstrip("\n"),
                 "```",

@@ -31,8 +31,11 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(" ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) for line in cells)
 
 
-def asv_blocks(rows: list[dict[str, Any]], metric: str = "eer") -> list[tuple[str, str]]:
-    """(title, table) per attacker: EER by dataset, split, gender and trial condition."""
+def asv_blocks(
+    rows: list[dict[str, Any]], metric: str = "eer", notes: dict[str, str] | None = None
+) -> list[tuple[str, str]]:
+    """(title, table) per attacker: EER by dataset, split, gender and trial condition; `notes`: attacker label ->
+    what its title adds (a setting that changes its numbers, such as asv_ssl's toolkit-sign embeddings)."""
     eer = [r for r in rows if r.get("metric") == metric and r.get("protocol") in SIDES and r.get("value") is not None]
     eer, _ = first_setting(eer)
     blocks = []
@@ -51,7 +54,8 @@ def asv_blocks(rows: list[dict[str, Any]], metric: str = "eer") -> list[tuple[st
             system = "" if r["protocol"] == "O-O" else r["anonymizer"]
             body.append([dataset, split, r["gender"], enrollment, trial, system, f"{r['value']:.3f}"])
         scenario = mine[0].get("scenario", "")
-        title = f"---- ASV results: {attacker} (trained on {scenario}) ----"
+        note = f", {notes[attacker]}" if notes and attacker in notes else ""
+        title = f"---- ASV results: {attacker} (trained on {scenario}{note}) ----"
         blocks.append((title, _table(["dataset", "split", "gender", "enrollment", "trial", "system", "EER"], body)))
     return blocks
 
@@ -65,27 +69,39 @@ def utility_block(rows: list[dict[str, Any]], metric: str, column: str) -> tuple
     for r in chosen:
         condition = "original" if r.get("anonymizer") in (None, "", "original", "none") else "anon"
         system = "" if condition == "original" else r["anonymizer"]
-        body.append(["all", "all", condition, system, f"{r['value']:.3f}"])
+        named = (r.get("details") or {}).get("dataset")  # a per-set row (wer sets, uar's spk2fold folders)
+        dataset, split = split_name(named) if named else ("all", "all")
+        body.append([dataset, split, condition, system, f"{r['value']:.3f}"])
     header = ["dataset", "split", column.lower(), "system", column]
     return f"---- {column.upper()} results ----", _table(header, body)
 
 
-def vpc_results_text(rows: list[dict[str, Any]]) -> str:
-    """The whole summary: SER, ASV per attacker, ASR, in the toolkit's order."""
+def vpc_results_text(rows: list[dict[str, Any]], notes: dict[str, str] | None = None) -> str:
+    """The whole summary: SER, ASV per attacker (titles with `notes`), ASR, in the toolkit's order."""
     blocks = []
     ser = utility_block(rows, "uar", "UAR")
     blocks += [ser] if ser else []
-    blocks += asv_blocks(rows)
+    blocks += asv_blocks(rows, notes=notes)
     asr = utility_block(rows, "wer", "WER")
     blocks += [asr] if asr else []
     return "\n\n".join(f"{title}\n{table}" for title, table in blocks) + "\n"
+
+
+def embedding_notes(exp) -> dict[str, str]:
+    """Attacker label -> a note for the attackers whose embeddings follow VPC 2026's toolkit-sign quirk."""
+    return {
+        a.label: "embedding_normalization toolkit-sign: the VPC 2026 toolkit's +-1 embeddings"
+        for a in exp.attackers
+        if a.plugin.params.get("embedding_normalization") == "toolkit-sign"
+    }
 
 
 def toolkit_summaries(exp, rows: list[dict[str, Any]], time: str) -> dict[str, str]:
     """The toolkit's own files (run_evaluation.py's save_result_summary, VPC 2024 400de3a / 2026 e6810a4), path ->
     text, per `precomputed` `vpc` submission: eval_orig<suffix>/results_orig.txt (2024: O-O per f/m folder; 2026:
     A-A of the mixed folder; ASR from `wer` rows per trial folder) and eval_anon<suffix>/results_anon.txt (the
-    semi-informed A-A), with its index numbers, order and layout. No SER block: vpeval's UAR is not per split."""
+    semi-informed A-A), with its index numbers, order and layout; the SER block first where `uar` gave VPC 2024's
+    per-split rows (its spk2fold folders)."""
     mixed = exp.corpus.params.get("challenge") == "2026-track1"
     out = {}
     for anon in exp.anonymizers:
@@ -99,7 +115,9 @@ def toolkit_summaries(exp, rows: list[dict[str, Any]], time: str) -> dict[str, s
             table = _toolkit_asv(mine, scenario, keep, mixed)
             if suffix and table:
                 path = f"results_summary/eval_{part}{suffix}/results_{part}.txt"
-                out[path] = f"---- Time: {time} ----\n\n---- {title} results ----\n{table}\n"
+                ser = _toolkit_ser(rows, anon.label) if part == "orig" else ""
+                out[path] = f"---- Time: {time} ----\n" + (f"\n---- SER results ----\n{ser}\n" if ser else "")
+                out[path] += f"\n---- {title} results ----\n{table}\n"
                 asr = _toolkit_asr(rows, anon.label) if part == "orig" else ""
                 out[path] += f"\n---- ASR results ----\n{asr}\n" if asr else ""
     return out
@@ -123,6 +141,39 @@ def _toolkit_asr(rows: list[dict[str, Any]], label: str) -> str:
     return _pandas_string(["dataset", "split", "asr", "WER"], [body[n] for n in order], [index[n] for n in order])
 
 
+def _toolkit_ser(rows: list[dict[str, Any]], label: str) -> str:
+    """evaluate_ser's mean table as save_result_summary prints it: one row per dataset, split and speech (groupby's
+    order: anon before original), UAR and ACC_<emotion> means unrounded, the ACC columns those of the last fold
+    row the toolkit computed (the last folder's anonymized copy), two header rows; from uar's per-split rows."""
+    uar = [r for r in rows if r.get("metric") == "uar" and (r.get("details") or {}).get("fold_rows")]
+    found = [r for r in uar if r.get("anonymizer") in ("original", label) and r.get("value") is not None]
+    if not found:
+        return ""
+    last = [r for r in found if r["anonymizer"] == label] or found  # its copies come after the originals
+    emotions = last[-1]["details"]["accuracy_order"]
+    body = []
+    for r in found:
+        dataset, split = (r["details"]["dataset"].split("_") + ["_"])[:2]
+        accuracy = r["details"]["per_class_accuracy"]
+        cells = [float(accuracy[e]) if e in accuracy else float("nan") for e in emotions]
+        body.append([dataset, split, "original" if r["anonymizer"] == "original" else "anon", r["value"], *cells])
+    body.sort(key=lambda row: tuple(row[:3]))
+    header = ["dataset", "split", "ser", "UAR", *(f"ACC_{e}" for e in emotions)]
+    return two_level(header, body, [str(n) for n in range(len(body))])
+
+
+def two_level(header: list[str], body: list[list[Any]], index: list[str]) -> str:
+    """DataFrame.to_string() of evaluate_ser's aggregate: the column names, then a line of `mean` under each
+    aggregated column (pandas' second header row), with the column widths of the one-level table."""
+    lines = _pandas_string(header, body, index).split("\n")
+    second, pos = [" "] * len(lines[0]), 0
+    for n, name in enumerate(header):  # right-justified: each column ends where its name ends
+        pos = lines[0].index(name, pos) + len(name)
+        if n >= 3:
+            second[pos - 4 : pos] = "mean"
+    return "\n".join([lines[0], "".join(second)] + lines[1:])
+
+
 def _toolkit_asv(rows: list[dict[str, Any]], scenario: str, keep: str, mixed: bool) -> str:
     """evaluate_asv's rows (enrollment-trial pair x oo, oa, aa, numbered so), those of `keep`, sorted stably."""
     rows = [r for r in rows if r.get("scenario") == scenario and r["gender"] in (("all",) if mixed else ("f", "m"))]
@@ -143,16 +194,19 @@ def _toolkit_asv(rows: list[dict[str, Any]], scenario: str, keep: str, mixed: bo
 
 def _pandas_string(header: list[str], rows: list[list[Any]], index: list[str]) -> str:
     """DataFrame.to_string() of these columns: index left-justified, each cell with pandas' leading space, floats
-    as '{: .6f}' with the zeros every cell of the column ends in trimmed, every column right-justified."""
+    as '{: .6f}' with the zeros every number of the column ends in trimmed (NaN as NaN), every column
+    right-justified."""
     if not rows:  # first: with no cells, the zero-trimming loop below would never end
         return ""
     columns = []
     for j, name in enumerate(header):
         cells = [row[j] for row in rows]
         if all(isinstance(c, float) for c in cells):
-            text = [f"{c: .6f}" for c in cells]
-            while all(t.endswith("0") and not t.endswith(".0") for t in text):
-                text = [t[:-1] for t in text]
+            # NaN as pandas prints it (an emotion a row lacks), the zeros trimmed over the numbers only
+            text = [f"{c: .6f}" if c == c else " NaN" for c in cells]
+            numbers = [n for n, c in enumerate(cells) if c == c]
+            while numbers and all(text[n].endswith("0") and not text[n].endswith(".0") for n in numbers):
+                text = [t[:-1] if n in numbers else t for n, t in enumerate(text)]
         else:
             text = [f" {c}" for c in cells]
         width = max(len(name), *(len(t) for t in text))

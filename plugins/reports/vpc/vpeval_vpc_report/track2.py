@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from vpeval_vpc_report.results import SIDES, _pandas_string
+from vpeval_vpc_report.results import two_level as _two_level
 
 LANGUAGES = ("en", "de", "fr", "es")  # eval_pre.yaml's dataset_name order (and evaluate_asv's rows)
 RANK_ORDER = ("en", "de", "es", "fr")  # 02_run_track2.sh's `for lang in en de es fr`
@@ -159,18 +160,6 @@ def _ser(rows: list[dict[str, Any]], label: str) -> tuple[str, str]:
     second = [""] * 3 + ["mean"] * (len(header) - 3)
     csv = _csv([""] + header, [[i, *row] for i, row in zip(index, body)], second=[""] + second)
     return table, csv
-
-
-def _two_level(header: list[str], body: list[list[Any]], index: list[str]) -> str:
-    """DataFrame.to_string() of evaluate_ser's aggregate: the column names, then a line of `mean` under each
-    aggregated column (pandas' second header row), with the column widths of the one-level table."""
-    lines = _pandas_string(header, body, index).split("\n")
-    second, pos = [" "] * len(lines[0]), 0
-    for n, name in enumerate(header):  # right-justified: each column ends where its name ends
-        pos = lines[0].index(name, pos) + len(name)
-        if n >= 3:
-            second[pos - 4 : pos] = "mean"
-    return "\n".join([lines[0], "".join(second)] + lines[1:])
 
 
 def _csv(header: list[str], rows: list[list[Any]], second: list[str] | None = None) -> str:
