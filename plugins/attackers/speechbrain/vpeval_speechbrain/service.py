@@ -29,6 +29,9 @@ from vpeval_speechbrain.ssl import WAVLM_FILE, is_ssl_folder
 from vpeval_torch.threads import thread_map
 
 GPU_CHUNK = 512  # utterances loaded into memory at a time on the GPU path
+# asv_ssl on the CPU: padded audio per WavLM batch (batch x longest). Its output, every layer of every frame,
+# is 24 x 1024 floats per 20 ms (4.9 MB per second of WavLM-Large): 60 s make about 300 MB at a time.
+SSL_CPU_BATCH_SECONDS = 60.0
 
 
 class FolderEmbeddings:
@@ -87,10 +90,12 @@ class FolderEmbeddings:
             )
         own = folder / WAVLM_FILE
         wavlm = self.params.ssl_model or str(own if own.is_file() else model_folder(self.params.source) / WAVLM_FILE)
-        frontend = self.context.get("frontend", "wavlm", {"model": wavlm, "layers": "all", "batch_size": 1})
+        # WavLM in masked batches of similar length (the frontend's: each file's frames as it gets them alone)
+        batch = {"batch_size": min(self.params.batch_size, 1024), "max_batch_seconds": self.params.max_batch_seconds}
+        frontend = self.context.get("frontend", "wavlm", {"model": wavlm, "layers": "all", **batch})
         self._folder, self._wavlm, self._files = folder, Path(wavlm), None
         self._embedder = None
-        self.batches_here = bool(self.context.on_gpu)
+        self.batches_here = bool(self.context.on_gpu) or self.params.batch_size > 1
         self._ssl = SslEmbedder(folder, frontend, self.context.device, self.context.autocast)
         return self._ssl
 
@@ -110,9 +115,7 @@ class FolderEmbeddings:
         embedder = self.prepare()
         prepared = [self.waveform(audio, rate) for audio, rate in raws]
         if self._ssl is not None:  # the WavLM stream reads the file as it is (no peak division, no trimming)
-            return np.stack(
-                [self._ssl.embed(p, self._wavlm_input(audio, rate)) for p, (audio, rate) in zip(prepared, raws)]
-            )
+            return self._ssl.embed_many(prepared, [self._wavlm_input(audio, rate) for audio, rate in raws])
         return embedder.embed(prepared)
 
     @staticmethod
@@ -144,8 +147,14 @@ class FolderEmbeddings:
         if self._embedder is not None:  # length buckets from the headers: one bucket's audio read at a time
             buckets = self._embedder.buckets([_samples(utterances[i]) for i in missing])
             groups = [[missing[j] for j in bucket] for bucket in buckets]
-        else:  # asv_ssl on a GPU
+        elif self.context.on_gpu:  # asv_ssl on a GPU: the frontend cuts its own batches
             groups = [missing[start : start + GPU_CHUNK] for start in range(0, len(missing), GPU_CHUNK)]
+        else:  # asv_ssl on the CPU: WavLM's length buckets, one bucket's audio read at a time
+            from vpeval_torch.batching import length_buckets
+
+            limit = int(min(self.params.max_batch_seconds, SSL_CPU_BATCH_SECONDS) * SAMPLE_RATE)
+            buckets = length_buckets([_samples(utterances[i]) for i in missing], self.params.batch_size, limit)
+            groups = [[missing[j] for j in bucket] for bucket in buckets]
         self.context.apply_threads()
         if self._embedder is not None and self._embedder.packs:
             self._embedder.packed_network()  # laid out once here, not by each thread

@@ -189,8 +189,9 @@ def write_xvector_folder(folder: Path, seed: int = 0) -> Path:
     return folder
 
 
-def write_tiny_wavlm(folder: Path, width: int = 16, layers: int = 3, seed: int = 0) -> Path:
-    """A random transformers WavLM (`layers` layers of `width`), saved with its preprocessor config."""
+def write_tiny_wavlm(folder: Path, width: int = 16, layers: int = 3, seed: int = 0, norm: str = "group") -> Path:
+    """A random transformers WavLM (`layers` layers of `width`), saved with its preprocessor config. `norm`
+    "group": Base+'s group norm in the CNN's first block, post-norm layers; "layer": Large's layer norms."""
     from transformers import WavLMConfig, WavLMModel
 
     config = WavLMConfig(
@@ -203,8 +204,8 @@ def write_tiny_wavlm(folder: Path, width: int = 16, layers: int = 3, seed: int =
         num_conv_pos_embedding_groups=4,
         num_buckets=32,
         max_bucket_distance=64,
-        feat_extract_norm="group",
-        do_stable_layer_norm=False,
+        feat_extract_norm=norm,
+        do_stable_layer_norm=norm == "layer",
     )
     torch.manual_seed(seed)
     WavLMModel(config).eval().save_pretrained(folder)
@@ -212,12 +213,14 @@ def write_tiny_wavlm(folder: Path, width: int = 16, layers: int = 3, seed: int =
     return folder
 
 
-def write_asv_ssl_folder(folder: Path, wavlm_folder: Path, seed: int = 1, layers: int = 3) -> tuple[Path, Path]:
+def write_asv_ssl_folder(
+    folder: Path, wavlm_folder: Path, seed: int = 1, layers: int = 3, norm: str = "group"
+) -> tuple[Path, Path]:
     """asv_ssl's embedding_model.ckpt (random two-stream ECAPA, 80 mels, channels [16, 16, 16, 16, 48],
-    12-d) and a tiny WavLM of width 16 at wavlm_folder; returns both folders."""
+    12-d) and a tiny WavLM of width 16 (`norm` as write_tiny_wavlm) at wavlm_folder; returns both folders."""
     from vpeval_speechbrain.ssl import EcapaSsl, save_ssl_network
 
-    write_tiny_wavlm(wavlm_folder, width=16, layers=layers)
+    write_tiny_wavlm(wavlm_folder, width=16, layers=layers, norm=norm)
     torch.manual_seed(seed)
     network = EcapaSsl(80, [16, 16, 16, 16, 48], layers, lin_neurons=12).eval()
     _randomise(network, seed)

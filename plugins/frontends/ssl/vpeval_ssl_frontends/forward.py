@@ -13,6 +13,7 @@ What remains is float rounding of different kernel shapes (tests/test_batching.p
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import torch
@@ -48,8 +49,13 @@ def layer_frames(
     captured: dict[int, torch.Tensor] = {}
     layers = model.encoder.layers
     deepest = max(wanted)
+    # Hooks sit on the shared model: another thread's forward (a run's workers embed buckets side by side,
+    # vpeval_torch.threads) must neither fill this call's layers nor be stopped by it.
+    owner = threading.get_ident()
 
     def keep(index: int, value: torch.Tensor) -> None:
+        if threading.get_ident() != owner:
+            return
         captured[index] = value
         if index == deepest and not run_all:
             raise _Enough
