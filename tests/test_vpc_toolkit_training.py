@@ -48,9 +48,11 @@ LOSS_TOLERANCE = 1e-4  # per step, absolute (the same machine gives 0: bit-ident
 MOTION_TOLERANCE = 1e-4  # relative, per tensor: the L2 norm and sum of (final - initial) weights
 
 
-def build_train_folder(root: Path) -> Path:
+def build_train_folder(
+    root: Path, speakers: slice = slice(0, SPEAKERS), per_speaker: int = PER_SPEAKER, name: str = "train-clean-360_x"
+) -> Path:
     """A Kaldi train-clean-360<suffix> stand-in: 16-bit WAVs named <spk>-<chapter>-<utt>.wav (prepare_csv takes
-    the speaker from the file name), wav.scp, utt2spk, spk2utt."""
+    the speaker from the file name), wav.scp, utt2spk, spk2utt; speechocean762's speakers `speakers` (sorted)."""
     import soundfile
 
     from vpeval.testing.realdata import real_data_root
@@ -61,12 +63,12 @@ def build_train_folder(root: Path) -> Path:
     by_speaker: dict[str, list[dict]] = {}
     for row in rows:
         by_speaker.setdefault(row["speaker"], []).append(row)
-    folder = Path(root) / "data" / "train-clean-360_x"
+    folder = Path(root) / "data" / name
     (folder / "wav").mkdir(parents=True, exist_ok=True)
     utt2spk = []
-    for speaker in sorted(by_speaker)[:SPEAKERS]:
+    for speaker in sorted(by_speaker)[speakers]:
         sid = speaker.replace("spk", "")
-        for i, row in enumerate(sorted(by_speaker[speaker], key=lambda r: r["path"])[:PER_SPEAKER]):
+        for i, row in enumerate(sorted(by_speaker[speaker], key=lambda r: r["path"])[:per_speaker]):
             utt = f"{sid}-1-{i:04d}"
             audio, rate = soundfile.read(source / row["path"], dtype="int16")
             soundfile.write(folder / "wav" / f"{utt}.wav", audio, rate, subtype="PCM_16")
@@ -89,8 +91,10 @@ def read_crop(path: Path, frame_offset: int = 0, num_frames: int = -1):
     return torch.from_numpy(data.T.copy()), rate
 
 
-def toolkit_training(toolkit: Path, folder: Path, work: Path) -> dict:
-    """Run the toolkit's train_asv_speaker_embeddings on `folder`; return what it read, computed and trained."""
+def toolkit_training(toolkit: Path, folder: Path, work: Path, **settings) -> dict:
+    """Run the toolkit's train_asv_speaker_embeddings on `folder`; return what it read, computed and trained.
+    `settings` replace this test's (speakers, epochs, batch, crop, step_size, seed: the YAML's torch seed,
+    python_seed, channels, dim)."""
     import torch
     import torchaudio
 
@@ -101,6 +105,18 @@ def toolkit_training(toolkit: Path, folder: Path, work: Path) -> dict:
         sys.modules[name] = module
     from evaluation.privacy.asv.asv_train import train_speaker_embeddings as tse
 
+    run = {
+        "speakers": SPEAKERS,
+        "epochs": EPOCHS,
+        "batch": BATCH,
+        "crop": CROP,
+        "step_size": STEP_SIZE,
+        "seed": TOOLKIT_SEED,
+        "python_seed": 0,
+        "channels": CHANNELS,
+        "dim": DIM,
+        **settings,
+    }
     brain_class = tse.SpeakerBrain
     record: dict = {"batches": [], "losses": [], "lrs": []}
     pending: list = []
@@ -142,25 +158,27 @@ def toolkit_training(toolkit: Path, folder: Path, work: Path) -> dict:
     brain_class.fit_batch = fit_batch
     torch_load = torchaudio.load
     torchaudio.load = load
-    random.seed(0)  # prepare_libri's shuffle and the crops' random.randint (the toolkit does not seed them)
+    # prepare_libri's shuffle and the crops' random.randint (the toolkit does not seed them)
+    random.seed(run["python_seed"])
     try:
         # what asv_train_speechbrain passes (configs/eval_post.yaml's training block), scaled down
         hparams = {
             "pretrained_path": "None",
-            "batch_size": BATCH,
+            "seed": run["seed"],
+            "batch_size": run["batch"],
             "lr": LR,
             "num_utt": "ALL",
             "num_spk": "ALL",
             "utt_selected_ways": "spk-diverse-sess",
-            "number_of_epochs": EPOCHS,
+            "number_of_epochs": run["epochs"],
             "data_folder": str(folder),
             "output_folder": str(work),
             "num_workers": 0,
-            "out_n_neurons": SPEAKERS,
-            "sentence_len": CROP,
-            "step_size": STEP_SIZE,
-            "embedding_model": {"channels": list(CHANNELS), "lin_neurons": DIM},
-            "classifier": {"input_size": DIM},
+            "out_n_neurons": run["speakers"],
+            "sentence_len": run["crop"],
+            "step_size": run["step_size"],
+            "embedding_model": {"channels": list(run["channels"]), "lin_neurons": run["dim"]},
+            "classifier": {"input_size": run["dim"]},
         }
         run_opts = {
             "debug": False,
