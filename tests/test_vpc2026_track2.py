@@ -1,19 +1,16 @@
-"""experiments/vpc2026-track2.yaml on a tree in the VPC 2026 toolkit's Track 2 layout (data/de_dev_enrolls,
-de_dev_trials_mixed (also the toolkit's ASR set: its de_dev_asr joins the trial folders), the whole-set folders
-de_dev / de_test, train_german,
-emodata_track2_dev / _test, their `_fast` "submission" copies; exp/asv_ssl, exp/openai/whisper-large-v3 and
-exp/ser_emotion2vec as tiny random-weight models). The
-speech is vpeval.testing.vpc_tree's small real recordings under Track 2's folder names; the numbers mean
-nothing, the wiring is what is tested."""
+"""experiments/vpc2026-track2.yaml on a tree in the VPC 2026 toolkit's Track 2 layout, German only (data/de_dev_enrolls,
+de_dev_trials_mixed, de_dev / de_test, train_german, emodata_track2_dev / _test, their `_fast` "submission" copies;
+tiny random-weight models under exp/: tests/vpc2026_track2_tree.py). The numbers mean nothing, the wiring is what
+is tested."""
 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from vpc2026_track2_tree import build_track2_tree
 
 from vpeval.cli import main
 
@@ -48,67 +45,13 @@ def cli(*args: str):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
-def track2_data(libri: Path, data: Path, lang: str = "de", train: str = "train_german", suffix: str = "_fast"):
-    """Track 2's folder names from a VPC-layout data folder: <lang>_{dev,test}_{enrolls,trials_mixed}, the
-    whole-set folders <lang>_dev / <lang>_test (enrolls and trials together, as the toolkit's data preparation
-    leaves them beside the split), the training folder; each with its `suffix` copy."""
-    data.mkdir(parents=True)
-    for split in ("dev", "test"):
-        for copy in ("", suffix):
-            parts = []
-            for kind in ("enrolls", "trials_mixed"):
-                source = libri / f"libri_{split}_{kind}{copy}"
-                shutil.copytree(source, data / f"{lang}_{split}_{kind}{copy}")
-                parts.append(source)
-            whole = data / f"{lang}_{split}{copy}"
-            whole.mkdir()
-            for name in ("wav.scp", "text", "utt2spk", "spk2gender"):
-                lines = dict.fromkeys(line for p in parts for line in (p / name).read_text().splitlines())
-                (whole / name).write_text("".join(f"{line}\n" for line in lines))
-    for copy in ("", suffix):
-        shutil.copytree(libri / f"train-clean-360{copy}", data / f"{train}{copy}")
-    emodata(libri, data, suffix)
-
-
-EMOTIONS = ("neu", "ang", "hap", "sad")  # utt2emo labels as the toolkit's emodata_track2 folders give them
-
-
-def emodata(libri: Path, data: Path, suffix: str) -> None:
-    """emodata_track2_dev / _test (and copies): the trial speech under new utterance and speaker ids, with utt2emo
-    (a stand-in: the tiny evaluator's predictions mean nothing)."""
-    for split in ("dev", "test"):
-        for copy in ("", suffix):
-            source, target = libri / f"libri_{split}_trials_mixed{copy}", data / f"emodata_track2_{split}{copy}"
-            target.mkdir()
-            for name in ("wav.scp", "utt2spk"):
-                lines = [line.split(maxsplit=1) for line in (source / name).read_text().splitlines()]
-                lines = [[u, f"emo_{v}" if name == "utt2spk" else v] for u, v in lines]
-                (target / name).write_text("".join(f"emo_{u} {v}\n" for u, v in lines))
-            utts = [line.split()[0] for line in (source / "utt2spk").read_text().splitlines()]
-            (target / "utt2emo").write_text("".join(f"emo_{u} {EMOTIONS[i % 4]}\n" for i, u in enumerate(utts)))
-            genders = [line.split() for line in (source / "spk2gender").read_text().splitlines()]
-            (target / "spk2gender").write_text("".join(f"emo_{s} {g}\n" for s, g in genders))
-
-
 @pytest.fixture(scope="module")
 def track2_root(tmp_path_factory) -> tuple[Path, Path]:
     pytest.importorskip("speechbrain")
     pytest.importorskip("transformers")
     pytest.importorskip("funasr")
-    from vpeval.testing.vpc_tree import build_vpc_tree
-    from vpeval_emotion2vec.tiny import tiny_folder
-    from vpeval_speech.tiny_whisper import tiny_whisper_folder
-    from vpeval_speechbrain.tiny import write_asv_ssl_folder
-
-    libri = tmp_path_factory.mktemp("libri")
-    work = tmp_path_factory.mktemp("track2-work")
     root = tmp_path_factory.mktemp("vpc2026-track2")
-    build_vpc_tree(libri, suffix="_fast", train_per_speaker=6)
-    track2_data(libri / "data", root / "data")
-    _, wavlm = write_asv_ssl_folder(root / "exp" / "asv_ssl", work / "wavlm")
-    tiny_whisper_folder(root / "exp" / "openai" / "whisper-large-v3")
-    tiny_folder(root / "exp" / "ser_emotion2vec")
-    return root, wavlm
+    return root, build_track2_tree(root, tmp_path_factory.mktemp("track2-work"))
 
 
 def test_track2_validates_and_names_everything_missing_at_once(track2_root, tmp_path):
