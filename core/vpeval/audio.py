@@ -10,6 +10,9 @@ import io
 import os
 import re
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -87,9 +90,18 @@ def read_audio(
 ) -> tuple[np.ndarray, int]:
     """Mono float32 samples and their rate, resampled to `sample_rate` when given.
 
-    Channels are averaged unless `channel` picks one (0-based).
+    Channels are averaged unless `channel` picks one (0-based). Within a run (`decoded_audio`) a file already
+    decoded is not decoded again.
     """
     path = str(path)
+    audio, rate, held = _decoded.read(path, channel) if _decoded is not None else (*_decode(path, channel), False)
+    if sample_rate is not None and sample_rate != rate:
+        return resample(audio, rate, sample_rate), int(sample_rate)
+    return (audio.copy() if held else audio), int(rate)  # callers may change their samples in place
+
+
+def _decode(path: str, channel: int | None) -> tuple[np.ndarray, int]:
+    """The file's mono (or `channel`) float32 samples at its own rate, checked."""
     try:
         with _open_checked(path) as f:  # exactly what sf.read does (its seek too: MP3 decodes differently without)
             if f.seekable():
@@ -111,11 +123,60 @@ def read_audio(
         audio = data.mean(axis=1) if data.shape[1] > 1 else data[:, 0]
     if not np.all(np.isfinite(audio)):
         raise BadAudioError(path, "it contains NaN or infinite samples")
-    audio = np.ascontiguousarray(audio, dtype=np.float32)
-    if sample_rate is not None and sample_rate != rate:
-        audio = resample(audio, rate, sample_rate)
-        rate = sample_rate
-    return audio, int(rate)
+    return np.ascontiguousarray(audio, dtype=np.float32), int(rate)
+
+
+class DecodedAudio:
+    """A run's decoded files (issue 39): the stages that read one file (ASV embedding, ASR, SER) decode it once.
+    Keyed by path, channel and stat stamp (a rewritten file is another key). Files are kept until `limit` bytes
+    of samples are held, later ones decoded at each read (`refused`): passes over a corpus in one order reuse
+    the first files, where least-recently-used would drop each just before the next pass reads it. The run's
+    worker threads share it; forked workers each have their own."""
+
+    def __init__(self, limit: int):
+        self.limit, self.held, self.lock = limit, {}, threading.Lock()
+        self.bytes = self.hits = self.decoded = self.refused = 0
+
+    def read(self, path: str, channel: int | None) -> tuple[np.ndarray, int, bool]:
+        """(samples, rate, whether they are the kept, read-only array)."""
+        try:
+            st = os.stat(path)
+            key = (os.path.abspath(path), channel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        except OSError:
+            key = None  # _decode names the problem
+        with self.lock:
+            if key in self.held:
+                self.hits += 1
+                return (*self.held[key], True)
+        audio, rate = _decode(path, channel)
+        with self.lock:
+            self.decoded += 1
+            if key is not None and key not in self.held:
+                if self.bytes + audio.nbytes > self.limit:
+                    self.refused += 1
+                else:
+                    self.held[key], self.bytes = (audio.copy(), rate), self.bytes + audio.nbytes
+                    self.held[key][0].flags.writeable = False
+        return audio, rate, False
+
+
+_decoded: DecodedAudio | None = None
+
+
+@contextmanager
+def decoded_audio(limit_mb: float | None = None) -> Iterator[DecodedAudio]:
+    """Keep the files decoded in this block (a run), up to `limit_mb` MiB of samples (VPEVAL_DECODED_AUDIO_MB,
+    default 1024; 0 keeps none); a nested block shares the outer one."""
+    global _decoded
+    if _decoded is not None:
+        yield _decoded
+        return
+    limit = float(os.environ.get("VPEVAL_DECODED_AUDIO_MB", 1024) if limit_mb is None else limit_mb)
+    _decoded = DecodedAudio(int(limit * 2**20))
+    try:
+        yield _decoded
+    finally:
+        _decoded = None
 
 
 def resample(audio: np.ndarray, src: int, dst: int) -> np.ndarray:

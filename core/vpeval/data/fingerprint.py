@@ -125,10 +125,35 @@ def changed_file(paths: Iterable[str], stamps: dict[str, list[int]]) -> str | No
     return None
 
 
+_remembered: dict[tuple, str] | None = None  # while remembered_hashes is open: (path, stamp) -> hash
+
+
+@contextmanager
+def remembered_hashes() -> Iterator[dict[tuple, str]]:
+    """Within the block (a run) hash each file once, known by path and stamp as FileIndex knows it: the content
+    caches of several stages key on the same files (issue 39)."""
+    global _remembered
+    outer, _remembered = _remembered, {} if _remembered is None else _remembered
+    try:
+        yield _remembered
+    finally:
+        _remembered = outer
+
+
 def file_hash(path: str | os.PathLike) -> str:
     """blake2b of a file's bytes, or "missing" when there is no such file (or it is not a file)."""
     if not os.path.isfile(path):  # a FIFO would block the open, /dev/zero never end; the scan names the file
         return "missing"
+    if _remembered is not None and (stamp := file_stamp(path)) is not None:
+        key = (os.path.abspath(path), *stamp)
+        if key not in _remembered:
+            _remembered[key] = _hash_bytes(path)
+        _observe(str(path), stamp)
+        return _remembered[key]
+    return _hash_bytes(path)
+
+
+def _hash_bytes(path: str | os.PathLike) -> str:
     try:
         with open(path, "rb") as handle:
             if _observed is not None:

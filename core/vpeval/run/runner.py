@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vpeval.audio import decoded_audio
+from vpeval.data.fingerprint import remembered_hashes
 from vpeval.device import effective_precision, resolve_device
 from vpeval.plugins import get_plugin_manager
 from vpeval.run.cache import StageCache
@@ -115,6 +117,8 @@ class Runner:
             with (
                 run_folder_lock(self.folder, self.quiet),
                 RunConsole(self.folder / "run.log", quiet=self.quiet) as console,
+                decoded_audio() as decoded,  # each file decoded once, hashed once, whatever stages read it
+                remembered_hashes(),
             ):
                 executor = open_executor(self.exp, self.cache, self.manager, console)
                 self._state = RunState(
@@ -130,6 +134,11 @@ class Runner:
                     return self._run()
                 finally:
                     executor.close()
+                    console.log.info(
+                        "audio: %d files decoded, %d reads served decoded (%d MB held, bound %d MB; %d past it "
+                        "not kept)",
+                        *(decoded.decoded, decoded.hits, decoded.bytes >> 20, decoded.limit >> 20, decoded.refused),
+                    )
         finally:
             if self._tmp_cache is not None:
                 shutil.rmtree(self._tmp_cache, ignore_errors=True)
