@@ -24,6 +24,7 @@ from vpeval.vector_table import VectorTable
 from vpeval_asv.models import ModelConfig, build_embedding_model
 from vpeval_torch.batching import packed_buckets
 from vpeval_torch.fbank import FbankFeatures
+from vpeval_torch.threads import thread_map
 
 if TYPE_CHECKING:
     from vpeval_torch.packed import Packing
@@ -139,8 +140,8 @@ class Embedder:
         """Raw embeddings [U, D]; each distinct file (and channel) is read and embedded once per Embedder.
 
         With a plugin context, stored ones come from the run's content cache; the rest are embedded here
-        in length buckets, reading only one bucket's audio at a time. On a CPU this process then uses
-        every core the run has (threads or workers, whichever is more), as the old per-utterance workers did.
+        in length buckets, reading only the audio of the buckets in flight. On a CPU the run's workers embed
+        buckets side by side (threads), each at the run's torch thread count.
         """
         keys = [utterance_key(u) for u in utterances]
         todo = list({key: u for key, u in zip(keys, utterances) if key not in self.cache}.values())
@@ -155,21 +156,24 @@ class Embedder:
             buckets = self.buckets([utterance_samples(u, self.config.sample_rate) for u in todo])
             if progress is None and context is not None:
                 progress = context.progress
-            items = progress(buckets, total=len(buckets), description=description) if progress else buckets
-            threads = torch.get_num_threads()
-            if context is not None and self.device == "cpu":
-                torch.set_num_threads(max(1, context.threads, context.workers))
             network = self.packed_network()
-            try:
-                for bucket in items:
-                    batch = [todo[i] for i in bucket]
-                    vectors = self.embed_batch([u.load(self.config.sample_rate) for u in batch], network)
-                    self.cache.add([utterance_key(u) for u in batch], vectors)
-                    if store is not None:
-                        for u, v in zip(batch, vectors):
-                            store.put(u, v)
-            finally:
-                torch.set_num_threads(threads)
+
+            def embed(bucket: list[int]) -> np.ndarray:
+                return self.embed_batch([todo[i].load(self.config.sample_rate) for i in bucket], network)
+
+            # On a CPU the run's workers are threads that each embed whole buckets at the run's torch thread
+            # count: the same numbers at any core count (vpeval_torch.threads); a GPU takes one at a time.
+            here = context is None or self.device != "cpu"
+            workers, threads = (1, torch.get_num_threads()) if here else (context.workers, context.threads)
+            done = thread_map(embed, buckets, workers, threads)
+            if progress is not None:
+                done = progress(done, total=len(buckets), description=description)
+            for bucket, vectors in zip(buckets, done):
+                batch = [todo[i] for i in bucket]
+                self.cache.add([utterance_key(u) for u in batch], vectors)
+                if store is not None:
+                    for u, v in zip(batch, vectors):
+                        store.put(u, v)
         if not utterances:
             return np.zeros((0, self.config.embedding_dim), dtype=np.float32)
         return self.cache.take(keys)
