@@ -18,6 +18,11 @@ and the embeddings back (the plugins return numpy arrays).
 
     .venv/bin/python benchmarks/gpu.py --device cpu --quick     # under a minute on 2 CPU cores
     .venv/bin/python benchmarks/gpu.py --device cuda [--precision bf16]
+    .venv/bin/python benchmarks/gpu.py --smoke [--released-only]   # every row's code path on the CPU, minutes
+
+Released-model rows (issue 39): asv_orig's ECAPA 512/1536 folder through the `speechbrain` encoder (the
+10,000 x real time goal is this row at batch 256 in bf16 on a GPU), asv_ssl's WavLM + ECAPA folder, and
+the `wer` / `uar` metrics on VPC 2024's ASR (wav2vec2 large) and SER (wav2vec2 base) folder layouts.
 """
 
 from __future__ import annotations
@@ -165,6 +170,103 @@ def embedding_rows(args, work: Path) -> list[list[str]]:
     return rows
 
 
+def released_rows(args, work: Path) -> list[list[str]]:
+    """The paths VoicePrivacy's released models take (issue 39), each through the plugin that reads its folder:
+    asv_orig's ECAPA 512/1536 folder (the `speechbrain` encoder: packed batches, padded where a folder does
+    not pack), asv_ssl's WavLM + ECAPA (VPC 2026; a tiny WavLM: the path, not the released size), and the `wer`
+    (speechbrain-asr EncoderASR) and `uar` (speechbrain SER folds) metrics on a small VPC tree with the released
+    ASR's and SER's wav2vec2 sizes (large 24 x 1024, base 12 x 768; --smoke: the tests' 2 x 32). Random weights
+    (benchmarks/vpc_toolkit.py writes the folders in the toolkit's layout)."""
+    import vpc_toolkit
+
+    rows = []
+    context = _context(args, work / "released")
+    pool = sorted(speech(args.utterances, seed=4), key=len)
+    seconds = sum(a.size for a in pool) / SAMPLE_RATE
+    try:
+        folder = vpc_toolkit.released_ecapa_folder(work / "asv_orig" / "CKPT+1")
+    except Exception as exc:
+        return [["asv_orig ECAPA 512/1536 folder", "-", "not built: " + _reason(exc), "", "", ""]]
+    for batch in args.batch_sizes:
+        used = _gpu_used(args.device)
+        try:
+            encoder = context.get("encoder", "speechbrain", {"source": str(folder), "batch_size": batch})
+            encoder.prepare()
+            timing = _timed(lambda encoder=encoder: encoder.embed_batch(pool), args.runs, args.device)
+            path = "packed" if encoder.folder.prepare().packs else "padded"
+            name = "asv_orig ECAPA 512/1536, VPC 2024 folder (speechbrain encoder) embedding"
+            rows.append([name, str(batch), *_rate(seconds, timing), path, used()])
+        except Exception as exc:
+            rows.append(["asv_orig ECAPA 512/1536 embedding", str(batch), "failed: " + _reason(exc), "", "", ""])
+    rows.append(_asv_ssl_row(args, work, context, pool, seconds))
+    rows += _utility_rows(args, work)
+    return rows
+
+
+def _asv_ssl_row(args, work: Path, context, pool: list, seconds: float) -> list[str]:
+    name = "asv_ssl WavLM (tiny 3 x 16) + ECAPA, VPC 2026 folder (speechbrain encoder) embedding"
+    try:
+        from vpeval_speechbrain.tiny import write_asv_ssl_folder
+
+        folder, wavlm = write_asv_ssl_folder(work / "asv_ssl", work / "wavlm")
+        encoder = context.get("encoder", "speechbrain", {"source": str(folder), "ssl_model": str(wavlm)})
+        encoder.prepare()
+        used = _gpu_used(args.device)
+        timing = _timed(lambda: encoder.embed_batch(pool), args.runs, args.device)
+        return [name, "-", *_rate(seconds, timing), "per utterance", used()]
+    except Exception as exc:
+        return [name, "-", "failed: " + _reason(exc), "", "", ""]
+
+
+def _utility_rows(args, work: Path) -> list[list[str]]:
+    """WER and UAR over the tree's original and anonymized sets, each pass on a fresh work folder (every file
+    transcribed / classified again; the models are built again where the plugin does not keep them)."""
+    import soundfile as sf
+    import vpc_toolkit
+
+    from vpeval.api import MetricInputs
+    from vpeval.data.kaldi import read_data_dir
+    from vpeval.types import Corpus
+
+    size, ser_size = ("tiny", "tiny") if args.smoke else ("large", "base")
+    try:
+        tree = vpc_toolkit.make_utility_tree(work / "utility", size, ser_size)
+    except Exception as exc:
+        return [["wer / uar (VPC 2024 ASR and SER folders)", "-", "not built: " + _reason(exc), "", "", ""]]
+    data, suffix = tree["data"], "_fast"
+
+    def joined(names: list[str]) -> Corpus:
+        corpora = [read_data_dir(data / n) for n in names]
+        genders = {k: v for c in corpora for k, v in c.speaker_gender.items()}
+        return Corpus(names[0], [u for c in corpora for u in c.utterances], genders)
+
+    rows = []
+    for metric, sets, params, label in (
+        ("wer", vpc_toolkit.ASR_SETS, {"asr": "speechbrain-asr", "asr_params": {"source": str(tree["asr"])},
+         "normaliser": "vpc2024", "bootstrap": 0}, f"wer: speechbrain-asr EncoderASR, wav2vec2 {size}"),
+        ("uar", vpc_toolkit.SER_SETS, {"evaluator": "speechbrain", "models": str(tree["ser"]), "bootstrap": 0},
+         f"uar: speechbrain SER folds, wav2vec2 {ser_size}"),
+    ):  # fmt: skip
+        inputs = MetricInputs(original=joined(sets), anonymized=joined([s + suffix for s in sets]))
+        audio = sum(sf.info(u.path).duration for c in (inputs.original, inputs.anonymized) for u in c.utterances)
+        if metric == "wer":
+            params["sets"] = [str(data / s) for s in sets]
+        else:
+            params["spk2fold"] = [str(data / s / "spk2fold") for s in sets]
+        passes = iter(range(1000))
+
+        def compute(metric=metric, params=params, inputs=inputs, passes=passes):
+            context = _context(args, work / f"{metric}-{next(passes)}")
+            context.get("metric", metric, params).compute(inputs)
+
+        used = _gpu_used(args.device)
+        try:
+            rows.append([label, "-", *_rate(audio, _timed(compute, args.runs, args.device)), "metric", used()])
+        except Exception as exc:
+            rows.append([label, "-", "failed: " + _reason(exc), "", "", ""])
+    return rows
+
+
 def _gpu_used(device: str):
     """A function telling, after the work, whether anything was allocated on the GPU (the plugin used it)."""
     if not device.startswith("cuda"):
@@ -274,7 +376,15 @@ def main() -> None:
         "--threads", type=int, default=None, help="torch threads (default: 1 on the CPU, per core; else all cores)"
     )
     parser.add_argument("--verbose", action="store_true", help="print tracebacks of failed rows")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="--quick on the CPU, tiny wav2vec2 for WER / UAR: the rows run",
+    )
+    parser.add_argument("--released-only", action="store_true", help="only the VoicePrivacy released-model rows")
     args = parser.parse_args()
+    if args.smoke:
+        args.device, args.quick = "cpu", True
     if args.device == "cpu" and args.precision != "fp32":
         print(f"precision {args.precision} asked on the CPU: vpeval runs fp32 there (the table is fp32)")
         args.precision = "fp32"
@@ -296,7 +406,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="vpeval-gpu-bench-") as tmp:
         work = Path(tmp)
         try:
-            rows = embedding_rows(args, work) + [training_row(args, work)] + anonymizer_rows(args, work)
+            rows = released_rows(args, work)
+            if not args.released_only:
+                rows = embedding_rows(args, work) + rows + [training_row(args, work)] + anonymizer_rows(args, work)
         except Exception:
             traceback.print_exc()
             raise

@@ -21,6 +21,8 @@ rounded the same way) and whether all are identical.
     .venv/bin/python benchmarks/vpc_toolkit.py --toolkit /path/to/Voice-Privacy-Challenge-2024 --root VPC_ROOT \
         --suffix _mcadams [--runs 3] [--threads 1] [--pythonpath DIR]
     .venv/bin/python benchmarks/vpc_toolkit.py --toolkit ... --make-tree /tmp/vpc-tree   # a small tree first
+    .venv/bin/python benchmarks/vpc_toolkit.py --toolkit ... --root /tmp/vpc-tree --stages wer uar cores \
+        --utility-root /tmp/vpc-utility --make-utility-tree --utility-size base --pythonpath PYLIB
 
 VPC_ROOT holds data/ and exp/ as the toolkit's 01_download_data_model.sh leaves them (exp/asv_orig). The
 toolkit needs pandas and pyloudnorm importable (--pythonpath adds a folder, e.g. one `pip install --target`
@@ -28,6 +30,22 @@ filled, for the toolkit's process only). --make-tree writes a small tree there f
 the small real recordings, 4 + 4 speakers, a `_fast` copy as the submission) with a random-weight ECAPA of
 the released size (channels 512/1536, lin_neurons 192) at exp/asv_orig/CKPT+1: the speed of real weights,
 EERs that mean nothing.
+
+Further stages (--stages, default asv):
+- `wer`: the toolkit's evaluate_asr (run_evaluation.py's import, its asr_eval_speechbrain with eval_batchsize
+  --asr-batch, 8 as configs/eval_pre.yaml has it) against vpeval's `wer` metric (speechbrain-asr, normaliser
+  vpc2024, the same four trial folders as sets), each a whole process at --threads threads (vpeval: workers 1);
+  WERs per set compared as the toolkit rounds them.
+- `uar`: the toolkit's evaluate_ser (per-fold classifiers by spk2fold) against vpeval's `uar` (speechbrain
+  evaluator, the same spk2fold) on IEMOCAP_dev and its anonymized copy; mean UARs compared.
+  Both run on --utility-root, a toolkit-layout tree that --make-utility-tree writes with the tests' builder
+  (tests/test_vpc_toolkit_evaluation.build_tree: the small real recordings with texts, IEMOCAP_dev stand-ins,
+  exp/asr, exp/ser/fold_<k>/CKPT+1), random weights at --utility-size: tiny (the tests' 2 x 32 wav2vec2),
+  base (wav2vec2-base's 12 x 768, the released SER's size) or large (24 x 1024, the released ASR's size);
+  the ASR gets a layer-norm (large-lv60) wav2vec2, the SER a group-norm (base) one, as released.
+- `cores`: vpeval's ASV evaluation on --root pinned to one core and to two (taskset -c 0 / 0,1), workers left
+  at their default (every core the process may use), alternating; the throughput ratio (one-core time / two-core
+  time, min / median / max) and whether the EERs of both are identical.
 """
 
 from __future__ import annotations
@@ -82,7 +100,7 @@ name: vpc-toolkit-benchmark
 seed: 0
 device: cpu
 threads: {threads}
-data:
+{workers}data:
   corpus: {{use: vpc, params: {{root: "{data}", challenge: "2024", utility: false}}}}
 anonymizers:
   - use: precomputed
@@ -101,15 +119,22 @@ SCENARIO = {("original", "original"): "O-O", ("original", "anon"): "O-A", ("anon
 
 def make_tree(root: Path, repeat: int = 1) -> None:
     from vpeval.testing.vpc_tree import build_vpc_tree
-    from vpeval_speechbrain.tiny import write_ecapa_folder
 
     build_vpc_tree(root, suffix="_fast", train_per_speaker=2)
     if repeat > 1:
         _repeat_utterances(root / "data", repeat)
-    folder = write_ecapa_folder(root / "exp" / "asv_orig" / "CKPT+1", seed=1, channels=(512, 512, 512, 512, 1536))
+    released_ecapa_folder(root / "exp" / "asv_orig" / "CKPT+1")
+
+
+def released_ecapa_folder(folder: Path) -> Path:
+    """VPC 2024's asv_orig folder layout at the released size (ECAPA 512/1536, lin_neurons 192), random weights."""
+    from vpeval_speechbrain.tiny import write_ecapa_folder
+
+    folder = write_ecapa_folder(folder, seed=1, channels=(512, 512, 512, 512, 1536))
     text = (folder / "hyperparams.yaml").read_text().replace("emb_dim: 16", "emb_dim: 192")
     (folder / "hyperparams.yaml").write_text(text)  # lin_neurons 192, as released
     _rewrite_weights(folder)
+    return folder
 
 
 def _repeat_utterances(data: Path, repeat: int) -> None:
@@ -198,16 +223,26 @@ def run_toolkit(args, work: Path) -> tuple[float, float, dict]:
     return wall, cpu, eers
 
 
-def run_vpeval(args, work: Path, run: int) -> tuple[float, float, dict]:
+def run_vpeval(
+    args, work: Path, run: int, workers: int | None = 1, cpus: str | None = None
+) -> tuple[float, float, dict]:
+    """vpeval's ASV evaluation as a whole process; workers None leaves the experiment's default (every core the
+    process may use), `cpus` pins it with taskset (e.g. "0" or "0,1")."""
     model = args.root / "exp" / "asv_orig"
     experiment = work / "experiment.yaml"
-    experiment.write_text(
-        EXPERIMENT.format(threads=args.threads, data=args.root / "data", suffix=args.suffix, model=model)
+    text = EXPERIMENT.format(
+        threads=args.threads,
+        workers="" if workers is None else f"workers: {workers}\n",
+        data=args.root / "data",
+        suffix=args.suffix,
+        model=model,
     )
+    experiment.write_text(text)
     output = work / f"vpeval-run-{run}"
     vpeval = str(Path(sys.executable).with_name("vpeval"))
     command = [vpeval, "--experiment", str(experiment), "--no-cache", "--quiet", "--output", str(output)]
-    wall, cpu, done = _timed(command, env=_env(args.threads))
+    pin = ["taskset", "-c", cpus] if cpus else []
+    wall, cpu, done = _timed([*pin, *command], env=_env(args.threads))
     if done.returncode != 0:
         sys.exit(f"vpeval's evaluation failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
     return wall, cpu, _vpeval_eers(output / "results.json")
@@ -226,48 +261,265 @@ def _vpeval_eers(path: Path) -> dict:
     return eers
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--toolkit", type=Path, required=True, help="a Voice-Privacy-Challenge-2024 checkout")
-    parser.add_argument("--root", type=Path, required=True, help="VPC_ROOT: data/ and exp/asv_orig")
-    parser.add_argument("--suffix", default="_fast", help="the submission's anon_data_suffix")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--python", default=sys.executable, help="the toolkit's interpreter (default: this one)")
-    parser.add_argument("--pythonpath", help="a folder prepended to PYTHONPATH for the toolkit only")
-    parser.add_argument("--make-tree", action="store_true", help="write a small tree with random weights at --root")
-    parser.add_argument("--repeat", type=int, default=1, help="with --make-tree: each utterance this many times")
-    args = parser.parse_args()
-    if args.make_tree:
-        make_tree(args.root, args.repeat)
-    commit = subprocess.run(
-        ["git", "-C", str(args.toolkit), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
-    print(f"toolkit {args.toolkit} ({commit or 'not a git checkout'}), root {args.root}, suffix {args.suffix}, "
-          f"{args.threads} thread(s), load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")  # fmt: skip
+# The WER and UAR evaluations of run_evaluation.py (imported as it imports them), on the four trial folders
+# (the toolkit's libri_{dev,test}_asr joins them) and IEMOCAP_dev; each set's WER from its `wer` file.
+TOOLKIT_UTILITY_DRIVER = """
+import json, os, sys
+from pathlib import Path
+toolkit, data, stage, models, suffix, batch, results, out = sys.argv[1:9]
+os.chdir(toolkit)
+sys.path.insert(0, toolkit)
+import soundfile, torch, torchaudio
+def load(path, *args, **kwargs):  # torchaudio.load before 2.9 (soundfile backend); 2.9+ wants torchcodec
+    samples, rate = soundfile.read(path, dtype='float32', always_2d=True)
+    return torch.from_numpy(samples.T.copy()), rate
+torchaudio.load = load
+from evaluation import evaluate_asr, evaluate_ser
+data, results = Path(data), Path(results)
+results.mkdir(parents=True, exist_ok=True)
+values = {}
+if stage == 'wer':
+    sets = %r
+    params = {'model_dir': Path(models), 'model_type': 'EncoderASR', 'device': 'cpu', 'results_dir': results,
+              'eval_batchsize': int(batch)}
+    evaluate_asr(eval_datasets=sets, eval_data_dir=data, params=params, anon_data_suffix=suffix, device='cpu',
+                 backend='speechbrain')
+    for name in sets + [s + suffix for s in sets]:
+        first = (results / name / 'wer').read_text().splitlines()[0]  # %%WER x [ E / N, ... ]
+        errors, words = first.split('[', 1)[1].split(',')[0].split('/')
+        values[name] = round(100.0 * int(errors) / int(words), 3)
+else:
+    means = evaluate_ser(%r, data, Path(models), anon_data_suffix=suffix, params={'results_dir': results}, device='cpu')
+    for ser, value in zip(means['ser'], means[('UAR', 'mean')]):
+        values['IEMOCAP_dev' + (suffix if ser == 'anon' else '')] = round(float(value), 3)
+Path(out).write_text(json.dumps(values))
+"""
+
+# vpeval's wer and uar metrics as the vpc2024 recipe configures them, in a process of their own.
+VPEVAL_UTILITY_DRIVER = """
+import json, sys
+from pathlib import Path
+data, stage, models, suffix, threads, workers, work, out = sys.argv[1:9]
+from vpeval.api import MetricInputs
+from vpeval.data.kaldi import read_data_dir
+from vpeval.plugins import plugin_context
+from vpeval.types import Corpus
+data = Path(data)
+context = plugin_context(seed=0, work_dir=Path(work), threads=int(threads), workers=int(workers))
+def joined(names):
+    corpora = [read_data_dir(data / n) for n in names]
+    genders = {k: v for c in corpora for k, v in c.speaker_gender.items()}
+    return Corpus(names[0], [u for c in corpora for u in c.utterances], genders)
+values = {}
+if stage == 'wer':
+    from vpeval_speech.wer import WER
+    sets = %r
+    params = WER.Params(asr='speechbrain-asr', asr_params={'source': models}, sets=[str(data / s) for s in sets],
+                        normaliser='vpc2024')
+    inputs = MetricInputs(original=joined(sets), anonymized=joined([s + suffix for s in sets]))
+    for row in WER(params, context).compute(inputs):
+        if 'dataset' in row.details:
+            name = row.details['dataset'] + ('' if row.details['speech'] == 'original' else suffix)
+            values[name] = round(row.value, 3)
+else:
+    from vpeval_speech.uar import UAR
+    sets = %r
+    params = UAR.Params(evaluator='speechbrain', models=models, spk2fold=[str(data / s / 'spk2fold') for s in sets])
+    inputs = MetricInputs(original=joined(sets), anonymized=joined([s + suffix for s in sets]))
+    for row in UAR(params, context).compute(inputs):
+        values['IEMOCAP_dev' + (suffix if row.details['speech'] == 'anonymized' else '')] = round(row.value, 3)
+Path(out).write_text(json.dumps(values))
+"""
+ASR_SETS = ["libri_dev_trials_f", "libri_dev_trials_m", "libri_test_trials_f", "libri_test_trials_m"]
+SER_SETS = ["IEMOCAP_dev"]
+TOOLKIT_UTILITY_DRIVER = TOOLKIT_UTILITY_DRIVER % (ASR_SETS, SER_SETS)
+VPEVAL_UTILITY_DRIVER = VPEVAL_UTILITY_DRIVER % (ASR_SETS, SER_SETS)
+# hidden size, layers, attention heads, feed-forward size; the feature encoder is wav2vec2's (7 convolutions of 512)
+WAV2VEC2_SIZES = {"tiny": None, "base": (768, 12, 12, 3072), "large": (1024, 24, 16, 4096)}
+
+
+def make_utility_tree(root: Path, size: str, ser_size: str | None = None) -> dict[str, Path]:
+    """The tests' WER / UAR tree (tests/test_vpc_toolkit_evaluation.build_tree), its wav2vec2 models then rebuilt
+    at `size` (the SER's at `ser_size`, default the same) with random weights: the ASR on a layer-norm
+    (large-lv60) wav2vec2, the SER folds on a group-norm (base) one, the heads on top re-drawn for the wider
+    input."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_vpc_toolkit_evaluation import build_tree
+
+    from vpeval_speech.tiny import write_random_modules
+
+    tree = build_tree(root)
+    ser_size = ser_size or size
+    if WAV2VEC2_SIZES[size] is not None:
+        hidden = WAV2VEC2_SIZES[size][0]
+        hub = _wav2vec2_hub(root / f"hub-asr-{size}", size, "layer")
+        yaml = tree["asr"] / "hyperparams.yaml"
+        text = _resized(yaml.read_text(), hub, "input_shape: [null, null, 32]", f"input_shape: [null, null, {hidden}]")
+        yaml.write_text(text)
+        write_random_modules(text, tree["asr"], {"asr_model": "asr.ckpt", "wav2vec2": "wav2vec2.ckpt"})
+    if WAV2VEC2_SIZES[ser_size] is None:
+        return tree
+    hidden = WAV2VEC2_SIZES[ser_size][0]
+    ser_hub = _wav2vec2_hub(root / f"hub-ser-{ser_size}", ser_size, "group")
+    for yaml in sorted(tree["ser"].glob("fold_*/CKPT+*/hyperparams.yaml")):
+        text = _resized(yaml.read_text(), ser_hub, "encoder_dim: 32", f"encoder_dim: {hidden}")
+        yaml.write_text(text)
+        seed = int(yaml.parent.parent.name.split("_")[1])  # each fold's head differs
+        write_random_modules(text, yaml.parent, {"model": "model.ckpt", "wav2vec2": "wav2vec2.ckpt"}, seed=seed)
+    return tree
+
+
+def _wav2vec2_hub(folder: Path, size: str, norm: str) -> Path:
+    """A random transformers wav2vec2 of `size` as save_pretrained writes it (a local facebook/wav2vec2-* copy)."""
+    import torch
+    from transformers import Wav2Vec2Config, Wav2Vec2FeatureExtractor, Wav2Vec2Model
+
+    hidden, layers, heads, inner = WAV2VEC2_SIZES[size]
+    torch.manual_seed(0)
+    config = Wav2Vec2Config(
+        hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, intermediate_size=inner,
+        feat_extract_norm=norm, do_stable_layer_norm=norm == "layer", vocab_size=32,
+    )  # fmt: skip
+    Wav2Vec2Model(config).save_pretrained(folder)
+    Wav2Vec2FeatureExtractor(do_normalize=True, return_attention_mask=norm == "layer").save_pretrained(folder)
+    return folder
+
+
+def _resized(text: str, hub: Path, old: str, new: str) -> str:
+    """A folder's YAML with its wav2vec2 source and the width the head reads replaced."""
+    if old not in text or "wav2vec2_hub:" not in text:
+        sys.exit(
+            f"the tree's YAML has no '{old}' or wav2vec2_hub line: tests' tiny folders changed; update this script"
+        )
+    lines = [f"wav2vec2_hub: {hub}" if line.startswith("wav2vec2_hub:") else line for line in text.splitlines()]
+    return "\n".join(lines).replace(old, new) + "\n"
+
+
+def run_toolkit_utility(args, work: Path, stage: str, run: int) -> tuple[float, float, dict]:
+    data = args.utility_root / "data"
+    models = args.utility_root / "exp" / ("asr" if stage == "wer" else "ser")
+    results, out = work / f"toolkit-{stage}-{run}", work / f"toolkit-{stage}-{run}.json"  # no stored results
+    command = [args.python, "-c", TOOLKIT_UTILITY_DRIVER, str(args.toolkit), str(data), stage, str(models)]
+    command += [args.suffix, str(args.asr_batch), str(results), str(out)]
+    wall, cpu, done = _timed(command, env=_env(args.threads, args.pythonpath), cwd=args.toolkit)
+    if done.returncode != 0:
+        sys.exit(f"the toolkit's {stage} evaluation failed:\n{done.stderr[-3000:]}")
+    return wall, cpu, json.loads(out.read_text())
+
+
+def run_vpeval_utility(args, work: Path, stage: str, run: int) -> tuple[float, float, dict]:
+    data = args.utility_root / "data"
+    models = args.utility_root / "exp" / ("asr" if stage == "wer" else "ser")
+    out = work / f"vpeval-{stage}-{run}.json"
+    command = [sys.executable, "-c", VPEVAL_UTILITY_DRIVER, str(data), stage, str(models), args.suffix]
+    command += [str(args.threads), "1", str(work / f"vpeval-{stage}-{run}"), str(out)]
+    wall, cpu, done = _timed(command, env=_env(args.threads))
+    if done.returncode != 0:
+        sys.exit(f"vpeval's {stage} evaluation failed:\n{done.stderr[-3000:]}")
+    return wall, cpu, json.loads(out.read_text())
+
+
+def stage_utility(args, tmp: Path, stage: str) -> None:
+    """The toolkit's WER (or UAR) evaluation and vpeval's, alternating whole processes at --threads threads."""
     walls, cpus, theirs, mine = [], [], {}, {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for run in range(args.runs):
-            wall_t, cpu_t, theirs = run_toolkit(args, Path(tmp))
-            wall_v, cpu_v, mine = run_vpeval(args, Path(tmp), run)
-            walls.append(wall_t / wall_v)
-            cpus.append(cpu_t / cpu_v)
-            print(f"run {run}: toolkit {wall_t:.1f} s wall / {cpu_t:.1f} s CPU, vpeval {wall_v:.1f} s wall / "
-                  f"{cpu_v:.1f} s CPU; ratios {walls[-1]:.2f} wall, {cpus[-1]:.2f} CPU", flush=True)  # fmt: skip
-    for name, ratios in (("wall", walls), ("CPU", cpus)):
-        print(f"toolkit/vpeval {name} time ratio: min {min(ratios):.2f}, median {statistics.median(ratios):.2f}, "
-              f"max {max(ratios):.2f} ({args.runs} alternating runs)")  # fmt: skip
+    for run in range(args.runs):
+        wall_t, cpu_t, theirs = run_toolkit_utility(args, tmp, stage, run)
+        wall_v, cpu_v, mine = run_vpeval_utility(args, tmp, stage, run)
+        walls.append(wall_t / wall_v)
+        cpus.append(cpu_t / cpu_v)
+        print(f"{stage} run {run}: toolkit {wall_t:.1f} s wall / {cpu_t:.1f} s CPU, vpeval {wall_v:.1f} s wall / "
+              f"{cpu_v:.1f} s CPU; ratios {walls[-1]:.2f} wall, {cpus[-1]:.2f} CPU", flush=True)  # fmt: skip
+    _ratios(f"{stage.upper()} wall time", walls)
+    _ratios(f"{stage.upper()} CPU time", cpus)
+    _compare(f"{stage.upper()}s (rounded to 3 decimals)", theirs, mine)
+
+
+def _ratios(name: str, ratios: list[float], what: str = "toolkit/vpeval") -> None:
+    print(f"{what} {name} ratio: min {min(ratios):.2f}, median {statistics.median(ratios):.2f}, "
+          f"max {max(ratios):.2f} ({len(ratios)} alternating runs)")  # fmt: skip
+
+
+def _compare(name: str, theirs: dict, mine: dict) -> None:
+    """Each value of both sides, and whether all are identical."""
     same = True
     for key in sorted(theirs):
         equal = mine.get(key) == theirs[key]
         same &= equal
-        print(f"  {' '.join(key)}: toolkit {theirs[key]:.3f}  vpeval {mine.get(key, float('nan')):.3f}"
+        label = " ".join(key) if isinstance(key, tuple) else key
+        print(f"  {label}: toolkit {theirs[key]:.3f}  vpeval {mine.get(key, float('nan')):.3f}"
               + ("" if equal else "  DIFFERENT"))  # fmt: skip
     missing = sorted(set(mine) - set(theirs))
     print(
-        f"EERs identical: {same and not missing} ({len(theirs)} compared"
+        f"{name} identical: {same and not missing} ({len(theirs)} compared"
         + (f", {len(missing)} vpeval only)" if missing else ")")
     )
+
+
+def stage_asv(args, tmp: Path) -> None:
+    walls, cpus, theirs, mine = [], [], {}, {}
+    for run in range(args.runs):
+        wall_t, cpu_t, theirs = run_toolkit(args, tmp)
+        wall_v, cpu_v, mine = run_vpeval(args, tmp, run)
+        walls.append(wall_t / wall_v)
+        cpus.append(cpu_t / cpu_v)
+        print(f"asv run {run}: toolkit {wall_t:.1f} s wall / {cpu_t:.1f} s CPU, vpeval {wall_v:.1f} s wall / "
+              f"{cpu_v:.1f} s CPU; ratios {walls[-1]:.2f} wall, {cpus[-1]:.2f} CPU", flush=True)  # fmt: skip
+    _ratios("ASV wall time", walls)
+    _ratios("ASV CPU time", cpus)
+    _compare("EERs", theirs, mine)
+
+
+def stage_cores(args, tmp: Path) -> None:
+    """vpeval's ASV evaluation on one core and on two, alternating; workers at their default (the affinity)."""
+    ratios, eers = [], {}
+    for run in range(args.runs):
+        one, _, eers[1] = run_vpeval(args, tmp, 100 + run, workers=None, cpus="0")
+        two, _, eers[2] = run_vpeval(args, tmp, 200 + run, workers=None, cpus="0,1")
+        ratios.append(one / two)
+        print(f"cores run {run}: one core {one:.1f} s wall, two cores {two:.1f} s wall: throughput x{one / two:.2f}",
+              flush=True)  # fmt: skip
+    _ratios("throughput (one-core wall / two-core wall)", ratios, what="vpeval ASV")
+    print(f"EERs identical on one and two cores: {eers[1] == eers[2]} ({len(eers[1])} EERs)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--toolkit", type=Path, required=True, help="a Voice-Privacy-Challenge-2024 checkout")
+    parser.add_argument("--root", type=Path, help="VPC_ROOT: data/ and exp/asv_orig (stages asv, cores)")
+    parser.add_argument("--suffix", default="_fast", help="the submission's anon_data_suffix")
+    parser.add_argument("--stages", nargs="+", default=["asv"], choices=["asv", "wer", "uar", "cores"])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--python", default=sys.executable, help="the toolkit's interpreter (default: this one)")
+    parser.add_argument("--pythonpath", help="a folder prepended to PYTHONPATH for the toolkit only")
+    parser.add_argument("--commit", help="the toolkit's commit, printed when --toolkit is not a git checkout")
+    parser.add_argument("--make-tree", action="store_true", help="write a small tree with random weights at --root")
+    parser.add_argument("--repeat", type=int, default=1, help="with --make-tree: each utterance this many times")
+    parser.add_argument("--utility-root", type=Path, help="the WER / UAR tree (stages wer, uar)")
+    parser.add_argument("--make-utility-tree", action="store_true", help="write it first (random weights)")
+    parser.add_argument("--utility-size", default="base", choices=sorted(WAV2VEC2_SIZES))
+    parser.add_argument("--asr-batch", type=int, default=8, help="the toolkit's eval_batchsize (eval_pre.yaml: 8)")
+    args = parser.parse_args()
+    if {"asv", "cores"} & set(args.stages) and args.root is None:
+        parser.error("stages asv and cores need --root")
+    if {"wer", "uar"} & set(args.stages) and args.utility_root is None:
+        parser.error("stages wer and uar need --utility-root")
+    if args.make_tree:
+        make_tree(args.root, args.repeat)
+    if args.make_utility_tree:
+        make_utility_tree(args.utility_root, args.utility_size)
+    commit = subprocess.run(
+        ["git", "-C", str(args.toolkit), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    print(f"toolkit {args.toolkit} ({commit or args.commit or 'not a git checkout'}), root {args.root}, "
+          f"utility root {args.utility_root} ({args.utility_size}), suffix {args.suffix}, {args.threads} thread(s), "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        for stage in args.stages:
+            {"asv": stage_asv, "cores": stage_cores, "wer": stage_utility, "uar": stage_utility}[stage](
+                *((args, Path(tmp)) if stage in ("asv", "cores") else (args, Path(tmp), stage))
+            )
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
