@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -137,3 +138,22 @@ def test_two_languages_in_one_command_and_their_merged_files(tmp_path_factory, c
     assert untimed.sub("", (summary / "track2" / f"result_for_rank{SUFFIX}").read_text()) == untimed.sub("", rank)
     print(f"two languages: {first:.0f} s, again from the cache: {again:.0f} s")
     assert again < first / 3
+
+
+def test_a_failed_run_stops_with_its_language_and_log(tmp_path, capsys, monkeypatch):
+    """A stand-in vpeval whose validate passes and whose German run writes a run.log and fails with status 3."""
+    script = _script()
+    stand_in = (
+        "import sys, pathlib\n"
+        "args = sys.argv[1:]\n"
+        "if 'validate' in args or 'LANG=en' in args: sys.exit(0)\n"
+        "folder = pathlib.Path(args[args.index('--output') + 1]); folder.mkdir(parents=True)\n"
+        "(folder / 'run.log').write_text('failed\\n'); sys.exit(3)\n"
+    )
+    monkeypatch.setattr(script, "vpeval", lambda *args: [sys.executable, "-c", stand_in, *map(str, args)])
+    out = tmp_path / "out"
+    assert _exit_status(script, ["--var", "VPC_ROOT=/x", "--langs", "en,de,fr", "--output", str(out)]) == 3
+    err = capsys.readouterr().err
+    assert "the de run failed (vpeval exit status 3" in err and "fr was not run" in err, err
+    assert f"its log is {out / 'de' / 'run.log'}" in err and "en finished before it" in err, err
+    assert not (out / "fr").exists() and not (out / "results_summary").exists()
