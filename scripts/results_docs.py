@@ -119,8 +119,9 @@ def prose_numbers(template_text: str) -> list[tuple[int, str]]:
 
 def result_values(results: dict[str, Any]) -> list[float]:
     """The numbers a document may quote: each row's value and interval and the numbers among its details
-    (trial counts, chance, far/frr; nested ones such as the bootstrap settings not), and the run's corpus and
-    trial counts. Absolute values."""
+    (trial counts, chance, far/frr; nested ones such as the bootstrap settings not), the run's corpus and
+    trial counts, each training epoch's loss and validation EER, and both sides of each finding's groups
+    (report.md's findings). Absolute values."""
 
     def numbers(mapping: Any) -> list[float]:
         items = mapping.values() if isinstance(mapping, dict) else []
@@ -129,6 +130,10 @@ def result_values(results: dict[str, Any]) -> list[float]:
     found = numbers(results.get("corpus")) + numbers(results.get("trials") or {}) + numbers(results.get("n_trials"))
     for row in results.get("rows") or []:
         found += numbers({k: row.get(k) for k in ("value", "ci_low", "ci_high")}) + numbers(row.get("details"))
+    for attacker in results.get("training") or []:
+        found += [v for epoch in attacker.get("epochs") or [] for v in numbers(epoch) if v != epoch.get("epoch")]
+    for finding in results.get("findings") or []:
+        found += [v for group in finding.get("groups") or [] for v in numbers(group)]
     return found
 
 

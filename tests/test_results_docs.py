@@ -115,6 +115,17 @@ def test_a_number_not_in_the_results_is_caught_unless_marked(tiny_doc):
     assert results_docs.unmatched_numbers(tiny_doc) == []
 
 
+def test_training_losses_and_finding_sides_are_results_too(tiny_doc):
+    """A training epoch's loss (report.md's training curves) and a finding's compared sides are results the
+    prose may quote; an epoch number is not one of them."""
+    results = json.loads((results_docs.run_of(tiny_doc) / "results.json").read_text())
+    loss = next(e["loss"] for t in results["training"] for e in t["epochs"])
+    values = results_docs.result_values(results)
+    assert results_docs.matches(f"{loss:.3f}", values)
+    without = {**results, "training": [], "findings": []}
+    assert not results_docs.matches(f"{loss:.6f}", results_docs.result_values(without))
+
+
 def test_a_default_changed_after_the_run_fails_until_bannered(tiny_doc):
     run = results_docs.run_of(tiny_doc)
     resolved = yaml.safe_load((run / "resolved.yaml").read_text())
