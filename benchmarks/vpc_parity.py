@@ -144,9 +144,9 @@ def toolkit_code_rows() -> None:
     predictions = theirs["ser"]["predictions"]
     labels = sum(len(v) for v in predictions.values())
     ser_same = sum(mine["ser"]["predictions"][n][u] == predictions[n][u] for n in predictions for u in predictions[n])
-    folders, _ = models_by_speaker(
-        tree["ser"], [data / "IEMOCAP_dev" / "spk2fold"], ["p225", "p226", "p227", "p228", "george", "jackson"]
-    )
+    spk2fold = [data / name / "spk2fold" for name in t.SER_SETS]
+    speakers = sorted({u.speaker for name in t.SER_SETS for u in read_data_dir(data / name)})
+    folders, _ = models_by_speaker(tree["ser"], spk2fold, speakers)
     old_same_ser, old_uar = 0, {}
     for name in predictions:
         corpus = read_data_dir(data / name)
@@ -161,7 +161,8 @@ def toolkit_code_rows() -> None:
         uars = [
             100 * macro_recall(np.array([a for a, _ in v]), np.array([b for _, b in v])) for v in by_speaker.values()
         ]
-        old_uar["anon" if name.endswith(t.SUFFIX) else "original"] = float(np.mean(uars))
+        speech = "anon" if name.endswith(t.SUFFIX) else "original"
+        old_uar[f"{name.removesuffix(t.SUFFIX)}/{speech}"] = float(np.mean(uars))
     uar_diff = max(abs(mine["ser"]["uar"][k] - theirs["ser"]["uar"][k]) for k in theirs["ser"]["uar"])
     old_uar_diff = max(abs(old_uar[k] - theirs["ser"]["uar"][k]) for k in theirs["ser"]["uar"])
     print("| what | compared | vpeval vs toolkit | before vs toolkit |")
@@ -171,7 +172,11 @@ def toolkit_code_rows() -> None:
         f"| WER per set | errors and words equal; max abs WER difference at 3 decimals | {counts}; {wer_diff:.2g} | |"
     )
     print(f"| SER predictions (2 folds, 16 and 8 kHz) | equal labels | {ser_same}/{labels} | {old_same_ser}/{labels} |")
-    print(f"| UAR (original, anon) | max abs difference (%) | {uar_diff:.2g} | {old_uar_diff:.3g} |")
+    print(f"| UAR per IEMOCAP split (original, anon) | max abs difference (%) | {uar_diff:.2g} | {old_uar_diff:.3g} |")
+    folds = sum(a == b for a, b in zip(mine["ser"]["fold_rows"], theirs["ser"]["fold_rows"]))
+    print(f"| SER fold rows (results_folds.csv) | equal rows | {folds}/{len(theirs['ser']['fold_rows'])} | |")
+    same_block = mine["ser"]["results_orig_block"] == theirs["ser"]["results_orig_block"]
+    print(f"| SER block of results_orig.txt | byte for byte | {'equal' if same_block else 'differs'} | |")
     s2 = _module("test_vpc_toolkit_asv_ssl")
     ssl_tree = s2.build_tree(tmp / "ssl")
     live = os.environ.get("VPC_TOOLKIT_2026")
@@ -198,6 +203,42 @@ def toolkit_code_rows() -> None:
     what = "max abs difference to the scores of the toolkit's +-1 embeddings"
     print(f"| asv_ssl trial scores, 16 kHz | {what} | {score_sign:.3g} | |")
     print(f"| asv_ssl embeddings, 8 kHz files | max abs difference (WavLM unresampled in the toolkit) | {emb8:.3g} | |")
+    asv_ssl_normalizations(s2, ssl_tree, recorded, tmp)
+
+
+def asv_ssl_normalizations(s2, tree, recorded: dict, tmp: Path) -> None:
+    """The speechbrain attacker's asv_ssl scores with embedding_normalization l2 and toolkit-sign against the
+    toolkit's (its +-1 embeddings; the network's outputs at unit length), and the EERs of each, per trial list
+    (libri_dev_trials_mixed, original and _fast): on its 16 kHz trials (VCTK speakers, read alike by both) and on
+    all of its trials (vpeval's own two settings)."""
+    rates = s2.rates(tree)
+    signs = {k: np.asarray(v, dtype=np.float64) for k, v in recorded["embeddings"].items()}
+    units = {k: s2.unit(v) for k, v in recorded["network_outputs"].items()}
+    print()
+    print(
+        "| trials | scores compared | toolkit-sign vs toolkit | l2 vs unit-length outputs | EER toolkit | "
+        "EER toolkit-sign | EER l2 | EER toolkit-sign, all trials | EER l2, all trials |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for suffix in ("", s2.SUFFIX):
+        trials = (tree["data"] / f"libri_dev_trials_mixed{suffix}" / "trials").read_text().splitlines()
+        labels = {" ".join(line.split()[:2]): line.split()[2] == "target" for line in trials}
+        sign = s2.vpeval_attacker_scores(tree, tmp / f"sign{suffix}", "toolkit-sign", suffix)
+        l2 = s2.vpeval_attacker_scores(tree, tmp / f"l2{suffix}", "l2", suffix)
+        official, correct = s2.trial_scores(tree, signs, suffix), s2.trial_scores(tree, units, suffix)
+        at16 = [k for k in official if all(rates[f] == 16000 for f in s2._trial_files(tree, k, suffix))]
+        d_sign = max(abs(sign[k] - official[k]) for k in at16)
+        d_l2 = max(abs(l2[k] - correct[k]) for k in at16)
+
+        def eer(scores: dict, keys: list[str], labels: dict = labels) -> float:
+            return _eer({k: scores[k] for k in keys}, {k: labels[k] for k in keys})
+
+        name = f"libri_dev_trials_mixed{suffix}"
+        print(
+            f"| {name} ({len(at16)} at 16 kHz of {len(labels)}) | {len(at16)} | {d_sign:.2g} | {d_l2:.2g} | "
+            f"{eer(official, at16):.2f} | {eer(sign, at16):.2f} | {eer(l2, at16):.2f} | "
+            f"{eer(sign, list(labels)):.2f} | {eer(l2, list(labels)):.2f} |"
+        )
 
 
 def _no_autocast():

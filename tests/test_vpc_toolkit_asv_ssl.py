@@ -163,6 +163,34 @@ def vpeval_embeddings(tree: dict[str, Path], work: Path) -> dict[str, np.ndarray
     return {k: np.asarray(v, dtype=np.float64) for k, v in zip(keys, vectors)}
 
 
+def vpeval_attacker_scores(tree: dict[str, Path], work: Path, normalization: str, suffix: str) -> dict[str, float]:
+    """The speechbrain attacker's own trial scores with embedding_normalization `normalization`: represent_many
+    of each enrolled speaker's enrollment utterances and of each trial utterance, then its score (cosine)."""
+    from vpeval.build import validate_params
+    from vpeval.plugins import get_plugin_manager, plugin_context
+    from vpeval.types import Utterance
+
+    cls = get_plugin_manager().get("attacker", "speechbrain")
+    folder = tree["asv_ssl"]
+    params = {"source": str(folder), "ssl_model": str(folder / "WavLM-Large.pt")}
+    attacker = cls(
+        validate_params(cls, {**params, "embedding_normalization": normalization}), plugin_context(work_dir=work)
+    )
+    keys = files(tree)
+    data = tree["data"]
+    enrolled: dict[str, list[Utterance]] = {}
+    for line in (data / f"libri_dev_enrolls{suffix}" / "utt2spk").read_text().splitlines():
+        utt, speaker = line.split()
+        enrolled.setdefault(speaker, []).append(Utterance(utt, speaker, keys[f"libri_dev_enrolls{suffix}/{utt}"]))
+    trials = [
+        line.split()[:2] for line in (data / f"libri_dev_trials_mixed{suffix}" / "trials").read_text().splitlines()
+    ]
+    tests = [[Utterance(utt, "t", keys[f"libri_dev_trials_mixed{suffix}/{utt}"])] for _, utt in trials]
+    enroll = attacker.represent_many([enrolled[speaker] for speaker, _ in trials])
+    test = attacker.represent_many(tests)
+    return {f"{speaker} {utt}": float(v) for (speaker, utt), v in zip(trials, attacker.score(enroll, test))}
+
+
 def rates(tree: dict[str, Path]) -> dict[str, int]:
     return {k: soundfile.info(p).samplerate for k, p in files(tree).items()}
 
@@ -222,6 +250,56 @@ def test_matches_recorded_toolkit_embeddings(tree, tmp_path):
     assert_equal(vpeval_embeddings(tree, tmp_path), recorded, tree)
 
 
+def assert_normalizations(tree, theirs: dict, work: Path) -> dict[str, float]:
+    """embedding_normalization: toolkit-sign scores equal the scores of the toolkit's own +-1 embeddings (its
+    extract_vector's output, speaker means and cosine as evaluate_asv), l2 scores the cosine of the network's
+    outputs at unit length, within 1e-5 on the 16 kHz trials, both attacker paths end to end. Returns the largest
+    difference between the two."""
+    rate = rates(tree)
+    toolkit_sign = {k: np.asarray(v, dtype=np.float64) for k, v in theirs["embeddings"].items()}
+    toolkit_unit = {k: unit(v) for k, v in theirs["network_outputs"].items()}
+    largest = 0.0
+    for suffix in ("", SUFFIX):
+        sign = vpeval_attacker_scores(tree, work / f"sign{suffix}", "toolkit-sign", suffix)
+        l2 = vpeval_attacker_scores(tree, work / f"l2{suffix}", "l2", suffix)
+        official, correct = trial_scores(tree, toolkit_sign, suffix), trial_scores(tree, toolkit_unit, suffix)
+        both = [t for t in official if all(rate[k] == 16000 for k in _trial_files(tree, t, suffix))]
+        assert len(both) >= 4
+        for trial in both:
+            assert abs(sign[trial] - official[trial]) < TOLERANCE, trial
+            assert abs(l2[trial] - correct[trial]) < TOLERANCE, trial
+        largest = max(largest, max(abs(sign[t] - l2[t]) for t in both))
+    assert largest > 1e-3  # the two settings really differ on this tree
+    return largest
+
+
+def _trial_files(tree, trial: str, suffix: str) -> list[str]:
+    """The file keys a trial's score reads: the enrolled speaker's enrollment files and the trial file."""
+    speaker, utt = trial.split()
+    speakers = (tree["data"] / f"libri_dev_enrolls{suffix}" / "utt2spk").read_text().splitlines()
+    enrolls = [f"libri_dev_enrolls{suffix}/{line.split()[0]}" for line in speakers if line.split()[1] == speaker]
+    return enrolls + [f"libri_dev_trials_mixed{suffix}/{utt}"]
+
+
+def test_embedding_normalization_scores_match_recorded_toolkit(tree, tmp_path):
+    assert_normalizations(tree, json.loads(FIXTURE.read_text()), tmp_path)
+
+
+def test_toolkit_sign_needs_an_asv_ssl_folder(tmp_path):
+    from vpeval.build import validate_params
+    from vpeval.errors import ConfigError
+    from vpeval.plugins import get_plugin_manager, plugin_context
+    from vpeval.testing.dummies import make_corpus
+    from vpeval_speechbrain.tiny import write_ecapa_folder
+
+    cls = get_plugin_manager().get("attacker", "speechbrain")
+    folder = write_ecapa_folder(tmp_path / "ecapa")
+    params = validate_params(cls, {"source": str(folder), "embedding_normalization": "toolkit-sign"})
+    corpus = make_corpus(tmp_path / "speech", speakers=1, utterances=1, seconds=0.5)
+    with pytest.raises(ConfigError, match="not an asv_ssl folder"):
+        cls(params, plugin_context(work_dir=tmp_path / "work")).represent_many([list(corpus)])
+
+
 @pytest.mark.skipif(
     not os.environ.get("VPC_TOOLKIT_2026"),
     reason="VPC_TOOLKIT_2026 is not set: give a checkout of Voice-Privacy-Challenge-2026 at e6810a4 (pandas and "
@@ -230,3 +308,4 @@ def test_matches_recorded_toolkit_embeddings(tree, tmp_path):
 def test_matches_the_toolkit_run_here(tree, tmp_path):
     theirs = toolkit_embeddings(Path(os.environ["VPC_TOOLKIT_2026"]), tree)
     assert_equal(vpeval_embeddings(tree, tmp_path), theirs, tree)
+    assert_normalizations(tree, theirs, tmp_path)

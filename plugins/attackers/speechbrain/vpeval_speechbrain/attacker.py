@@ -39,6 +39,7 @@ class SpeechBrainAttacker(Attacker):
 
         self.folder = FolderEmbeddings(self.params, self.context, self.name)
         self._cache = VectorTable()  # (path, channel) -> embedding, in the folder's dtype
+        self._sign_noted = False
 
     @classmethod
     def missing_paths(cls, params: SpeechBrainParams) -> list[str]:
@@ -61,9 +62,24 @@ class SpeechBrainAttacker(Attacker):
     def represent_many(self, sides: Sequence[Sequence[Utterance]]) -> np.ndarray:
         """Mean embedding per side [S, D]; each distinct utterance is embedded once per attacker."""
         require_utterances(sides, self.name)
-        return remembered_side_means(
-            sides, self._cache, lambda todo: self.folder.embed_utterances(todo, f"{self.name}: embed"), np.float64
-        )
+        return remembered_side_means(sides, self._cache, self._embeddings, np.float64)
+
+    def _embeddings(self, utterances: Sequence[Utterance]) -> list[np.ndarray]:
+        """The folder's embeddings; with embedding_normalization toolkit-sign, VPC 2026's +-1 vectors (asv_ssl)."""
+        vectors = self.folder.embed_utterances(utterances, f"{self.name}: embed")
+        if self.params.embedding_normalization == "l2":
+            return vectors
+        from vpeval_speechbrain.ssl import TOOLKIT_SIGN_NOTE, toolkit_sign
+
+        if self.folder._ssl is None:
+            raise ConfigError(
+                f"{self.name}: embedding_normalization toolkit-sign is VPC 2026's asv_ssl quirk, but "
+                f"{self.params.source} is not an asv_ssl folder; set embedding_normalization: l2."
+            )
+        if not self._sign_noted:  # once per attacker: a Logged line of report.md's drops and doubts
+            self.context.log.warning("%s: %s.", self.name, TOOLKIT_SIGN_NOTE)
+            self._sign_noted = True
+        return list(toolkit_sign(np.stack(vectors))) if len(vectors) else vectors
 
 
 class SpeechBrainTrainAttacker(SpeechBrainAttacker):

@@ -38,6 +38,13 @@ class SpeechBrainParams(Params):
         description="VPC 2026 asv_ssl: the WavLM model for the SSL stream (UniLM .pt file or transformers "
         "folder); null: the source folder's WavLM-Large.pt when it has one (then the folder is read as asv_ssl).",
     )
+    embedding_normalization: Literal["l2", "toolkit-sign"] = Field(
+        "l2",
+        description="asv_ssl (VPC 2026) only: l2, each embedding at unit length; toolkit-sign, as the VPC 2026 "
+        "toolkit's extract_vector (e6810a4) leaves it: F.normalize(vec, dim=1) of the network's [1, 1, D] output "
+        "divides each component by its own magnitude, so every component is +-1 (the sign of l2's). A quirk, "
+        "kept only to give the challenge's official numbers; its results are labelled (docs/vpc.md).",
+    )
     normalize_embeddings: bool = Field(
         False,
         description="Apply the folder's mean_var_norm_emb (global statistics from mean_var_norm_emb.ckpt) to "

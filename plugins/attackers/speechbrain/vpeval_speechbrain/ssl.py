@@ -241,6 +241,22 @@ class SslEmbedder:
         return np.stack(vectors).astype(np.float32)
 
 
+def toolkit_sign(vectors: np.ndarray) -> np.ndarray:
+    """VPC 2026's extract_vector on [1, 1, D] outputs: F.normalize(vec, dim=1) normalises over the axis of length
+    one, dividing each component by its own magnitude (clamped at 1e-12): a +-1 vector, the signs of the
+    network's output. Given vpeval's unit-length embeddings [B, D] (the same signs), as float32."""
+    with torch.no_grad():
+        rows = torch.from_numpy(np.asarray(vectors, dtype=np.float32)).unsqueeze(1)  # [B, 1, D]
+        return F.normalize(rows, dim=1).squeeze(1).numpy()
+
+
+TOOLKIT_SIGN_NOTE = (
+    "embedding_normalization toolkit-sign: every asv_ssl embedding is the +-1 sign vector of the network's output, "
+    "as the VPC 2026 toolkit's extract_vector leaves it (F.normalize(vec, dim=1) of a [1, 1, D] tensor), so its "
+    "EERs are the challenge's official numbers, not those of unit-length embeddings (l2; docs/vpc.md)"
+)
+
+
 def wavlm_layers(frontend, raws, device: str) -> torch.Tensor:
     """Every transformer layer of each waveform, zero-padded to the longest: [B, K, T', D] on `device`."""
     slabs = [frontend.split_layers(out.features) for out in frontend.encode_batch(list(raws))]  # [K, T_i, D]

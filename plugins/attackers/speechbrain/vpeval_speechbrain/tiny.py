@@ -224,5 +224,10 @@ def write_asv_ssl_folder(
     torch.manual_seed(seed)
     network = EcapaSsl(80, [16, 16, 16, 16, 48], layers, lin_neurons=12).eval()
     _randomise(network, seed)
+    with torch.no_grad():  # a wider spread: at _randomise's 0.2 every utterance of the VPC test tree had the same
+        for name, tensor in network.named_parameters():  # 12 signs, so toolkit-sign embeddings (the VPC 2026
+            if name.endswith("weight") and tensor.dim() > 1:  # recipes') were all equal; x3: 17 of 30 differ
+                tensor.mul_(3.0)
+        network.fc.conv.bias.zero_()
     save_ssl_network(network, folder)
     return folder, wavlm_folder
