@@ -470,16 +470,30 @@ def stage_asv(args, tmp: Path) -> None:
 
 
 def stage_cores(args, tmp: Path) -> None:
-    """vpeval's ASV evaluation on one core and on two, alternating; workers at their default (the affinity)."""
-    ratios, eers = [], {}
+    """vpeval's ASV evaluation on one core and on two, alternating; workers at their default (the affinity).
+    Also the score stages alone (embedding and scoring: timings.json), where the cores go."""
+    ratios, stage_ratios, eers = [], [], {}
     for run in range(args.runs):
-        one, _, eers[1] = run_vpeval(args, tmp, 100 + run, workers=None, cpus="0")
-        two, _, eers[2] = run_vpeval(args, tmp, 200 + run, workers=None, cpus="0,1")
+        one, cpu_one, eers[1] = run_vpeval(args, tmp, 100 + run, workers=None, cpus="0")
+        two, cpu_two, eers[2] = run_vpeval(args, tmp, 200 + run, workers=None, cpus="0,1")
+        score_one, score_two = (
+            _score_seconds(tmp / f"vpeval-run-{100 + run}"),
+            _score_seconds(tmp / f"vpeval-run-{200 + run}"),
+        )
         ratios.append(one / two)
-        print(f"cores run {run}: one core {one:.1f} s wall, two cores {two:.1f} s wall: throughput x{one / two:.2f}",
-              flush=True)  # fmt: skip
+        stage_ratios.append(score_one / score_two)
+        print(f"cores run {run}: one core {one:.1f} s wall ({cpu_one:.1f} CPU, score stages {score_one:.1f} s), "
+              f"two cores {two:.1f} s wall ({cpu_two:.1f} CPU, score stages {score_two:.1f} s): "
+              f"throughput x{one / two:.2f}, score stages x{score_one / score_two:.2f}", flush=True)  # fmt: skip
     _ratios("throughput (one-core wall / two-core wall)", ratios, what="vpeval ASV")
+    _ratios("score stages' throughput (one core / two cores)", stage_ratios, what="vpeval ASV")
     print(f"EERs identical on one and two cores: {eers[1] == eers[2]} ({len(eers[1])} EERs)")
+
+
+def _score_seconds(output: Path) -> float:
+    """Wall seconds of a run's score stages (embedding the sides, scoring the trials), from timings.json."""
+    seconds = json.loads((output / "timings.json").read_text())["seconds"]
+    return sum(value for stage, value in seconds.items() if stage.startswith("score:"))
 
 
 def main() -> None:
