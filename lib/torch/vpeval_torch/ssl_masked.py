@@ -5,7 +5,8 @@ base models' group norm (block 0 normalises each channel over all time steps) ta
 the padding too, which is why those models refuse attention masks. Here:
 - input normalisation runs over each waveform's own samples (padding stays zero);
 - the CNN is unpadded convolution, so a real frame never reads padding, except through the group norm,
-  whose statistics are taken over each row's real frames only;
+  whose statistics are taken over each row's real frames only (on the CPU each waveform goes through the CNN
+  alone: see conv_features);
 - the transformer gets the attention mask (padded frames are zeroed before the positional convolution,
   as an unpadded input's zero padding, and never attended to).
 What remains is float rounding of different kernel shapes: the callers' tests state the tolerance.
@@ -37,22 +38,30 @@ def normalize(waves: torch.Tensor, lengths: torch.Tensor, mode: str) -> torch.Te
 
 
 def masked_group_norm(x: torch.Tensor, lengths: torch.Tensor, norm: torch.nn.GroupNorm) -> torch.Tensor:
-    """torch's GroupNorm of [B, C, T], statistics over each row's first `lengths` frames (fp32, as UniLM)."""
-    batch, channels, frames = x.shape
-    groups = norm.num_groups
-    mask = (torch.arange(frames, device=x.device)[None, :] < lengths[:, None]).float()[:, None, None, :]
-    grouped = x.float().reshape(batch, groups, channels // groups, frames)
-    count = mask.sum(-1, keepdim=True) * (channels // groups)
-    mean = (grouped * mask).sum((-2, -1), keepdim=True) / count
-    var = (((grouped - mean) * mask) ** 2).sum((-2, -1), keepdim=True) / count
-    out = ((grouped - mean) / torch.sqrt(var + norm.eps)).reshape(batch, channels, frames)
-    if norm.affine:
-        out = out * norm.weight.float()[None, :, None] + norm.bias.float()[None, :, None]
+    """torch's GroupNorm of [B, C, T], each row's statistics over its first `lengths` frames (fp32, as UniLM):
+    F.group_norm of each row's real frames, the very call an unpadded input gets; zeros past them."""
+    out = torch.zeros(x.shape, dtype=torch.float32, device=x.device)
+    weight = None if norm.weight is None else norm.weight.float()
+    bias = None if norm.bias is None else norm.bias.float()
+    for b, n in enumerate(lengths.tolist()):
+        out[b, :, :n] = F.group_norm(x[b : b + 1, :, :n].float(), norm.num_groups, weight, bias, norm.eps)[0]
     return out.to(x.dtype)
 
 
-def conv_features(extractor, waves: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """The feature encoder's [B, C, T] output, its group norm masked to the real frames."""
+def conv_features(extractor, waves: torch.Tensor, lengths: torch.Tensor, per_row: bool | None = None) -> torch.Tensor:
+    """The feature encoder's [B, C, T] output, each row's real frames as that waveform alone gets them; zeros
+    past them on the CPU, frames no real frame reads elsewhere.
+
+    On the CPU each waveform runs alone (unpadded, torch's own norms): the CNN's activations are tens of MB per
+    batch, and its memory-bound passes (norms, GELU, layout copies) ran 1.5-3x slower per sample on a batch's
+    than on one waveform's, which stay in cache (benchmarks/batched_speech.py). Elsewhere one padded batch, the
+    group norm's statistics over each row's real frames. `per_row` overrides the choice."""
+    if per_row if per_row is not None else waves.device.type == "cpu":
+        rows = [extractor(waves[b : b + 1, :n]) for b, n in enumerate(lengths.tolist())]
+        out = rows[0].new_zeros(len(rows), rows[0].shape[1], max(r.shape[-1] for r in rows))
+        for b, row in enumerate(rows):
+            out[b, :, : row.shape[-1]] = row[0]
+        return out
     x = waves[:, None]
     for layer in extractor.conv_layers:
         norm = getattr(layer, "layer_norm", None)
@@ -72,14 +81,16 @@ def frame_lengths(model, lengths: torch.Tensor) -> torch.Tensor:
     return model._get_feat_extract_output_lengths(lengths).to(torch.long)
 
 
-def last_hidden_state(model, waves: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def last_hidden_state(
+    model, waves: torch.Tensor, lengths: torch.Tensor, per_row: bool | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """transformers' Wav2Vec2Model / HubertModel / WavLMModel `last_hidden_state` [B, T, D] of a padded,
     already normalised batch in eval mode, each row's real frames as that waveform alone gets them, and
     each row's frame count [B]. Models with an adapter are refused (ValueError): the callers fall back."""
     if getattr(model, "adapter", None) is not None:
         raise ValueError("masked batches do not follow a wav2vec2 adapter")
     frames = frame_lengths(model, lengths)
-    features = conv_features(model.feature_extractor, waves, lengths).transpose(1, 2)
+    features = conv_features(model.feature_extractor, waves, lengths, per_row).transpose(1, 2)
     mask = torch.arange(features.shape[1], device=waves.device)[None, :] < frames[:, None]
     projected = model.feature_projection(features)
     hidden = projected[0] if isinstance(projected, tuple) else projected  # wav2vec2, wavlm: (hidden, normed)

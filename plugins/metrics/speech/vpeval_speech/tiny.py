@@ -12,16 +12,17 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def tiny_wav2vec2_folder(folder: Path, norm: str = "layer") -> Path:
+def tiny_wav2vec2_folder(folder: Path, norm: str = "layer", config: dict | None = None) -> Path:
     """A random transformers wav2vec2 (2 layers of 32) with its feature extractor settings, as save_pretrained
     writes them: what a local copy of facebook/wav2vec2-* looks like. `norm` "layer": the Large models' layer-norm
     CNN and layer-norm-first encoder (VPC 2024's ASR); "group": the base models' group norm in the CNN's first
-    block and post-norm encoder (wav2vec2-base, under the IEMOCAP emotion classifiers)."""
+    block and post-norm encoder (wav2vec2-base, under the IEMOCAP emotion classifiers). `config`: other
+    Wav2Vec2Config values (benchmarks: wider, deeper, the released 7-block CNN)."""
     import torch
     from transformers import Wav2Vec2Config, Wav2Vec2FeatureExtractor, Wav2Vec2Model
 
     torch.manual_seed(0)
-    config = Wav2Vec2Config(
+    values = dict(
         hidden_size=32,
         num_hidden_layers=2,
         num_attention_heads=2,
@@ -35,7 +36,7 @@ def tiny_wav2vec2_folder(folder: Path, norm: str = "layer") -> Path:
         do_stable_layer_norm=norm == "layer",
         vocab_size=32,
     )
-    Wav2Vec2Model(config).save_pretrained(folder)
+    Wav2Vec2Model(Wav2Vec2Config(**(values | (config or {})))).save_pretrained(folder)
     Wav2Vec2FeatureExtractor(do_normalize=True, return_attention_mask=True).save_pretrained(folder)
     return folder
 
@@ -70,7 +71,7 @@ output_neurons: {tokens}
 blank_index: 0
 
 enc: !new:speechbrain.nnet.containers.Sequential
-    input_shape: [null, null, 32]
+    input_shape: [null, null, {hidden}]
     linear1: !name:speechbrain.nnet.linear.Linear
         n_neurons: !ref <dnn_neurons>
         bias: True
@@ -126,7 +127,7 @@ pretrainer: !new:speechbrain.utils.parameter_transfer.Pretrainer
 
 
 def tiny_encoder_asr_folder(
-    root: Path, folder: Path | None = None, hub: Path | None = None, norm: str = "layer"
+    root: Path, folder: Path | None = None, hub: Path | None = None, norm: str = "layer", config: dict | None = None
 ) -> Path:
     """VPC 2024's asr-wav2vec2-librispeech layout (hyperparams.yaml, wav2vec2.ckpt, asr.ckpt, tokenizer.ckpt: a
     character sentencepiece model), random weights, the wav2vec2 source a local transformers folder (`hub`,
@@ -134,7 +135,7 @@ def tiny_encoder_asr_folder(
     import sentencepiece
 
     root.mkdir(parents=True, exist_ok=True)
-    hub = tiny_wav2vec2_folder(hub or root / "hf", norm)
+    hub = tiny_wav2vec2_folder(hub or root / "hf", norm, config)
     folder = folder or root / "asr"
     folder.mkdir(parents=True, exist_ok=True)
     text = root / "text.txt"
@@ -152,7 +153,8 @@ def tiny_encoder_asr_folder(
     )
     (folder / "tokenizer.ckpt").write_bytes((root / "tokenizer.model").read_bytes())
     tokens = sentencepiece.SentencePieceProcessor(model_file=str(root / "tokenizer.model")).vocab_size()
-    yaml_text = ASR_YAML.format(hub=hub, save=root / "save", tokens=tokens)
+    hidden = (config or {}).get("hidden_size", 32)
+    yaml_text = ASR_YAML.format(hub=hub, save=root / "save", tokens=tokens, hidden=hidden)
     (folder / "hyperparams.yaml").write_text(yaml_text)
     write_random_modules(yaml_text, folder, {"asr_model": "asr.ckpt", "wav2vec2": "wav2vec2.ckpt"})
     return folder
@@ -161,7 +163,7 @@ def tiny_encoder_asr_folder(
 EMOTION_YAML = """
 wav2vec2_hub: {hub}
 pretrained_path: {folder}
-encoder_dim: 32
+encoder_dim: {hidden}
 out_n_neurons: 4
 
 wav2vec2: !new:speechbrain.lobes.models.huggingface_transformers.wav2vec2.Wav2Vec2
@@ -229,19 +231,24 @@ class CustomEncoderWav2vec2Classifier(Pretrained):
 
 
 def tiny_emotion_folders(
-    root: Path, folds: int = 2, models: Path | None = None, hub: Path | None = None, norm: str = "layer"
+    root: Path,
+    folds: int = 2,
+    models: Path | None = None,
+    hub: Path | None = None,
+    norm: str = "layer",
+    config: dict | None = None,
 ) -> Path:
     """VPC 2024's exp/ser layout (`models`, default root/ser): fold_<k> classifier folders
     (emotion-recognition-wav2vec2-IEMOCAP's files), random weights that differ per fold; the wav2vec2 source
     a local transformers folder (`hub`, default root/hf)."""
     from speechbrain.dataio.encoder import CategoricalEncoder
 
-    hub = tiny_wav2vec2_folder(hub or root / "hf", norm)
+    hub = tiny_wav2vec2_folder(hub or root / "hf", norm, config)
     models = models or root / "ser"
     for fold in range(1, folds + 1):
         folder = models / f"fold_{fold}"
         folder.mkdir(parents=True)
-        yaml_text = EMOTION_YAML.format(hub=hub, folder=folder)
+        yaml_text = EMOTION_YAML.format(hub=hub, folder=folder, hidden=(config or {}).get("hidden_size", 32))
         (folder / "hyperparams.yaml").write_text(yaml_text)
         (folder / "custom_interface.py").write_text(CUSTOM_INTERFACE)
         encoder = CategoricalEncoder()

@@ -1,0 +1,61 @@
+"""vpeval_torch.ssl_masked: a padded batch through a transformers wav2vec2 gives each waveform the frames it gets
+alone, for the base models' group-norm CNN and the Large models' layer-norm one, with the CNN run per waveform
+(the CPU's choice) and as one padded batch (elsewhere's). Tolerance 1e-5 on frames of unit scale."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from vpeval_torch.ssl_masked import conv_features, last_hidden_state, normalize, pad
+
+transformers = pytest.importorskip("transformers")
+LENGTHS = (4000, 11000, 7300, 16000)
+
+
+def model(norm: str):
+    config = transformers.Wav2Vec2Config(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        conv_dim=(16,) * 7,
+        num_conv_pos_embeddings=8,
+        num_conv_pos_embedding_groups=4,
+        feat_extract_norm=norm,
+        do_stable_layer_norm=norm == "layer",
+    )
+    torch.manual_seed(0)
+    net = transformers.Wav2Vec2Model(config).eval()
+    with torch.no_grad():  # norms and biases off their initial values, so every weight matters
+        for name, parameter in net.named_parameters():
+            if "norm" in name or name.endswith("bias"):
+                parameter.add_(0.1 * torch.randn_like(parameter))
+    return net
+
+
+@pytest.mark.parametrize("norm", ["group", "layer"])
+@pytest.mark.parametrize("per_row", [True, False])
+def test_batch_equals_each_waveform_alone(norm, per_row):
+    net = model(norm)
+    rng = np.random.default_rng(1)
+    waves = [rng.normal(0, 0.1, n).astype(np.float32) for n in LENGTHS]
+    with torch.no_grad():
+        batch, lengths = pad(waves, "cpu")
+        batch = normalize(batch, lengths, "zero-mean-unit-var")
+        hidden, frames = last_hidden_state(net, batch, lengths, per_row=per_row)
+        features = conv_features(net.feature_extractor, batch, lengths, per_row=per_row)
+        for b, wave in enumerate(waves):
+            one, length = pad([wave], "cpu")
+            one = normalize(one, length, "zero-mean-unit-var")
+            alone = net(one).last_hidden_state[0]  # transformers' own forward of the waveform alone
+            n = int(frames[b])
+            assert alone.shape[0] == n
+            torch.testing.assert_close(hidden[b, :n], alone, rtol=0, atol=1e-5)
+            own = net.feature_extractor(one)[0]
+            torch.testing.assert_close(features[b, :, :n], own, rtol=0, atol=1e-5)
+        # the group norm is what padding would move: transformers' own padded forward differs for the short ones
+        if norm == "group":
+            unmasked = net(batch).last_hidden_state[0, : int(frames[0])]
+            assert (unmasked - hidden[0, : int(frames[0])]).abs().max() > 1e-3
