@@ -134,3 +134,17 @@ def test_a_run_decodes_each_file_once(tmp_path, fake_plugins, spies):
     assert decoded and set(decoded.values()) == {1}
     log = (result.folder / "run.log").read_text()
     assert f"audio: {len(decoded)} files decoded, " in log
+
+
+def test_hashes_the_file_index_knows_are_not_read_again(tmp_path, spies, monkeypatch):
+    """A warm run: the corpus scan finds each file's hash in the file index (no read), and the stages' content
+    caches then get that hash from the run's memory instead of reading the file."""
+    _, hashed = spies
+    path = corpus(tmp_path).utterances[0].path
+    monkeypatch.setattr(fingerprint, "RACY_NS", -(10**18))  # the file was just written: trust its stamp anyway
+    with fingerprint.FileIndex(tmp_path / "index") as index:
+        first = index.file_hash(path)
+    assert hashed[path] == 1
+    with remembered_hashes(), fingerprint.FileIndex(tmp_path / "index") as index:
+        assert index.file_hash(path) == first and fingerprint.file_hash(path) == first
+    assert hashed[path] == 1

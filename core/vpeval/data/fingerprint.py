@@ -255,6 +255,8 @@ class FileIndex:
             and row[4] - st.st_ctime_ns > RACY_NS
             and isinstance(row[5], str)
         ):
+            if _remembered is not None:  # the run's later file_hash calls need not read the file either
+                _remembered[(full, *stamp)] = row[5]
             return row[5]
         content = file_hash(full)
         if content != "missing":
