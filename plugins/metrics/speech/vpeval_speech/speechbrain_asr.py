@@ -259,8 +259,14 @@ class SpeechBrainASR(ASR):
 
     @property
     def batches_on_cpu(self) -> bool:
-        """Whether transcribe_many runs masked batches on the CPU (wer then hands it the utterances in chunks)."""
-        return not self.context.on_gpu and self.params.cpu_batch_size > 1 and self.masked_parts() is not None
+        """Whether wer should hand transcribe_many the uncached utterances in chunks on the CPU: an EncoderASR
+        folder with cpu_batch_size > 1 (read from the YAML: a cached rerun loads no model)."""
+        if self.context.on_gpu or self.params.cpu_batch_size <= 1:
+            return False
+        interface = self.params.interface
+        if interface == "auto":
+            interface = detect_interface(read_hparams(self.folder() / self.params.hparams_file))
+        return interface == "EncoderASR"
 
     def masked_parts(self):
         """(wav2vec2 lobe, the per-frame modules after it) where the folder is wav2vec2 + CTC with only per-frame
@@ -274,7 +280,7 @@ class SpeechBrainASR(ASR):
         """Texts of many waveforms; on a GPU in length-sorted padded batches (relative lengths, as VPC 2024's
         ASR dataset pads); on the CPU in masked length buckets where the folder allows (each text the one
         transcribe gives), else one at a time."""
-        if self.batches_on_cpu:
+        if self.batches_on_cpu and self.masked_parts() is not None:
             return self.transcribe_masked(audios)
         batch = self.params.batch_size if self.context.on_gpu else 1
         order = sorted(range(len(audios)), key=lambda i: -len(audios[i]))
