@@ -148,3 +148,32 @@ def test_recipe_cyclic_schedule_on_a_small_corpus_warns(caplog):
         _warn_if_cyclic_lr_stays_low(EcapaAttacker.Params(cyclic_step_size=20), 800, context, "ecapa")
         _warn_if_cyclic_lr_stays_low(EcapaAttacker.Params(lr_schedule="constant"), 800, context, "ecapa")
         assert caplog.text == ""
+
+
+def test_drop_short_lists_no_segment_for_utterances_shorter_than_a_crop(caplog):
+    """As VoicePrivacy's prepare_csv (int(duration / crop) chunks per file); by default one repeated crop."""
+    from vpeval.types import Utterance
+    from vpeval_asv.training import crop_segments
+
+    utterances = [
+        Utterance(f"u{i}", "s", f"/x/u{i}.wav", sample_rate=16000, duration=d) for i, d in enumerate([0.4, 1.0, 2.5])
+    ]
+    count = lambda segments: [sum(s.path == u.path for s in segments) for u in utterances]  # noqa: E731
+    assert count(crop_segments(utterances, {"s": 0}, 1.0)) == [1, 1, 2]
+    assert count(crop_segments(utterances, {"s": 0}, 1.0, drop_short=True)) == [0, 1, 2]
+    context = PluginContext(seed=0)
+    short = make_corpus(context.folder("short"), speakers=2, utterances=3, seconds=0.3, seed=4)
+    attacker = EcapaAttacker(EcapaAttacker.Params(**{**TINY, "drop_short": True, "validation_share": 0.0}), context)
+    with pytest.raises(DataError, match="no training utterance is as long as one crop"):
+        attacker.train(TrainingData([TrainingStage("original", short)]))
+
+
+def test_keep_epoch_last_keeps_the_last_epoch_with_validation(corpus):
+    """VoicePrivacy's evaluation loads the last epoch's checkpoint, whatever the validation said."""
+    params = {**TINY, "epochs": 3, "validation_share": 0.34, "patience": None, "max_grad_norm": 5.0}
+    attacker = EcapaAttacker(EcapaAttacker.Params(**params, keep_epoch="last"), PluginContext(seed=3))
+    attacker.train(TrainingData([TrainingStage("original", corpus)]))
+    result = attacker.training_result
+    eers = [r.validation_eer for r in result.history]
+    assert all(e is not None for e in eers) and min(eers) < eers[-1]  # "best" would keep another epoch
+    assert result.best_epoch == 3
