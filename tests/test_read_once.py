@@ -8,6 +8,7 @@ decoder and the hasher count every read."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 
 import numpy as np
@@ -148,3 +149,21 @@ def test_hashes_the_file_index_knows_are_not_read_again(tmp_path, spies, monkeyp
     with remembered_hashes(), fingerprint.FileIndex(tmp_path / "index") as index:
         assert index.file_hash(path) == first and fingerprint.file_hash(path) == first
     assert hashed[path] == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+def test_a_worker_forked_while_the_lock_is_held_reads(tmp_path):
+    """The executor forks workers from one thread while others may be reading: the child gets a free lock."""
+    import signal
+
+    path = corpus(tmp_path).utterances[0].path
+    with decoded_audio() as kept:
+        kept.lock.acquire()  # as if another thread were inside read_audio at the fork
+        pid = os.fork()
+        if pid == 0:  # the child: read, or be killed by the alarm if the lock is stuck
+            signal.alarm(20)
+            read_audio(path)
+            os._exit(0)
+        kept.lock.release()
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

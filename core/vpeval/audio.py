@@ -161,6 +161,8 @@ class DecodedAudio:
 
 
 _decoded: DecodedAudio | None = None
+# A worker forked while another thread held the lock would wait on it forever: the child gets a new one.
+os.register_at_fork(after_in_child=lambda: _decoded is not None and setattr(_decoded, "lock", threading.Lock()))
 
 
 @contextmanager
