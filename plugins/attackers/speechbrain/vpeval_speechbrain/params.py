@@ -96,6 +96,11 @@ class SpeechBrainTrainParams(SpeechBrainParams):
     drop_short: bool = Field(
         True, description="Utterances shorter than a crop are left out, as the toolkit's prepare_csv; false: repeated."
     )
+    augment: bool = Field(
+        True,
+        description="asv_ssl fine-tuning (VPC 2026) only: DropFreq and DropChunk on the training crops, as the "
+        "toolkit's train_ecapa_ssl_tdnn_small.yaml (its wav_augment); the 2024 ECAPA recipe has none.",
+    )
     keep_epoch: Literal["best", "last"] = Field(
         "last",
         description="last: the last epoch's weights, as the toolkit's evaluation loads its highest CKPT+<epoch>; "

@@ -9,9 +9,13 @@ CyclicLRScheduler sets after every batch (base 1e-8, max lr, step 65000), gradie
 (the Brain's 5.0), drop_last. Epochs, batch size
 and lr come from the recipe (vpc2026-track1: 2, 32, 0.01) or the parameters.
 
-Differences: utterances shorter than a crop are repeated to fill it (the toolkit's data preparation
-drops or pads them); a batch's WavLM layers come from the frontend per file (masked), zero-padded to the
-longest, where the toolkit runs WavLM on the zero-padded batch without a mask; fp32 throughout.
+As the toolkit too: each utterance gives one crop per whole `crop_seconds` of it per epoch (prepare_libri's
+chunks; `drop_short`: none for an utterance shorter than a crop, else one, repeated to fill it), and the crops
+are augmented with the YAML's DropFreq and DropChunk before the features (`augment`).
+
+Differences: a batch's WavLM layers come from the frontend per whole file (masked), zero-padded to the
+longest, where the toolkit gives WavLM a random `wavlm_max_length` (10 s) window of each file, zero-padded to
+10 s, as one unmasked batch; fp32 throughout.
 """
 
 from __future__ import annotations
@@ -42,10 +46,22 @@ def finetune_ssl(embedder: SslEmbedder, params, context, data: TrainingData, out
     utterances = list(data.corpus.utterances)
     speakers = sorted({u.speaker for u in utterances})
     batch_size = int(params.recipe_value("batch_size"))
-    if len(speakers) < 2 or len(utterances) < batch_size:
+    segments = _segments(utterances, params.crop_seconds, params.drop_short)
+    short = len(utterances) - len(set(segments))
+    if short and params.drop_short:  # counted where the user reads results (report.md lists the run's warnings)
+        context.log.warning(
+            "%s: %d of %d training utterances are shorter than one crop (%.1f s) and are not trained on (drop_short, "
+            "as VoicePrivacy's data preparation)",
+            name,
+            short,
+            len(utterances),
+            params.crop_seconds,
+        )
+    if len(speakers) < 2 or len(segments) < batch_size:
         raise DataError(
-            f"{name} needs training speech of at least two speakers and one batch ({batch_size} utterances), got "
-            f"{len(speakers)} speakers and {len(utterances)} utterances; give more attacker-training speakers."
+            f"{name} needs training speech of at least two speakers and one batch ({batch_size} crops of "
+            f"{params.crop_seconds} s), got {len(speakers)} speakers and {len(segments)} crops; give more "
+            "attacker-training speech (or a shorter crop_seconds)."
         )
     device = context.device
     labels = {s: i for i, s in enumerate(speakers)}
@@ -62,10 +78,11 @@ def finetune_ssl(embedder: SslEmbedder, params, context, data: TrainingData, out
         schedule = CyclicLRScheduler(
             base_lr=BASE_LR, max_lr=params.recipe_value("lr"), step_size=params.cyclic_step_size
         )
+        augment = _augmenter() if params.augment else None
         history = []
         for epoch in range(int(params.recipe_value("epochs"))):
             rng = context.rng(name, "ssl-epoch", epoch)
-            order = rng.permutation(len(utterances))
+            order = np.asarray(segments)[rng.permutation(len(segments))]
             batches = [order[i : i + batch_size] for i in range(0, len(order) - batch_size + 1, batch_size)]
             network.train()
             classifier.train()
@@ -74,6 +91,8 @@ def finetune_ssl(embedder: SslEmbedder, params, context, data: TrainingData, out
                 raws = [utterances[i].load(16000) for i in batch]
                 crops = torch.from_numpy(np.stack([_crop(r, crop, rng) for r in raws])).to(device)
                 with torch.no_grad():
+                    if augment is not None:  # as the toolkit's compute_forward: the waveform crops, before Fbank
+                        crops, _ = augment(crops, torch.ones(len(batch), device=device))
                     feats = norm(features(crops), torch.ones(len(batch), device=device))
                     layers = wavlm_layers(embedder.frontend, raws, device)
                 target = torch.tensor([labels[utterances[i].speaker] for i in batch], device=device)
@@ -91,6 +110,36 @@ def finetune_ssl(embedder: SslEmbedder, params, context, data: TrainingData, out
     save_ssl_network(network, out)
     (out / HISTORY).write_text(json.dumps(history, indent=2))
     return out
+
+
+def _segments(utterances: list, crop_seconds: float, drop_short: bool) -> list[int]:
+    """Utterance indices, one per whole crop of each (prepare_libri's chunk list, as the 2024 trainer's
+    segments); an utterance shorter than a crop: none with `drop_short`, else one (repeated to fill it)."""
+    from vpeval_torch.crops import crop_items
+
+    items = crop_items(utterances, [0] * len(utterances))  # lengths from metadata or headers: no samples read
+    seconds = [item.frames / item.sample_rate for item in items]
+    counts = [int(s / crop_seconds) if drop_short else max(1, int(s // crop_seconds)) for s in seconds]
+    return [i for i, count in enumerate(counts) for _ in range(count)]
+
+
+def _augmenter():
+    """train_ecapa_ssl_tdnn_small.yaml's wav_augment: DropFreq and DropChunk, both on every training batch."""
+    from speechbrain.augment.augmenter import Augmenter
+    from speechbrain.augment.time_domain import DropChunk, DropFreq
+
+    drop_freq = DropFreq(
+        drop_freq_low=0, drop_freq_high=1, drop_freq_count_low=1, drop_freq_count_high=3, drop_freq_width=0.05
+    )
+    drop_chunk = DropChunk(drop_length_low=1000, drop_length_high=2000, drop_count_low=1, drop_count_high=5)
+    return Augmenter(
+        parallel_augment=False,
+        concat_original=False,
+        min_augmentations=4,
+        max_augmentations=4,
+        augment_prob=1.0,
+        augmentations=[drop_freq, drop_chunk],
+    )
 
 
 def _crop(audio: np.ndarray, length: int, rng: np.random.Generator) -> np.ndarray:
