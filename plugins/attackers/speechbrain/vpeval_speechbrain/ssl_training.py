@@ -5,9 +5,9 @@ embedding_model.ckpt is the start (the classifier starts fresh), WavLM stays fro
 random `crop_seconds` crops for the log-mel stream and the WHOLE files for the WavLM stream (the toolkit
 reads the batch's files again by path; the network brings the WavLM frames to the crop's frame count),
 loss AAM softmax (margin 0.2, scale 30), AdamW (weight decay 0.01) whose learning rate speechbrain's
-CyclicLRScheduler sets after every batch (base 1e-8, max lr, step 65000), gradients clipped at max_grad_norm
-(the Brain's 5.0), drop_last. Epochs, batch size
-and lr come from the recipe (vpc2026-track1: 2, 32, 0.01) or the parameters.
+CyclicLRScheduler sets before every step (base 1e-8, max lr, step 65000: the first step runs at clr(1), not
+at lr), gradients clipped at max_grad_norm (the Brain's 5.0), drop_last. Epochs, batch size and lr come from
+the recipe (vpc2026-track1: 2, 32, 0.01) or the parameters.
 
 As the toolkit too: each utterance gives one crop per whole `crop_seconds` of it per epoch (prepare_libri's
 chunks; `drop_short`: none for an utterance shorter than a crop, else one, repeated to fill it), and the crops
@@ -97,12 +97,13 @@ def finetune_ssl(embedder: SslEmbedder, params, context, data: TrainingData, out
                     layers = wavlm_layers(embedder.frontend, raws, device)
                 target = torch.tensor([labels[utterances[i].speaker] for i in batch], device=device)
                 loss = cost(classifier(network(feats, layers)), target.unsqueeze(1))
+                # as the toolkit: compute_objectives sets this batch's rate (clr of the step count) before the step
+                schedule.on_batch_end(optimizer)
                 optimizer.zero_grad()
                 loss.backward()
                 if params.max_grad_norm is not None:  # speechbrain's Brain.optimizers_step clips (default 5.0)
                     torch.nn.utils.clip_grad_norm_(trainable, params.max_grad_norm)
                 optimizer.step()
-                schedule.on_batch_end(optimizer)  # as the recipe: lr set after each batch
                 losses.append(float(loss.detach()))
             history.append({"epoch": epoch + 1, "loss": float(np.mean(losses)), "lr": optimizer.param_groups[0]["lr"]})
             context.log.info("%s: epoch %d, loss %.4f", name, epoch + 1, history[-1]["loss"])
