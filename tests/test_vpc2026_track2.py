@@ -124,8 +124,8 @@ def test_track2_german_runs_end_to_end(track2_root, tmp_path):
 
     root, wavlm = track2_root
     out = tmp_path / "run"
-    # l2, not the recipe's toolkit-sign: on these tiny random networks a toolkit-sign run had all 36 f-trial scores
-    # equal to 1 (one sign pattern on both sides), which eer refuses (as tests/test_vpc_recipes.py's Track 1 run)
+    # l2, not the recipe's toolkit-sign: on these tiny random networks the fine-tuned asv_anon's toolkit-sign scores
+    # can all be equal (tests/test_vpc_recipes.py's Track 1 run: all 36 f-trial scores 1), which eer refuses
     result = cli(
         "--experiment", str(RECIPE), "--var", f"VPC_ROOT={root}", "--var", f"SSL_MODEL={wavlm}", *GERMAN, *FAST,
         "--var", "ASV_EMBEDDINGS=l2", "--cache", str(tmp_path / "cache"), "--output", str(out), "-q",

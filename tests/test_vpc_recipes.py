@@ -180,8 +180,8 @@ def test_vpc2024_runs_end_to_end(vpc_root, tmp_path):
 def test_vpc2026_track1_runs_end_to_end(ssl_root, tmp_path):
     root, wavlm = ssl_root
     out = tmp_path / "run"
-    # l2, not the recipe's toolkit-sign: on these tiny random networks a toolkit-sign run had all 36 f-trial scores
-    # equal to 1 (one sign pattern on both sides; the released asv_ssl's tiny folder alone gives 3 to 4 of 6), which
+    # l2, not the recipe's toolkit-sign: in a toolkit-sign run on these tiny random networks asv_anon, fine-tuned for
+    # one epoch, gave every libri_dev f-trial utterance and its enrollment one sign pattern (all 36 scores 1), which
     # eer refuses; tests/test_vpc_toolkit_asv_ssl.py compares toolkit-sign with the toolkit, the vpc report's tests
     # its label.
     result = cli(

@@ -198,6 +198,29 @@ def toolkit_outputs(toolkit: Path, tree: dict[str, Path], work: Path) -> dict:
             del sys.modules[name]
 
 
+def toolkit_2026_ser_block(toolkit: Path, tree: dict[str, Path], work: Path) -> str:
+    """The SER block the VPC 2026 toolkit (e6810a4: evaluation/utility/ser/evaluate_ser.py, backend speechbrain,
+    as configs/track1/eval_pre.yaml runs exp/ser) and run_evaluation.py's save_result_summary print on the tree."""
+    import torchaudio
+
+    sys.path.insert(0, str(toolkit))
+    load = torchaudio.load
+    torchaudio.load = soundfile_load
+    try:
+        _bare_packages(toolkit, ["evaluation", "evaluation.utility", "evaluation.utility.ser"])
+        from evaluation.utility.ser import evaluate_ser as ser_module
+
+        (work / "ser").mkdir(parents=True)
+        params = {"results_dir": work / "ser", "backend": "speechbrain"}
+        means = ser_module.evaluate_ser(SER_SETS, tree["data"], tree["ser"], SUFFIX, params, "cpu")
+        return means.sort_values(by=["dataset", "split"]).to_string()
+    finally:
+        torchaudio.load = load
+        sys.path.remove(str(toolkit))
+        for name in [m for m in sys.modules if m in ("utils", "evaluation") or m.startswith(("utils.", "evaluation."))]:
+            del sys.modules[name]
+
+
 def vpeval_outputs(tree: dict[str, Path], work: Path) -> dict:
     """The same numbers from vpeval's wer (speechbrain-asr, normaliser vpc2024, sets) and uar (speechbrain
     evaluator, spk2fold) metrics, as the recipes run them."""
@@ -282,6 +305,7 @@ def vpeval_outputs(tree: dict[str, Path], work: Path) -> dict:
         "uar": {f"{r.details['dataset']}/{ser_of(r)}": r.value for r in split},
         "fold_rows": fold_rows,
         "results_orig_block": _toolkit_ser(as_rows, "fast"),
+        "results_orig_block_2026": _toolkit_ser(as_rows, "fast", every_emotion=True),
         "read_at_own_rate_not_16khz": rows[0].details["read_at_own_rate_not_16khz"],
     }
     return {"asr": {"transcripts": transcripts, "wer": wer}, "ser": ser}
@@ -326,6 +350,18 @@ def test_matches_recorded_toolkit_outputs(tree, tmp_path):
 def test_matches_the_toolkit_run_here(tree, tmp_path):
     theirs = toolkit_outputs(Path(os.environ["VPC_TOOLKIT_2024"]), tree, tmp_path / "toolkit")
     assert_equal(vpeval_outputs(tree, tmp_path / "vpeval"), theirs)
+
+
+@pytest.mark.skipif(
+    not os.environ.get("VPC_TOOLKIT_2026"),
+    reason="VPC_TOOLKIT_2026 is not set: give a checkout of Voice-Privacy-Challenge-2026 at e6810a4 (pandas "
+    "importable) to compare the Track 1 SER block (its ACC columns: every fold row's) with its evaluate_ser",
+)
+def test_ser_block_matches_the_2026_toolkit_run_here(tree, tmp_path):
+    theirs = toolkit_2026_ser_block(Path(os.environ["VPC_TOOLKIT_2026"]), tree, tmp_path / "toolkit")
+    mine = vpeval_outputs(tree, tmp_path / "vpeval")["ser"]
+    assert mine["results_orig_block_2026"] == theirs
+    assert mine["results_orig_block_2026"].splitlines()[0] != mine["results_orig_block"].splitlines()[0]
 
 
 def test_vpc2024_tokens_count_as_speechbrains_error_rate_stats():

@@ -78,7 +78,10 @@ def _uar_rows(table: str) -> list[dict]:
         details = {
             "dataset": f"{dataset}_{split}",
             "speech": "original" if speech == "original" else "anonymized",
-            "fold_rows": [{"speaker": "Ses01F", "fold": "1", "UAR": float(uar)}],  # only their presence is read
+            # one fold row with every emotion: the 2026 file's ACC columns are those of all its fold rows
+            "fold_rows": [
+                {"speaker": "Ses01F", "fold": "1", "UAR": float(uar), "accuracy": dict.fromkeys(emotions, 0.0)}
+            ],
             "per_class_accuracy": dict(zip(emotions, map(float, accuracies), strict=True)),
             "accuracy_order": emotions,
         }

@@ -37,3 +37,20 @@ def test_ser_block_with_a_missing_emotion_is_pandas_layout():
             "1  IEMOCAP  test  original  60.0000     NaN    51.0",
         ]
     )
+
+
+def test_ser_columns_follow_each_toolkit():
+    """VPC 2024 prints the ACC columns of the last fold row evaluate_ser computed (accuracy_order of the last
+    anonymized folder's row); VPC 2026 those of every fold row, in the order they first come."""
+    from vpeval_vpc_report.results import _toolkit_ser
+
+    def row(dataset, anonymizer, folds):
+        accuracy = {e: 50.0 for f in folds for e in f}
+        details = {"dataset": dataset, "per_class_accuracy": accuracy, "accuracy_order": list(folds[-1])}
+        details["fold_rows"] = [{"accuracy": dict.fromkeys(f, 50.0)} for f in folds]
+        return {"metric": "uar", "anonymizer": anonymizer, "value": 50.0, "details": details}
+
+    rows = [row("IEMOCAP_dev", "x", [["neu"], ["hap", "sad"]]), row("IEMOCAP_dev", "original", [["ang", "neu"]])]
+    header = {every: _toolkit_ser(rows, "x", every_emotion=every).splitlines()[0].split() for every in (False, True)}
+    assert header[False] == ["dataset", "split", "ser", "UAR", "ACC_hap", "ACC_sad"]
+    assert header[True] == ["dataset", "split", "ser", "UAR", "ACC_ang", "ACC_neu", "ACC_hap", "ACC_sad"]

@@ -115,7 +115,7 @@ def toolkit_summaries(exp, rows: list[dict[str, Any]], time: str) -> dict[str, s
             table = _toolkit_asv(mine, scenario, keep, mixed)
             if suffix and table:
                 path = f"results_summary/eval_{part}{suffix}/results_{part}.txt"
-                ser = _toolkit_ser(rows, anon.label) if part == "orig" else ""
+                ser = _toolkit_ser(rows, anon.label, every_emotion=mixed) if part == "orig" else ""
                 out[path] = f"---- Time: {time} ----\n" + (f"\n---- SER results ----\n{ser}\n" if ser else "")
                 out[path] += f"\n---- {title} results ----\n{table}\n"
                 asr = _toolkit_asr(rows, anon.label) if part == "orig" else ""
@@ -141,16 +141,22 @@ def _toolkit_asr(rows: list[dict[str, Any]], label: str) -> str:
     return _pandas_string(["dataset", "split", "asr", "WER"], [body[n] for n in order], [index[n] for n in order])
 
 
-def _toolkit_ser(rows: list[dict[str, Any]], label: str) -> str:
+def _toolkit_ser(rows: list[dict[str, Any]], label: str, every_emotion: bool = False) -> str:
     """evaluate_ser's mean table as save_result_summary prints it: one row per dataset, split and speech (groupby's
-    order: anon before original), UAR and ACC_<emotion> means unrounded, the ACC columns those of the last fold
-    row the toolkit computed (the last folder's anonymized copy), two header rows; from uar's per-split rows."""
+    order: anon before original), UAR and ACC_<emotion> means unrounded, two header rows; from uar's per-split
+    rows. The ACC columns: VPC 2024 (400de3a) aggregates those of the last fold row it computed (the last folder's
+    anonymized copy); VPC 2026 (e6810a4, `every_emotion`) every ACC column of its fold rows, in the order they
+    first come (the originals' folders, then their copies, each in spk2fold's order)."""
     uar = [r for r in rows if r.get("metric") == "uar" and (r.get("details") or {}).get("fold_rows")]
     found = [r for r in uar if r.get("anonymizer") in ("original", label) and r.get("value") is not None]
     if not found:
         return ""
-    last = [r for r in found if r["anonymizer"] == label] or found  # its copies come after the originals
-    emotions = last[-1]["details"]["accuracy_order"]
+    found = [r for r in found if r["anonymizer"] == "original"] + [r for r in found if r["anonymizer"] != "original"]
+    if every_emotion:
+        folds = [f for r in found for f in r["details"]["fold_rows"]]
+        emotions = list(dict.fromkeys(e for f in folds for e in f.get("accuracy") or {}))
+    else:
+        emotions = found[-1]["details"]["accuracy_order"]  # the copies come after the originals
     body = []
     for r in found:
         dataset, split = (r["details"]["dataset"].split("_") + ["_"])[:2]
