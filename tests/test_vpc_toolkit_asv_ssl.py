@@ -298,6 +298,10 @@ def test_toolkit_sign_needs_an_asv_ssl_folder(tmp_path):
     corpus = make_corpus(tmp_path / "speech", speakers=1, utterances=1, seconds=0.5)
     with pytest.raises(ConfigError, match="not an asv_ssl folder"):
         cls(params, plugin_context(work_dir=tmp_path / "work")).represent_many([list(corpus)])
+    # vpeval validate says so before anything loads
+    (problem,) = cls.missing_paths(params)
+    assert "toolkit-sign" in problem and "not an asv_ssl folder" in problem
+    assert cls.missing_paths(validate_params(cls, {"source": str(folder)})) == []
 
 
 @pytest.mark.skipif(

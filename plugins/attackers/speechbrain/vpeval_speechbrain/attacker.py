@@ -43,9 +43,17 @@ class SpeechBrainAttacker(Attacker):
 
     @classmethod
     def missing_paths(cls, params: SpeechBrainParams) -> list[str]:
-        from vpeval_speechbrain.paths import missing
+        from vpeval_speechbrain.paths import WAVLM_FILE, missing, model_folder
 
-        return missing(f"attacker {cls.name}:", params.source, params.ssl_model)
+        out = missing(f"attacker {cls.name}:", params.source, params.ssl_model)
+        folder = model_folder(params.source)
+        asv_ssl = params.ssl_model is not None or (folder / WAVLM_FILE).is_file()
+        if params.embedding_normalization == "toolkit-sign" and folder.is_dir() and not asv_ssl:
+            out.append(
+                f"attacker {cls.name}: embedding_normalization toolkit-sign is VPC 2026's asv_ssl quirk, but {folder} "
+                "is not an asv_ssl folder (no WavLM-Large.pt, no ssl_model); set embedding_normalization: l2."
+            )
+        return out
 
     def train(self, data: TrainingData) -> None:
         """Nothing to learn: the folder's model is used as released."""
