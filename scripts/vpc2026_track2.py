@@ -138,7 +138,9 @@ def run_all(recipe: Path, langs: list[str], given: list[str], output: Path, extr
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python scripts/vpc2026_track2.py", description=__doc__.split("\n\n")[0].replace("\n", " ")
+        prog="python scripts/vpc2026_track2.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--var", action="append", default=[], metavar="NAME=VALUE", help="a recipe variable (VPC_ROOT, SUFFIX, ...)"
