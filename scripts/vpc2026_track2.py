@@ -111,7 +111,8 @@ def validate_all(recipe: Path, langs: list[str], given: list[str]) -> None:
         for sentence, where in ordered
     ]
     raise Stop(
-        f"vpc2026_track2: `vpeval validate` of {recipe} found {len(problems)} problems ({', '.join(failed)}); "
+        f"vpc2026_track2: `vpeval validate` of {recipe} found {len(problems)} problem{'s' * (len(problems) != 1)} "
+        f"({', '.join(failed)}); "
         "nothing was run. Each, with the languages it concerns:\n" + "\n".join(lines),
         2 if set(statuses) == {2} else max(statuses),
     )
@@ -123,15 +124,19 @@ def run_all(recipe: Path, langs: list[str], given: list[str], output: Path, extr
         folder = output / lang
         command = vpeval("--experiment", recipe, *run_variables(lang, given), "--output", folder, *extra)
         print(f"vpc2026_track2: {lang} ({n + 1}/{len(langs)}): {shlex.join(command)}", flush=True)
-        status = subprocess.run(command).returncode
+        done = f" {', '.join(langs[:n])} finished before it." if n else ""
+        rest = f" Not run: {', '.join(langs[n + 1 :])}." if langs[n + 1 :] else ""
+        again = "Run this command again to go on: it reuses every step the cache holds."
+        try:
+            status = subprocess.run(command).returncode
+        except KeyboardInterrupt:
+            raise Stop(f"vpc2026_track2: interrupted in the {lang} run.{done}{rest} {again}", 130) from None
         if status != 0:
             log = folder / "run.log"
             where = f"its log is {log}" if log.is_file() else f"it stopped before writing a run log into {folder}"
-            done = f"{', '.join(langs[:n])} finished before it; " if n else ""
             raise Stop(
-                f"vpc2026_track2: the {lang} run failed (vpeval exit status {status}; its message is above) and "
-                f"{', '.join(langs[n + 1 :]) or 'no language'} was not run; {where}. {done}Run this command "
-                "again once fixed: it reuses every step the cache holds.",
+                f"vpc2026_track2: the {lang} run failed with vpeval exit status {status} (its message is above); "
+                f"{where}.{done}{rest} {again}",
                 status,
             )
 

@@ -157,6 +157,6 @@ def test_a_failed_run_stops_with_its_language_and_log(tmp_path, capsys, monkeypa
     out = tmp_path / "out"
     assert _exit_status(script, ["--var", "VPC_ROOT=/x", "--langs", "en,de,fr", "--output", str(out)]) == 3
     err = capsys.readouterr().err
-    assert "the de run failed (vpeval exit status 3" in err and "fr was not run" in err, err
+    assert "the de run failed with vpeval exit status 3" in err and "Not run: fr." in err, err
     assert f"its log is {out / 'de' / 'run.log'}" in err and "en finished before it" in err, err
     assert not (out / "fr").exists() and not (out / "results_summary").exists()
