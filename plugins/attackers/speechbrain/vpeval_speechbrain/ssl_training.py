@@ -82,8 +82,7 @@ def finetune_ssl(embedder: SslEmbedder, params, context, data: TrainingData, out
         history = []
         for epoch in range(int(params.recipe_value("epochs"))):
             rng = context.rng(name, "ssl-epoch", epoch)
-            order = np.asarray(segments)[rng.permutation(len(segments))]
-            batches = [order[i : i + batch_size] for i in range(0, len(order) - batch_size + 1, batch_size)]
+            batches = _epoch_batches(segments, batch_size, rng)
             network.train()
             classifier.train()
             losses = []
@@ -122,6 +121,12 @@ def _segments(utterances: list, crop_seconds: float, drop_short: bool) -> list[i
     seconds = [item.frames / item.sample_rate for item in items]
     counts = [int(s / crop_seconds) if drop_short else max(1, int(s // crop_seconds)) for s in seconds]
     return [i for i, count in enumerate(counts) for _ in range(count)]
+
+
+def _epoch_batches(segments: list[int], batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """The epoch's batches of utterance indices: the segments shuffled, the last partial batch dropped."""
+    order = np.asarray(segments)[rng.permutation(len(segments))]
+    return [order[i : i + batch_size] for i in range(0, len(order) - batch_size + 1, batch_size)]
 
 
 def _augmenter():
