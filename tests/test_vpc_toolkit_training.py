@@ -236,12 +236,12 @@ def vpeval_training(batches: list[dict], initial: dict, folder: Path, work: Path
     Returns the trained embedding_model.ckpt and the loss of every step."""
     import torch
 
-    import vpeval_asv.models as models
     import vpeval_asv.training as training
     from vpeval.build import validate_params
     from vpeval.data.kaldi import read_data_dir
     from vpeval.plugins import get_plugin_manager, plugin_context
     from vpeval.types import TrainingData, TrainingStage
+    from vpeval_asv.attacker import AsvAttacker
     from vpeval_speechbrain.tiny import write_ecapa_folder
 
     by_epoch: dict[int, list] = {}
@@ -251,12 +251,12 @@ def vpeval_training(batches: list[dict], initial: dict, folder: Path, work: Path
         )
         by_epoch.setdefault(batch["epoch"], []).append((waves, torch.tensor(batch["labels"])))
     losses: list[float] = []
-    build, loader, classifier_class = models.build_embedding_model, training.epoch_loader, training.SpeakerClassifier
+    fresh, loader, classifier_class = AsvAttacker._fresh_embedder, training.epoch_loader, training.SpeakerClassifier
 
-    def build_model(config):
-        model = build(config)
-        model.load_state_dict(initial["embedding_model"])
-        return model
+    def starting_embedder(self):  # the architecture's network, holding the toolkit's initial weights
+        embedder = fresh(self)
+        embedder.model.load_state_dict(initial["embedding_model"])
+        return embedder
 
     def epoch_loader(segments, params, sample_rate, seed_epoch, *args):
         return by_epoch[seed_epoch[1]]
@@ -271,8 +271,8 @@ def vpeval_training(batches: list[dict], initial: dict, folder: Path, work: Path
             losses.append(float(loss.detach()))
             return loss
 
-    models.build_embedding_model, training.epoch_loader, training.SpeakerClassifier = (
-        build_model,
+    AsvAttacker._fresh_embedder, training.epoch_loader, training.SpeakerClassifier = (
+        starting_embedder,
         epoch_loader,
         StartingClassifier,
     )
@@ -292,11 +292,8 @@ def vpeval_training(batches: list[dict], initial: dict, folder: Path, work: Path
         attacker.train(TrainingData([TrainingStage("anonymized", read_data_dir(folder))], None, "anonymized"))
         trained = torch.load(attacker._trained / "embedding_model.ckpt", weights_only=True)
     finally:
-        models.build_embedding_model, training.epoch_loader, training.SpeakerClassifier = (
-            build,
-            loader,
-            classifier_class,
-        )
+        AsvAttacker._fresh_embedder, training.epoch_loader = fresh, loader
+        training.SpeakerClassifier = classifier_class
     return trained, losses
 
 
