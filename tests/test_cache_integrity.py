@@ -342,13 +342,19 @@ def test_a_file_replaced_during_the_run_is_not_stored_under_the_old_fingerprint(
     manifest = write_manifest(tmp_path)
     victim = next(iter(sorted((tmp_path / "audio").glob("*.wav"))))
     original = fake_plugins.FakeShift.anonymize
-    calls = {"n": 0}
+    marker = tmp_path / "replaced"  # the run's workers (threads or forked processes) anonymize side by side
 
     def replaces_a_file(self, audio, rate, voice):
-        calls["n"] += 1
-        if calls["n"] == 1:  # after the data stage fingerprinted the corpus, before the stage is stored
+        try:  # only the first call, in whichever worker: creating the marker is atomic across processes
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+            first = True
+        except FileExistsError:
+            first = False
+        if first:  # after the data stage fingerprinted the corpus, before the stage is stored
             data, file_rate = sf.read(victim)
-            sf.write(victim, data[::-1], file_rate, subtype="PCM_16")
+            # replaced whole (os.replace), as an editor or rsync does: the run's other workers may be reading it
+            sf.write(victim.with_name("replacement.wav"), data[::-1], file_rate, subtype="PCM_16")
+            os.replace(victim.with_name("replacement.wav"), victim)
         return original(self, audio, rate, voice)
 
     monkeypatch.setattr(fake_plugins.FakeShift, "anonymize", replaces_a_file)
