@@ -3,7 +3,7 @@ a function for it (run_evaluation.save_result_summary, imported from a checkout)
 evaluate_asr and evaluate_ser call it (DataFrame of their rows; to_csv; the SER groupby mean), joined as
 02_run_track2.sh joins them. Run with the toolkit's pandas (2.3.3 here) and its checkout:
 
-    PYTHONPATH=/path/to/pandas-site python make_toolkit_files.py /path/to/Voice-Privacy-Challenge-2026 OUT
+    PYTHONPATH=/path/to/pandas-site python scripts/vpc2026_track2_reference_files.py CHECKOUT OUT
 
 The files in toolkit-e6810a4/ were written so (checkout at e6810a4, pandas 2.3.3).
 """
@@ -64,7 +64,8 @@ def asv_rows(sets: dict[str, list[float]]) -> list[dict]:
 
 
 def main(checkout: Path, out: Path) -> None:
-    inputs = json.loads((Path(__file__).parent / "inputs.json").read_text())
+    fixtures = Path(__file__).parents[1] / "plugins/reports/vpc/tests/data/vpc2026_track2"
+    inputs = json.loads((fixtures / "inputs.json").read_text())
     toolkit = toolkit_save_result_summary(checkout)
     FixedClock.moment = datetime.strptime(inputs["time"], "%d-%m-%y_%H:%M")
     toolkit.datetime = FixedClock
