@@ -207,9 +207,8 @@ def write_audio(path: str | os.PathLike, audio: np.ndarray, sample_rate: int, su
     # (a printed traceback, then an unrelated error), so a full disk or a size limit would go unnamed.
     encoded = io.BytesIO()
     sf.write(encoded, samples, int(sample_rate), subtype=subtype, format="WAV")
-    data = encoded.getbuffer()
-    peak = encoded.getvalue().find(b"PEAK", 0, 256)  # float WAVs: libsndfile stamps the write time in this chunk;
-    if peak >= 0:  # zeroed, so the same samples give the same bytes and the same cache keys
+    data = encoded.getbuffer()  # a float WAV's PEAK chunk holds the write time: zeroed, so equal samples, equal bytes
+    if (peak := encoded.getvalue().find(b"PEAK", 0, 256)) >= 0:
         data[peak + 12 : peak + 16] = bytes(4)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
