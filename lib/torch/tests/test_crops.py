@@ -105,26 +105,33 @@ def test_crop_items_use_declared_lengths_else_only_the_header(tmp_path, monkeypa
     assert (header.frames, header.sample_rate) == (16000, 16000)
 
 
-def test_crop_items_of_n_and_4n_files_hold_no_audio(tmp_path):
+def test_crop_items_of_n_and_4n_files_hold_no_audio(tmp_path, monkeypatch):
     paths = []
     for k in range(40):
         p = tmp_path / f"{k}.wav"
         _write(p, 2.0, seed=k)  # 128 kB of samples each
         paths.append(str(p))
 
-    def peak(count):
-        tracemalloc.start()
-        crop_items([Utt(p) for p in paths[:count]], list(range(count)))
-        _, top = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        return top
+    def no_samples(*args, **kwargs):
+        raise AssertionError("crop_items read samples")
 
-    # one call first, untraced: first-use allocations (imports, libsndfile's tables) are not per-file data,
-    # and whether an earlier test in the same process made them depends on the order tests run in
-    crop_items([Utt(paths[0])], [0])
-    small, big = peak(10), peak(40)
-    # the items themselves (paths, lengths) and soundfile's header objects take 1-2 kB per file, by the
-    # order tests run in; holding audio would take 128 kB per file (3.8 MB for the 30 more)
+    monkeypatch.setattr(sf, "read", no_samples)
+    monkeypatch.setattr(sf.SoundFile, "read", no_samples)
+
+    def held(count):
+        """Bytes still allocated from inside crops.py while its items are alive. Filtered by traceback: the
+        process-wide peak also counted other threads (a worker pool left by an earlier test in the same
+        xdist worker once put 279 kB into it)."""
+        tracemalloc.start(25)
+        items = crop_items([Utt(p) for p in paths[:count]], list(range(count)))
+        inside_crops = tracemalloc.Filter(True, crops.__file__, all_frames=True)
+        snapshot = tracemalloc.take_snapshot().filter_traces([inside_crops])
+        tracemalloc.stop()
+        assert len(items) == count
+        return sum(stat.size for stat in snapshot.statistics("filename"))
+
+    small, big = held(10), held(40)
+    # the items themselves (paths, lengths) take well under 1 kB per file; holding audio: 128 kB per file
     assert big < 100_000  # below one file's samples
     assert (big - small) / 30 < 3_200  # per added file: 40 times less than its samples
 
