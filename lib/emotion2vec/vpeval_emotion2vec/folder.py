@@ -86,3 +86,10 @@ def toolkit_label(labels: list[str], probabilities: list[float], mapping: dict[s
     """The toolkit's prediction: the most probable of the 9 classes, mapped onto ang / hap / neu / sad."""
     best = int(np.argmax(np.asarray(probabilities)))
     return mapping.get(labels[best] if best < len(labels) else "unknown", "neu")
+
+
+def embedding(model, audio: np.ndarray) -> np.ndarray:
+    """emotion2vec+'s utterance embedding of one 16 kHz utterance: FunASR's `feats`, the mean over frames of the last
+    layer (768-d for emotion2vec_plus_large), the representation seed 003's P1/P3 and Figure 5 use."""
+    (out,) = model.generate(np.asarray(audio, dtype=np.float32), granularity="utterance", extract_embedding=True)
+    return np.asarray(out["feats"], dtype=np.float32).reshape(-1)
