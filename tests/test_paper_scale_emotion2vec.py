@@ -1,5 +1,6 @@
 """Seed 003's Tables 4 and 7 at the paper's scale (experiments/paper-scale/seed003-table4.yaml, -table7.yaml):
-emotion2vec+ as the emotion evaluator. Each file validates with its inputs in the documented layouts and runs end
+emotion2vec+ as the emotion evaluator; and Figures 4 and 5 (seed003-figure4-5.yaml): t-SNE maps of SSL-SAS ECAPA and
+emotion2vec+ embeddings. Each file validates with its inputs in the documented layouts and runs end
 to end (slow) on them: test_paper_scale_runs' VoicePrivacy tree and SSL-SAS release, a synthetic SAVEE-like
 Kaldi folder, and lib/emotion2vec's tiny random-weight emotion2vec+ folder. The numbers mean nothing; what is
 tested is that every plugin and report table of the file runs and fills in.
@@ -96,3 +97,30 @@ def test_seed003_table7_runs_end_to_end(table7, tmp_path):
     assert {row["anonymizer"] for row in uar} >= {"OH", "P2"}
     assert all(row["details"]["skipped_other_emotion"] == 4 for row in uar)  # the 4 "dis" utterances of 20
     assert "### uar [%]" in (tmp_path / "run" / "report.md").read_text()
+
+
+# t-SNE scaled down for the few IEMOCAP_test utterances of the test tree (the file's defaults: scikit-learn's 30, 1000).
+FIGURES_SMALL = {"PERPLEXITY": 3.0, "TSNE_ITERATIONS": 250}
+
+
+def test_seed003_figure4_5_validates_with_its_inputs(table4):
+    validate("seed003-figure4-5.yaml", table4)
+
+
+@pytest.mark.slow
+def test_seed003_figure4_5_runs_end_to_end(table4, tmp_path):
+    import csv
+
+    results = run("seed003-figure4-5.yaml", {**table4, **FIGURES_SMALL}, tmp_path / "cache", tmp_path / "run")
+    for metric in ("embedding-tsne-encoder", "embedding-tsne-emotion2vec"):
+        rows = values(results, metric)
+        assert {row["anonymizer"] for row in rows} == {"original", "OH", "P2"}, metric
+        for row in rows:
+            d = row["details"]
+            assert -1.0 <= row["value"] <= 1.0 and d["tsne"]["perplexity"] == 3.0
+            assert Path(d["figure_png"]).is_file() and Path(d["figure_pdf"]).is_file()
+            with open(d["csv"], newline="") as handle:
+                drawn = [r for r in csv.DictReader(handle) if r["speech"] in ("original", row["anonymizer"])]
+            assert len(drawn) == d["points"] * (1 if row["anonymizer"] == "original" else 2)
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "Figure 4 as a number" in report and "Figure 5 as a number" in report

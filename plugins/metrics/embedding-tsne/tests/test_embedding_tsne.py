@@ -34,6 +34,7 @@ def test_rows_files_and_seeded_determinism(tmp_path, corpora, make_context):
     again = run(corpora, tmp_path / "b", make_context, init="random")
     other = run(corpora, tmp_path / "c", make_context, seed=4, init="random")
     assert [r.details["speech"] for r in first] == ["original", "anonymized"]
+    assert {r.metric for r in first} == {"embedding-tsne-encoder"}
     for r in first:
         assert r.details["points"] == 32 and r.details["speakers"] == 4
         assert Path(r.details["figure_png"]).stat().st_size > 0 and Path(r.details["figure_pdf"]).stat().st_size > 0

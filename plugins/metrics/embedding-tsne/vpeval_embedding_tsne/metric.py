@@ -38,6 +38,8 @@ class EmbeddingTsne(Metric):
 
     name = "embedding-tsne"
     needs: ClassVar[str] = "speech"
+    # Named by the embedding, so one run can hold Figure 4's (encoder) and Figure 5's (emotion2vec) rows side by side.
+    result_metrics = ("embedding-tsne-emotion2vec", "embedding-tsne-encoder")
     device_sensitive = True  # torch encoders (emotion2vec+, a speaker encoder) give slightly different vectors
 
     class Params(Params):
@@ -74,6 +76,10 @@ class EmbeddingTsne(Metric):
             "(scikit-learn's euclidean).",
         )
 
+    @property
+    def result_name(self) -> str:
+        return f"{self.name}-{self.params.embedding}"
+
     @classmethod
     def missing_paths(cls, params: Params) -> list[str]:
         if params.embedding == "emotion2vec":
@@ -108,7 +114,7 @@ class EmbeddingTsne(Metric):
         speeches = [("original", original)] + ([(system, inputs.anonymized)] if inputs.anonymized else [])
         panels = [self.panel(speech, corpus, kept, truth) for speech, corpus in speeches]
         folder = self.context.folder("figures")
-        stem = f"{self.name}-{p.embedding}-{system}"
+        stem = f"{self.result_name}-{system}"
         csv_path = write_csv(folder / f"{stem}.csv", panels)
         what = "emotion2vec+" if p.embedding == "emotion2vec" else f"speaker encoder {p.encoder.use}"
         png, pdf = draw(folder, stem, f"t-SNE of {what} embeddings", panels)
@@ -164,7 +170,7 @@ class EmbeddingTsne(Metric):
             "silhouette_speaker_embedding": silhouette(panel.vectors, panel.speakers, distance),
         }
         value = details["silhouette_emotion_2d"]
-        return MetricResult(metric=self.name, value=float("nan") if value is None else value, details=details)
+        return MetricResult(metric=self.result_name, value=float("nan") if value is None else value, details=details)
 
     def embeddings(self, utterances: list[Utterance], speech: str) -> np.ndarray:
         """[N, D] utterance embeddings, cached by audio content and the model."""
