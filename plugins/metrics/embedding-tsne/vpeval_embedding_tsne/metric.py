@@ -117,7 +117,7 @@ class EmbeddingTsne(Metric):
         stem = f"{self.result_name}-{system}"
         csv_path = write_csv(folder / f"{stem}.csv", panels)
         what = "emotion2vec+" if p.embedding == "emotion2vec" else f"speaker encoder {p.encoder.use}"
-        png, pdf = draw(folder, stem, f"t-SNE of {what} embeddings", panels)
+        png, pdf = draw(folder, stem, f"t-SNE of {what} embeddings", panels, p.emotions)
         common = {
             "embedding": what,
             "tsne": {**self.settings(), "projection": "each panel on its own"},

@@ -50,11 +50,15 @@ def write_csv(path: Path, panels: list[Panel]) -> Path:
     return path
 
 
-def draw(folder: Path, name: str, title: str, panels: list[Panel]) -> tuple[Path, Path]:
-    """The paper's layout: one panel per speech, colours = emotions, marker shapes = speakers; PNG and PDF."""
-    from vpeval.report.figures import COLOURS, MARKERS, figure_legend, new_figure, save, style
+def draw(folder: Path, name: str, title: str, panels: list[Panel], order: list[str]) -> tuple[Path, Path]:
+    """The paper's layout: one panel per speech, colours = emotions (in `order`), marker shapes = speakers; PNG and
+    PDF."""
+    from matplotlib.lines import Line2D
 
-    emotions = sorted({e for p in panels for e in p.emotions})
+    from vpeval.report.figures import COLOURS, MARKERS, new_figure, save, style
+
+    present = {e for p in panels for e in p.emotions}
+    emotions = [e for e in order if e in present]
     speakers = sorted({s for p in panels for s in p.speakers})
     with style():
         fig, axes = new_figure(len(panels))
@@ -70,12 +74,15 @@ def draw(folder: Path, name: str, title: str, panels: list[Panel]) -> tuple[Path
                             s=10,
                             color=COLOURS[i % len(COLOURS)],
                             marker=MARKERS[j % len(MARKERS)],
-                            label=f"{emotion}, {speaker}",
                             linewidths=0,
                         )
             ax.set_title(f"({letter}) {p.speech}")
             ax.set_xticks([])
             ax.set_yticks([])
         fig.suptitle(title)
-        figure_legend(fig, axes)
+        # one legend for colours (emotions) and one for shapes (speakers), as the paper's caption reads them
+        colour = [Line2D([], [], ls="", marker="o", color=COLOURS[i % len(COLOURS)]) for i in range(len(emotions))]
+        shape = [Line2D([], [], ls="", marker=MARKERS[j % len(MARKERS)], color="0.3") for j in range(len(speakers))]
+        fig.legend(colour + shape, emotions + speakers, loc="outside lower center", frameon=False,
+                   ncols=min(len(emotions) + len(speakers), 8))  # fmt: skip
         return save(fig, folder, name)
