@@ -60,11 +60,15 @@ class EmbeddingTsne(Metric):
         )
         label_map: dict[str, str] = Field(default_factory=dict, description="Corpus emotion label -> drawn label.")
         perplexity: float = Field(
-            30.0, gt=0, description="t-SNE perplexity; the paper states none, so scikit-learn's default 30."
+            30.0, gt=0, le=1000, description="t-SNE perplexity; the paper states none, so scikit-learn's default 30."
         )
-        early_exaggeration: float = Field(12.0, gt=0, description="t-SNE early exaggeration (scikit-learn's 12).")
-        learning_rate: float | Literal["auto"] = Field("auto", description="t-SNE learning rate (scikit-learn's auto).")
-        max_iter: int = Field(1000, ge=250, description="t-SNE iterations (scikit-learn's 1000).")
+        early_exaggeration: float = Field(
+            12.0, gt=0, le=1000, description="t-SNE early exaggeration (scikit-learn's 12)."
+        )
+        learning_rate: float | Literal["auto"] = Field(
+            "auto", gt=0, le=100_000, description="t-SNE learning rate (scikit-learn's auto)."
+        )
+        max_iter: int = Field(1000, ge=250, le=100_000, description="t-SNE iterations (scikit-learn's 1000).")
         init: Literal["pca", "random"] = Field(
             "pca",
             description="t-SNE initialisation (scikit-learn's pca, which fixes the map whatever the seed; "
