@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
@@ -65,8 +65,8 @@ class EmbeddingTsne(Metric):
         early_exaggeration: float = Field(
             12.0, gt=0, le=1000, description="t-SNE early exaggeration (scikit-learn's 12)."
         )
-        learning_rate: float | Literal["auto"] = Field(
-            "auto", gt=0, le=100_000, description="t-SNE learning rate (scikit-learn's auto)."
+        learning_rate: Annotated[float, Field(gt=0, le=100_000)] | Literal["auto"] = Field(
+            "auto", description="t-SNE learning rate (scikit-learn's auto)."
         )
         max_iter: int = Field(1000, ge=250, le=100_000, description="t-SNE iterations (scikit-learn's 1000).")
         init: Literal["pca", "random"] = Field(
