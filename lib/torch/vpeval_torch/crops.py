@@ -159,3 +159,17 @@ def _bad_audio(path: str, reason: str) -> Exception:
     except ImportError:  # the library used without vpeval's core
         return ValueError(f"Audio file {path} cannot be used: {reason}.")
     return BadAudioError(path, reason)
+
+
+def log_short_utterances(log: Any, name: str, short: int, total: int, crop_seconds: float) -> None:
+    """Say how many training utterances drop_short left out: counted where the user reads results (report.md
+    lists the run's warnings). Nothing when none was."""
+    if short:
+        log.warning(
+            "%s: %d of %d training utterances are shorter than one crop (%.1f s) and are not trained on (drop_short, "
+            "as VoicePrivacy's data preparation)",
+            name,
+            short,
+            total,
+            crop_seconds,
+        )

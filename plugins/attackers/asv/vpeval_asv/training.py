@@ -26,6 +26,7 @@ from vpeval_asv.audio import AudioCache, crops_per_utterance
 from vpeval_asv.embedding import Embedder
 from vpeval_asv.models import SpeakerClassifier
 from vpeval_asv.params import AsvParams
+from vpeval_torch.crops import log_short_utterances
 from vpeval_torch.validation import ValidationTrials
 
 
@@ -104,15 +105,7 @@ def _train(
     speakers = sorted({u.speaker for u in utterances})
     segments = crop_segments(utterances, {s: i for i, s in enumerate(speakers)}, params.crop_seconds, params.drop_short)
     short = len(utterances) - len({s.path for s in segments}) if params.drop_short else 0
-    if short:  # counted where the user reads results (report.md lists the run's warnings)
-        context.log.warning(
-            "%s: %d of %d training utterances are shorter than one crop (%.1f s) and are not trained on (drop_short, "
-            "as VoicePrivacy's data preparation)",
-            name,
-            short,
-            len(utterances),
-            params.crop_seconds,
-        )
+    log_short_utterances(context.log, name, short, len(utterances), params.crop_seconds)
     if not segments:
         raise DataError(
             f"{name}: no training utterance is as long as one crop ({params.crop_seconds} s) and drop_short is set; "

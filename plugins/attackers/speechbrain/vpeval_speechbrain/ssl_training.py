@@ -29,6 +29,7 @@ import torch
 from vpeval.errors import DataError
 from vpeval.types import TrainingData
 from vpeval_speechbrain.ssl import SslEmbedder, save_ssl_network, wavlm_layers
+from vpeval_torch.crops import log_short_utterances
 
 WEIGHT_DECAY = 0.01  # train_ecapa_ssl_tdnn_small.yaml: AdamW weight_decay
 BASE_LR = 1e-8
@@ -47,16 +48,8 @@ def finetune_ssl(embedder: SslEmbedder, params, context, data: TrainingData, out
     speakers = sorted({u.speaker for u in utterances})
     batch_size = int(params.recipe_value("batch_size"))
     segments = _segments(utterances, params.crop_seconds, params.drop_short)
-    short = len(utterances) - len(set(segments))
-    if short and params.drop_short:  # counted where the user reads results (report.md lists the run's warnings)
-        context.log.warning(
-            "%s: %d of %d training utterances are shorter than one crop (%.1f s) and are not trained on (drop_short, "
-            "as VoicePrivacy's data preparation)",
-            name,
-            short,
-            len(utterances),
-            params.crop_seconds,
-        )
+    short = len(utterances) - len(set(segments)) if params.drop_short else 0
+    log_short_utterances(context.log, name, short, len(utterances), params.crop_seconds)
     if len(speakers) < 2 or len(segments) < batch_size:
         raise DataError(
             f"{name} needs training speech of at least two speakers and one batch ({batch_size} crops of "
