@@ -64,11 +64,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# run_evaluation.py's ASV evaluation block (Voice-Privacy-Challenge-2024 at 400de3a), the toolkit's functions.
-TOOLKIT_DRIVER = """
-import itertools, json, os, sys
-from pathlib import Path
-toolkit, data, exp, suffix, out = sys.argv[1:6]
+# Both toolkit drivers run inside the checkout, with torchaudio.load as it was before 2.9.
+IN_TOOLKIT = """\
 os.chdir(toolkit)
 sys.path.insert(0, toolkit)
 import soundfile, torch, torchaudio
@@ -76,7 +73,17 @@ def load(path, *args, **kwargs):  # torchaudio.load before 2.9 (soundfile backen
     samples, rate = soundfile.read(path, dtype='float32', always_2d=True)
     return torch.from_numpy(samples.T.copy()), rate
 torchaudio.load = load
-from evaluation import evaluate_asv
+"""
+
+# run_evaluation.py's ASV evaluation block (Voice-Privacy-Challenge-2024 at 400de3a), the toolkit's functions.
+TOOLKIT_DRIVER = (
+    """
+import itertools, json, os, sys
+from pathlib import Path
+toolkit, data, exp, suffix, out = sys.argv[1:6]
+"""
+    + IN_TOOLKIT
+    + """from evaluation import evaluate_asv
 from utils import parse_yaml, scan_checkpoint
 params = parse_yaml(Path('configs/eval_pre.yaml'),
                     overrides={'data_dir': data, 'exp_dir': exp, 'anon_data_suffix': suffix})
@@ -94,6 +101,7 @@ table = evaluate_asv(eval_datasets=pairs, eval_data_dir=params['data_dir'], para
 rows = [{k: (v.item() if hasattr(v, 'item') else v) for k, v in r.items()} for r in table.to_dict('records')]
 Path(out).write_text(json.dumps(rows))
 """
+)
 
 EXPERIMENT = """\
 name: vpc-toolkit-benchmark
@@ -263,18 +271,14 @@ def _vpeval_eers(path: Path) -> dict:
 
 # The WER and UAR evaluations of run_evaluation.py (imported as it imports them), on the four trial folders
 # (the toolkit's libri_{dev,test}_asr joins them) and IEMOCAP_dev; each set's WER from its `wer` file.
-TOOLKIT_UTILITY_DRIVER = """
+TOOLKIT_UTILITY_DRIVER = (
+    """
 import json, os, sys
 from pathlib import Path
 toolkit, data, stage, models, suffix, batch, results, out = sys.argv[1:9]
-os.chdir(toolkit)
-sys.path.insert(0, toolkit)
-import soundfile, torch, torchaudio
-def load(path, *args, **kwargs):  # torchaudio.load before 2.9 (soundfile backend); 2.9+ wants torchcodec
-    samples, rate = soundfile.read(path, dtype='float32', always_2d=True)
-    return torch.from_numpy(samples.T.copy()), rate
-torchaudio.load = load
-from evaluation import evaluate_asr, evaluate_ser
+"""
+    + IN_TOOLKIT
+    + """from evaluation import evaluate_asr, evaluate_ser
 data, results = Path(data), Path(results)
 results.mkdir(parents=True, exist_ok=True)
 values = {}
@@ -294,6 +298,7 @@ else:
         values['IEMOCAP_dev' + (suffix if ser == 'anon' else '')] = round(float(value), 3)
 Path(out).write_text(json.dumps(values))
 """
+)
 
 # vpeval's wer and uar metrics as the vpc2024 recipe configures them, in a process of their own.
 VPEVAL_UTILITY_DRIVER = """
