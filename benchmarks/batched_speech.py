@@ -17,20 +17,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
-
-
-def _wave(seconds: float, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    t = np.arange(int(seconds * 16000)) / 16000
-    tone = 0.3 * np.sin(2 * np.pi * (110 + 15 * seed) * t) * (1 + 0.5 * np.sin(2 * np.pi * 3 * t))
-    return (tone + rng.normal(0, 0.05, t.size)).astype(np.float32)
+from repeats import spread, timed  # benchmarks/repeats.py (scripts run as python benchmarks/<name>.py)
+from speech_like import speech_like_set
 
 
 def _wav2vec2_config(width: int, layers: int) -> dict:
@@ -108,8 +101,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    seconds = np.random.default_rng(0).uniform(2, 8, args.utterances)
-    waves = [_wave(s, i) for i, s in enumerate(seconds)]
+    seconds, waves = speech_like_set(args.utterances, 2, 8)
     print(
         f"{args.utterances} utterances, {seconds.sum():.0f} s of speech; width {args.width}, {args.layers} layers, "
         f"batch {args.batch}; 1 torch thread; load average {os.getloadavg()[0]:.1f}"
@@ -122,9 +114,8 @@ def main() -> None:
             for run in range(args.runs):
                 times = {}
                 for way, call in (("alone", alone), ("batched", batched)):
-                    cpu, wall = time.process_time(), time.perf_counter()
-                    outputs[way] = call(waves)
-                    times[way] = (time.process_time() - cpu, time.perf_counter() - wall)
+                    outputs[way], cpu, wall = timed(call, waves)
+                    times[way] = (cpu, wall)
                 ratios.append(times["alone"][0] / times["batched"][0])
                 walls.append(times["alone"][1] / times["batched"][1])
                 print(
@@ -137,10 +128,7 @@ def main() -> None:
                 agreement = f"max |difference| {np.abs(a - b).max():.1e} (unit-length embeddings)"
             else:
                 agreement = f"{sum(x == y for x, y in zip(a, b))} of {len(a)} equal"
-            summary.append(
-                f"{name}: CPU ratio {min(ratios):.2f} / {statistics.median(ratios):.2f} / {max(ratios):.2f} "
-                f"(wall {min(walls):.2f} / {statistics.median(walls):.2f} / {max(walls):.2f}), {agreement}"
-            )
+            summary.append(f"{name}: CPU ratio {spread(ratios, ' / ')} (wall {spread(walls, ' / ')}), {agreement}")
     print("\n".join(summary))
 
 

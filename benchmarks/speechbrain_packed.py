@@ -14,24 +14,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from repeats import spread, timed  # benchmarks/repeats.py (scripts run as python benchmarks/<name>.py)
+from speech_like import speech_like_set
 
 from vpeval_speechbrain.build import load_folder
 from vpeval_speechbrain.embedding import Embedder
 from vpeval_speechbrain.tiny import write_ecapa_folder
-
-
-def _wave(seconds: float, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    t = np.arange(int(seconds * 16000)) / 16000
-    tone = 0.3 * np.sin(2 * np.pi * (110 + 15 * seed) * t) * (1 + 0.5 * np.sin(2 * np.pi * 3 * t))
-    return (tone + rng.normal(0, 0.05, t.size)).astype(np.float32)
 
 
 def main() -> None:
@@ -40,20 +33,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    seconds = np.random.default_rng(0).uniform(3, 9, args.utterances)
-    waves = [_wave(s, i) for i, s in enumerate(seconds)]
+    seconds, waves = speech_like_set(args.utterances, 3, 9)
     with tempfile.TemporaryDirectory() as tmp:
         folder = write_ecapa_folder(Path(tmp) / "asv_orig", seed=1, channels=(512, 512, 512, 512, 1536))
         alone = Embedder(load_folder(folder), batch_size=1)
         packed = Embedder(load_folder(folder), batch_size=32)
     ratios = []
     for run in range(args.runs):
-        start = time.perf_counter()
-        one = np.stack([alone.embed_batch([w])[0] for w in waves])
-        t_one = time.perf_counter() - start
-        start = time.perf_counter()
-        together = packed.embed(waves)
-        t_packed = time.perf_counter() - start
+        one, _, t_one = timed(lambda: np.stack([alone.embed_batch([w])[0] for w in waves]))
+        together, _, t_packed = timed(packed.embed, waves)
         ratios.append(t_one / t_packed)
         print(
             f"run {run}: one at a time {t_one:.2f} s ({seconds.sum() / t_one:.1f}x real time), "
@@ -62,7 +50,7 @@ def main() -> None:
     cosine = 1 - (one * together).sum(1) / np.linalg.norm(one, axis=1) / np.linalg.norm(together, axis=1)
     print(
         f"{seconds.sum():.1f} s of speech, load average {os.getloadavg()[0]:.1f}; packed/one-at-a-time "
-        f"speed-up min/median/max {min(ratios):.2f}/{statistics.median(ratios):.2f}/{max(ratios):.2f}, "
+        f"speed-up min/median/max {spread(ratios)}, "
         f"max cosine distance {cosine.max():.1e}"
     )
 
