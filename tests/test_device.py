@@ -68,11 +68,55 @@ def test_a_device_that_is_no_device_is_a_schema_error(tmp_path):
         load_experiment(write(tmp_path, "precision: fp8\n"))
 
 
-def test_the_cpu_computes_in_fp32_whatever_the_precision():
+def test_the_cpu_computes_in_its_cpu_precision_whatever_the_gpu_precision():
     assert devices.effective_precision("cpu", "bf16") == "fp32"
-    assert devices.effective_precision("cuda:1", "bf16") == "bf16"
-    assert devices.numerics_identity("cpu", "bf16") == {}
+    assert devices.effective_precision("cpu", "bf16", "fp32") == "fp32"
+    assert devices.effective_precision("cpu", "fp32", "bf16") == "bf16"
+    assert devices.effective_precision("cuda:1", "bf16", "fp32") == "bf16"
+    assert devices.numerics_identity("cpu", "fp32") == {}
+    assert devices.numerics_identity("cpu", "bf16") == {"device": "cpu", "precision": "bf16"}
     assert devices.numerics_identity("cuda:1", "fp16") == {"device": "cuda", "precision": "fp16"}
+
+
+def _cpuinfo(monkeypatch, tmp_path, flags: str) -> None:
+    """This machine's /proc/cpuinfo replaced by one whose flags line is `flags`."""
+    (tmp_path / "cpuinfo").write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+    monkeypatch.setattr(devices, "Path", lambda _: tmp_path / "cpuinfo")
+
+
+def test_cpu_bf16_is_refused_in_one_sentence_naming_the_field_on_a_cpu_without_bf16(tmp_path, monkeypatch):
+    monkeypatch.setattr(devices, "cuda_device_count", lambda: 0)
+    _cpuinfo(monkeypatch, tmp_path, "fpu sse2 avx2 avx512f avx512bw avx512_vnni")
+    path = write(tmp_path, "cpu_precision: bf16\n")
+    with pytest.raises(ConfigError) as err:
+        load_experiment(path)
+    message = str(err.value)
+    assert f"{path}, line 9 (cpu_precision)" in message and "bf16 instructions" in message and "use fp32" in message
+    assert message.count("\n") == 0
+    assert load_experiment(write(tmp_path, "cpu_precision: fp32\n")).experiment.cpu_precision == "fp32"
+    path = write(tmp_path, "cpu_precision: bf16\n")
+    for flags in ("fpu avx512f avx512_bf16", "fpu amx_tile amx_bf16", "fp asimd bf16 i8mm"):  # x86 and Arm spell it
+        _cpuinfo(monkeypatch, tmp_path, flags)
+        assert load_experiment(path).experiment.cpu_precision == "bf16"
+
+
+def test_cpu_bf16_is_not_checked_where_the_run_is_on_a_gpu(tmp_path, monkeypatch):
+    monkeypatch.setattr(devices, "cuda_device_count", lambda: 1)
+    _cpuinfo(monkeypatch, tmp_path, "fpu avx2")
+    exp = load_experiment(write(tmp_path, "cpu_precision: bf16\n"))
+    assert exp.attackers[0].plugin.identity()["numerics"] == {"device": "cuda", "precision": "fp32"}
+
+
+def test_cpu_bf16_keys_differ_from_fp32_ones_and_fp32_keys_are_unchanged(tmp_path, monkeypatch):
+    monkeypatch.setattr(devices, "cuda_device_count", lambda: 0)
+    monkeypatch.setattr(devices, "cpu_bf16_problem", lambda: None)
+    monkeypatch.setattr("vpeval.config_checks.cpu_bf16_problem", lambda: None)
+    default = load_experiment(write(tmp_path)).attackers[0].plugin.identity()
+    fp32 = load_experiment(write(tmp_path, "cpu_precision: fp32\nprecision: bf16\n")).attackers[0].plugin.identity()
+    bf16 = load_experiment(write(tmp_path, "cpu_precision: bf16\n"))
+    assert fp32 == default and "numerics" not in default
+    assert bf16.attackers[0].plugin.identity()["numerics"] == {"device": "cpu", "precision": "bf16"}
+    assert bf16.attackers[0].plugin.identity() != default
 
 
 def test_cpu_keys_are_unchanged_and_gpu_keys_differ_for_torch_plugins_only(tmp_path, monkeypatch):
@@ -87,14 +131,27 @@ def test_cpu_keys_are_unchanged_and_gpu_keys_differ_for_torch_plugins_only(tmp_p
     assert gpu.metrics[0].identity() == cpu.metrics[0].identity()
 
 
-def test_autocast_is_a_no_op_on_the_cpu_and_in_fp32():
+def test_autocast_is_a_no_op_in_fp32_and_bf16_on_the_cpu_when_the_run_computes_in_it():
     torch = pytest.importorskip("torch")
     layer = torch.nn.Linear(4, 3)
     x = torch.randn(2, 4)
-    with PluginContext(device="cpu", precision="bf16").autocast():
-        assert layer(x).dtype == torch.float32
+    plain = layer(x)
+    with PluginContext().autocast(), torch.no_grad():  # the default: fp32, the same bits as no context
+        assert torch.equal(layer(x), plain)
     with devices.autocast("cpu", "fp32"):
         assert layer(x).dtype == torch.float32
+    with PluginContext(device="cpu", precision="bf16").autocast():
+        assert layer(x).dtype == torch.bfloat16
+
+
+def test_the_runner_computes_in_fp32_on_the_cpu_unless_cpu_precision_says_bf16(tmp_path, monkeypatch):
+    from vpeval.run.runner import Runner
+
+    monkeypatch.setattr(devices, "cuda_device_count", lambda: 0)
+    monkeypatch.setattr("vpeval.config_checks.cpu_bf16_problem", lambda: None)
+    for extra, expected in (("", "fp32"), ("precision: bf16\n", "fp32"), ("cpu_precision: bf16\n", "bf16")):
+        runner = Runner(load_experiment(write(tmp_path, "device: cpu\n" + extra)), output=tmp_path / "run")
+        assert (runner.device, runner.precision) == ("cpu", expected)
 
 
 def test_autocast_uses_the_precision_on_a_gpu_device_type(monkeypatch):

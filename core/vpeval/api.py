@@ -82,12 +82,12 @@ class PluginContext:
     # `workers`); None: in this process.
     executor: Executor | None = None
     # Where torch models run and in what precision (vpeval.device): resolved by the runner, never "auto".
-    # A plugin moves its models to `device` and wraps forward passes in `autocast()`; the CPU runs fp32.
+    # A plugin moves its models to `device` and wraps forward passes in `autocast()`; the CPU: cpu_precision.
     device: str = "cpu"
     precision: str = "fp32"
 
     def autocast(self):
-        """torch.autocast for the run's precision on a GPU (bf16 / fp16); a no-op on the CPU and in fp32."""
+        """torch.autocast for the run's precision (bf16 / fp16 on a GPU, bf16 on the CPU); a no-op in fp32."""
         from vpeval.device import autocast
 
         return autocast(self.device, self.precision)

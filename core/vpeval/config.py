@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 from vpeval.api import PluginRef
 from vpeval.codehash import code_fingerprint, referenced_code
 from vpeval.config_checks import Pieces, check_all
-from vpeval.device import numerics_identity, resolve_device
+from vpeval.device import effective_precision, numerics_identity, resolve_device
 from vpeval.errors import ConfigError, PluginError
 from vpeval.params import round_trip_problem, validate_params
 from vpeval.references import MAX_NESTING, models_in, reference_target
@@ -99,7 +99,8 @@ def resolve_pieces(doc: YamlDocument, manager=None) -> tuple[Pieces, list[str]]:
     if non_finite:
         raise ConfigError(error_lines(non_finite, doc.path))
     errors: list[str] = []
-    numerics = numerics_identity(resolve_device(exp.device), exp.precision)
+    device = resolve_device(exp.device)
+    numerics = numerics_identity(device, effective_precision(device, exp.precision, exp.cpu_precision))
     plugin = functools.partial(_resolve_plugin, manager, doc, errors, numerics=numerics)
 
     corpus = plugin("corpus", exp.data.corpus, ("data", "corpus"))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vpeval.api import Attacker, Metric
-from vpeval.device import device_problem
+from vpeval.device import cpu_bf16_problem, device_problem, resolve_device
 from vpeval.params import validate_params
 from vpeval.references import named_plugins
 from vpeval.schema import Experiment, ResolvedAnonymizer, ResolvedAttacker, ResolvedPlugin
@@ -286,9 +286,11 @@ def _plugins_with_locations(p: Pieces):
 
 
 def device_available(p: Pieces) -> list[str]:
-    """The experiment's `device` exists on this machine (`auto` always does)."""
-    problem = device_problem(p.exp.device)
-    return [f"{p.doc.where(('device',))}: {problem}"] if problem else []
+    """The experiment's `device` exists on this machine (`auto` always does), and so does `cpu_precision: bf16`."""
+    where, problem = ("device",), device_problem(p.exp.device)
+    if not problem and p.exp.cpu_precision == "bf16" and resolve_device(p.exp.device) == "cpu":
+        where, problem = ("cpu_precision",), cpu_bf16_problem()
+    return [f"{p.doc.where(where)}: {problem}"] if problem else []
 
 
 CHECKS: list[Check] = [

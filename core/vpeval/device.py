@@ -1,9 +1,9 @@
 """Where torch models run and in what precision: the experiment's `device` and `precision` keys.
 
-The experiment names a device (`auto`, `cpu`, `cuda`, `cuda:N`) and a precision (`fp32`, `bf16`, `fp16`).
+The experiment names a device (`auto`, `cpu`, `cuda`, `cuda:N`), a GPU precision (`fp32`, `bf16`, `fp16`)
+and a CPU one (`cpu_precision`: `fp32`, the default, or `bf16`, opt-in on a CPU with AVX512-BF16 or AMX).
 The runner resolves them once (`auto` is CUDA when torch sees a GPU) and hands the result to every
-plugin through `PluginContext.device` / `.precision` / `.autocast()`. CPU always computes in fp32: the
-reduced precisions are for GPUs, where they are fast and where the numbers are a device's own anyway.
+plugin through `PluginContext.device` / `.precision` / `.autocast()`, whose `precision` is the one computed in.
 
 Numbers: on the CPU in fp32 (the default) nothing about the device enters a cache key, so results
 computed before these keys existed stay valid. On a GPU, or in bf16/fp16, the keys of the plugins that
@@ -20,6 +20,7 @@ import os
 import re
 import sys
 from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
 from typing import Any
 
 DEVICE_PATTERN = r"^(auto|cpu|cuda|cuda:[0-9]{1,2})$"
@@ -79,22 +80,29 @@ def device_type(device: str) -> str:
     return device.split(":", 1)[0]
 
 
-def effective_precision(device: str, precision: str) -> str:
-    """The precision computed in: the experiment's on a GPU, fp32 on the CPU."""
-    return precision if device_type(device) == "cuda" else "fp32"
+def effective_precision(device: str, precision: str, cpu_precision: str = "fp32") -> str:
+    """The precision computed in: the experiment's `precision` on a GPU, its `cpu_precision` on the CPU."""
+    return precision if device_type(device) == "cuda" else cpu_precision
+
+
+def cpu_bf16_problem() -> str | None:
+    """Why `cpu_precision: bf16` is refused: no AVX512-BF16 / AMX-BF16 (x86) or BF16 (Arm) flag in /proc/cpuinfo."""
+    cpuinfo = Path("/proc/cpuinfo")  # Linux; elsewhere no flags, so refused
+    flags = set(re.findall(r"\w+", cpuinfo.read_text(errors="replace"))) if cpuinfo.exists() else set()
+    if flags & {"avx512_bf16", "amx_bf16", "bf16"}:
+        return None
+    return "cpu_precision 'bf16' needs a CPU with bf16 instructions (AVX512-BF16, AMX); this one has none: use fp32."
 
 
 def numerics_identity(device: str, precision: str) -> dict[str, str]:
-    """What a device-sensitive plugin's cache key adds: nothing for the CPU in fp32 (the default)."""
-    precision = effective_precision(device, precision)
+    """What a device-sensitive plugin's cache key adds for the precision computed in: nothing for the CPU in fp32."""
     if device_type(device) == "cpu" and precision == "fp32":
         return {}
     return {"device": device_type(device), "precision": precision}
 
 
 def autocast(device: str, precision: str) -> AbstractContextManager[Any]:
-    """torch.autocast for bf16 / fp16 on a GPU; a no-op context for fp32 and for the CPU."""
-    precision = effective_precision(device, precision)
+    """torch.autocast for the precision computed in (bf16 / fp16; bf16 on the CPU); a no-op context for fp32."""
     if precision == "fp32":
         return nullcontext()
     import torch

@@ -196,7 +196,11 @@ class Experiment(Strict):
     )
     precision: Literal["fp32", "bf16", "fp16"] = Field(
         default="fp32",
-        description="torch precision on a GPU (autocast); the CPU always computes in fp32",
+        description="torch precision on a GPU (autocast); the CPU computes in cpu_precision",
+    )
+    cpu_precision: Literal["fp32", "bf16"] = Field(
+        default="fp32",
+        description="torch precision on the CPU: fp32, or bf16 (autocast; needs AVX512-BF16 or AMX; own cache keys)",
     )
     executor: Spec | None = Field(
         default=None,
