@@ -12,27 +12,20 @@ are packages vpeval does not install.
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
-import json
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from vpc_toolkit_reference_common import load_test_module, toolkit_arguments, write_fixture  # scripts/
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("toolkit", type=Path, help="a checkout of Voice-Privacy-Challenge-2024")
-    parser.add_argument("--commit", default="400de3a", help="the checkout's commit, written into the fixture")
+    parser = toolkit_arguments(__doc__.splitlines()[0])
     parser.add_argument("--toolkit-2026", type=Path, help="a checkout of Voice-Privacy-Challenge-2026 (asv_ssl)")
     parser.add_argument("--commit-2026", default="e6810a4", help="that checkout's commit")
     args = parser.parse_args()
     if args.toolkit_2026:
         record_asv_ssl(args.toolkit_2026.resolve(), args.commit_2026)
-    spec = importlib.util.spec_from_file_location("vpc_eval", ROOT / "tests" / "test_vpc_toolkit_evaluation.py")
-    tests = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tests)
+    tests = load_test_module("test_vpc_toolkit_evaluation")
     work = Path(tempfile.mkdtemp(prefix="vpc-toolkit-eval-"))
     tree = tests.build_tree(work / "tree")
     outputs = tests.toolkit_outputs(args.toolkit.resolve(), tree, work / "toolkit")
@@ -46,14 +39,11 @@ def main() -> None:
         "made_by": "scripts/vpc_toolkit_evaluation_reference.py",
         **outputs,
     }
-    tests.FIXTURE.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {tests.FIXTURE}")
+    write_fixture(tests.FIXTURE, record)
 
 
 def record_asv_ssl(toolkit: Path, commit: str) -> None:
-    spec = importlib.util.spec_from_file_location("vpc_ssl", ROOT / "tests" / "test_vpc_toolkit_asv_ssl.py")
-    tests = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tests)
+    tests = load_test_module("test_vpc_toolkit_asv_ssl")
     tree = tests.build_tree(Path(tempfile.mkdtemp(prefix="vpc-toolkit-ssl-")) / "tree")
     record = {
         "toolkit": "Voice-Privacy-Challenge/Voice-Privacy-Challenge-2026",
@@ -67,8 +57,7 @@ def record_asv_ssl(toolkit: Path, commit: str) -> None:
         "made_by": "scripts/vpc_toolkit_evaluation_reference.py --toolkit-2026",
         **tests.toolkit_embeddings(toolkit, tree),
     }
-    tests.FIXTURE.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {tests.FIXTURE}")
+    write_fixture(tests.FIXTURE, record)
 
 
 if __name__ == "__main__":

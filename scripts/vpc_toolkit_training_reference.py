@@ -12,23 +12,15 @@ vpeval does not install.
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
-import json
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from vpc_toolkit_reference_common import load_test_module, toolkit_arguments, write_fixture  # scripts/
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("toolkit", type=Path, help="a checkout of Voice-Privacy-Challenge-2024")
-    parser.add_argument("--commit", default="400de3a", help="the checkout's commit, written into the fixture")
-    args = parser.parse_args()
-    spec = importlib.util.spec_from_file_location("vpc_training", ROOT / "tests" / "test_vpc_toolkit_training.py")
-    tests = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tests)
+    args = toolkit_arguments(__doc__.splitlines()[0]).parse_args()
+    tests = load_test_module("test_vpc_toolkit_training")
     work = Path(tempfile.mkdtemp(prefix="vpc-toolkit-training-"))
     folder = tests.build_train_folder(work / "tree")
     run = tests.toolkit_training(args.toolkit.resolve(), folder, work / "toolkit")
@@ -59,8 +51,7 @@ def main() -> None:
         "label_encoder": run["label_encoder"],
         "motion": tests.motion(run["initial"]["embedding_model"], run["final"]["embedding_model"]),
     }
-    tests.FIXTURE.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {tests.FIXTURE}")
+    write_fixture(tests.FIXTURE, record)
 
 
 if __name__ == "__main__":
