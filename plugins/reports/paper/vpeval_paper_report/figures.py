@@ -10,8 +10,7 @@ from typing import Any
 
 from vpeval.report.figures import COLOURS, MARKERS, Figure, figure_legend, new_figure, save, style
 from vpeval.report.select import ANONYMIZED_PROTOCOLS, eer_metric, first_setting, headline, protocol_sort_key
-
-UTILITY_METRICS = ("wer", "uar")
+from vpeval_paper_report import privacy_utility
 
 
 @dataclass
@@ -125,79 +124,49 @@ def privacy_utility_figure(
 ) -> list[Figure]:
     """EER (of `protocol`, default A-A where computed, else O-A; at N `n`, default the largest) against
     each utility metric the run has (WER, UAR): one point per anonymizer and attacker, intervals as error bars."""
-    metric = eer_metric(rows)
-    if metric is None:
+    chosen = privacy_utility.select(rows, protocol, n)
+    if chosen is None:
         return []
-    main = headline([r for r in rows if r.get("value") is not None])
-    privacy = [r for r in main if r["metric"] == metric and r.get("protocol") in ANONYMIZED_PROTOCOLS]
-    protocol = protocol or next((p for p in ("A-A", "O-A") if any(r["protocol"] == p for r in privacy)), None)
-    utility = {
-        m: first_setting([r for r in main if r["metric"] == m and not r.get("protocol")])[0] for m in UTILITY_METRICS
-    }
-    utility = {m: rs for m, rs in utility.items() if rs}
-    if protocol is None or not utility:
-        return []
-    privacy = [r for r in privacy if r["protocol"] == protocol]
-    n = n if n is not None else max((r["n"] for r in privacy if r.get("n") is not None), default=None)
-    privacy, note = first_setting([r for r in privacy if r.get("n") == n])
+    metric, protocol, n, privacy = chosen.metric, chosen.protocol, chosen.n, chosen.privacy
     anonymizers = list(dict.fromkeys(r["anonymizer"] for r in privacy))
     attackers = list(dict.fromkeys(r["attacker"] for r in privacy))
-    with style():
-        fig, axes = new_figure(len(utility))
-        drawn = False
-        for j, (name, utility_rows) in enumerate(utility.items()):
-            ax = axes[0][j]
-            by_speech = {r["anonymizer"]: r for r in utility_rows}
-            for r in privacy:
-                u = by_speech.get(r["anonymizer"])
-                if u is None:
-                    continue
-                a, k = anonymizers.index(r["anonymizer"]), attackers.index(r["attacker"])
-                ax.errorbar(
-                    u["value"],
-                    r["value"],
-                    xerr=_error(u),
-                    yerr=_error(r),
-                    fmt=MARKERS[a % len(MARKERS)],
-                    color=COLOURS[k % len(COLOURS)],
-                    capsize=2,
-                    elinewidth=0.8,
-                    label=f"{r['anonymizer']} / {r['attacker']}",
-                )
-                drawn = True
-            if "original" in by_speech:  # the unanonymized speech's utility, for reference
-                ax.axvline(
-                    by_speech["original"]["value"], color="0.5", linestyle="--", linewidth=0.8, label="original speech"
-                )
-            unit = utility_rows[0].get("unit") or ""
-            ax.set_xlabel(f"{name} ({unit})" if unit else name)
-            ax.set_ylabel(
-                f"{metric} {protocol}, N = {n} ({privacy[0].get('unit') or ''})".replace(" ()", "")
-                if privacy
-                else metric
+    points = []
+    for r in privacy:
+        utility = {
+            m: next((u for u in rs if u["anonymizer"] == r["anonymizer"]), None) for m, rs in chosen.utility.items()
+        }
+        a, k = anonymizers.index(r["anonymizer"]), attackers.index(r["attacker"])
+        points.append(
+            privacy_utility.Point(
+                r,
+                {m: u for m, u in utility.items() if u is not None},
+                f"{r['anonymizer']} / {r['attacker']}",
+                MARKERS[a % len(MARKERS)],
+                COLOURS[k % len(COLOURS)],
             )
-            ax.set_title(f"{metric} against {name}")
-        if not drawn:
-            return []
-        figure_legend(fig, axes)
-        fig.suptitle(f"Privacy ({metric}, {protocol}) against utility")
-        png, pdf = save(fig, out, f"privacy-utility__{protocol}")
+        )
+    reference = {m: u["value"] for m, rs in chosen.utility.items() for u in rs if u["anonymizer"] == "original"}
+    unit = privacy[0].get("unit") or "" if privacy else ""
+    files = privacy_utility.draw(
+        points,
+        list(chosen.utility),
+        out,
+        f"privacy-utility__{protocol}",
+        ylabel=f"{metric} {protocol}, N = {n} ({unit})".replace(" ()", "") if privacy else metric,
+        title=f"Privacy ({metric}, {protocol}) against utility",
+        metric=metric,
+        reference=reference,
+    )
+    if files is None:
+        return []
     return [
         Figure(
-            png,
-            pdf,
-            f"Privacy ({metric}, {protocol}) against utility ({', '.join(utility)})",
+            *files,
+            f"Privacy ({metric}, {protocol}) against utility ({', '.join(chosen.utility)})",
             anonymizers,
             attackers,
             [protocol],
             [n] if n is not None else [],
-            note,
+            chosen.note,
         )
     ]
-
-
-def _error(row: dict[str, Any]):
-    """Asymmetric error bar [[below], [above]] from a row's interval, or None without one."""
-    if row.get("ci_low") is None or row.get("ci_high") is None:
-        return None
-    return [[max(row["value"] - row["ci_low"], 0.0)], [max(row["ci_high"] - row["value"], 0.0)]]
