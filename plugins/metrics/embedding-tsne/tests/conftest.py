@@ -63,3 +63,8 @@ def make_context():
 @pytest.fixture
 def band_encoder():
     return BandEncoder
+
+
+@pytest.fixture
+def write_emotional_corpus():
+    return write_corpus

@@ -1,4 +1,4 @@
-"""Entry point: registers the embedding-tsne metric."""
+"""Entry point: registers the embedding-tsne metric, and the report that copies its maps into the run folder."""
 
 from vpeval import hookimpl
 
@@ -8,3 +8,10 @@ def register_metrics(register):
     from vpeval_embedding_tsne.metric import EmbeddingTsne
 
     register(EmbeddingTsne)
+
+
+@hookimpl
+def register_reports(register):
+    from vpeval_embedding_tsne.report import TsneFigures
+
+    register(TsneFigures)
