@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from vpeval_torch.ecapa import ecapa_tdnn
-from vpeval_torch.threads import thread_map
+from vpeval_torch.threads import longest_first, thread_map
 
 
 def _batches() -> list[torch.Tensor]:
@@ -54,3 +54,27 @@ def test_an_error_in_a_batch_reaches_the_caller():
 
     with pytest.raises(ValueError, match="bad batch 4"):
         list(thread_map(fail, range(8), workers=2))
+
+
+def test_a_long_item_at_the_head_does_not_idle_the_other_threads():
+    """Items 1-5 finish while item 0 still runs: the other thread keeps taking work past the head."""
+    others_done = threading.Event()
+    finished: list[int] = []
+
+    def work(x: int) -> bool:
+        if x == 0:
+            return others_done.wait(timeout=10)  # False: the queue stopped behind item 0
+        finished.append(x)
+        if len(finished) == 5:
+            others_done.set()
+        return True
+
+    assert list(thread_map(work, range(8), workers=2)) == [True] * 8
+
+
+def test_longest_first_orders_groups_by_total_size():
+    sizes = [5, 1, 1, 9, 2, 2]
+    groups = [[1, 2], [0], [3], [4, 5]]  # totals 2, 5, 9, 4
+    assert longest_first(groups, sizes) == [2, 1, 3, 0]
+    assert longest_first([[0], [1, 2]], [2, 1, 1]) == [0, 1]  # ties keep their order
+    assert longest_first([], sizes) == []

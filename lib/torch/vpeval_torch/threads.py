@@ -11,7 +11,8 @@ No process is forked, so it also holds once CUDA has started (but a GPU batches 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -20,12 +21,16 @@ import torch
 T = TypeVar("T")
 
 
-def thread_map(func: Callable[[T], Any], items: Iterable[T], workers: int, threads: int = 1) -> Iterator[Any]:
+def thread_map(
+    func: Callable[[T], Any], items: Iterable[T], workers: int, threads: int = 1, ahead: int = 4
+) -> Iterator[Any]:
     """func(item) for every item, yielded in item order, on `workers` threads with `threads` torch threads.
 
-    At most `workers` items are in flight (each holds its own audio), and results wait in order for the
-    consumer: keep them small. torch's thread count is the process's, restored when the iterator ends.
-    Grad mode and autocast are per thread: set them inside func (torch.inference_mode())."""
+    At most `workers` items run at a time (each holds its own audio); up to `ahead` x `workers` are queued
+    or done and waiting in order for the consumer, so a thread whose item ends early takes the next one
+    instead of idling behind a longer item at the head of the queue: keep results small. torch's thread
+    count is the process's, restored when the iterator ends. Grad mode and autocast are per thread: set
+    them inside func (torch.inference_mode())."""
     previous = torch.get_num_threads()
     torch.set_num_threads(max(1, threads))
     try:
@@ -34,12 +39,26 @@ def thread_map(func: Callable[[T], Any], items: Iterable[T], workers: int, threa
                 yield func(item)
             return
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vpeval-torch") as pool:
-            pending: list = []
-            for item in items:
-                pending.append(pool.submit(func, item))
-                if len(pending) > workers:
-                    yield pending.pop(0).result()
-            for future in pending:
-                yield future.result()
+            pending: deque = deque()
+            try:
+                for item in items:
+                    pending.append(pool.submit(func, item))
+                    if len(pending) > max(1, ahead) * workers:
+                        yield pending.popleft().result()
+                while pending:
+                    yield pending.popleft().result()
+            finally:  # an error or an abandoned iterator: queued items do not start
+                for future in pending:
+                    future.cancel()
     finally:
         torch.set_num_threads(previous)
+
+
+def longest_first(groups: Sequence[Sequence[int]], sizes: Sequence[int]) -> list[int]:
+    """Positions of `groups` (lists of indices into `sizes`), the largest total size first, ties in order.
+
+    Started in this order on several threads (longest processing time first), the small groups come last
+    and fill the gaps, so the threads end a call nearly together instead of one running a whole group alone.
+    The groups themselves are unchanged, so are their numbers."""
+    totals = [sum(int(sizes[i]) for i in group) for group in groups]
+    return sorted(range(len(groups)), key=lambda g: (-totals[g], g))

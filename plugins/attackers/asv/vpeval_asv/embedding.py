@@ -24,7 +24,7 @@ from vpeval.vector_table import VectorTable
 from vpeval_asv.models import ModelConfig, build_embedding_model
 from vpeval_torch.batching import packed_buckets
 from vpeval_torch.fbank import FbankFeatures
-from vpeval_torch.threads import thread_map
+from vpeval_torch.threads import longest_first, thread_map
 
 if TYPE_CHECKING:
     from vpeval_torch.packed import Packing
@@ -153,7 +153,10 @@ class Embedder:
                 self.cache.add([k for k, _ in stored], [v for _, v in stored])
             todo = [u for u, v in zip(todo, found) if v is None]
         if todo:
-            buckets = self.buckets([utterance_samples(u, self.config.sample_rate) for u in todo])
+            samples = [utterance_samples(u, self.config.sample_rate) for u in todo]
+            buckets = self.buckets(samples)
+            # the largest buckets first, so the workers' threads end together (the buckets are the same)
+            buckets = [buckets[b] for b in longest_first(buckets, samples)]
             if progress is None and context is not None:
                 progress = context.progress
             network = self.packed_network()

@@ -26,7 +26,7 @@ from vpeval_speechbrain.embedding import Embedder, toolkit_resample, vpc_wavefor
 from vpeval_speechbrain.params import SpeechBrainParams
 from vpeval_speechbrain.paths import model_folder
 from vpeval_speechbrain.ssl import WAVLM_FILE, is_ssl_folder
-from vpeval_torch.threads import thread_map
+from vpeval_torch.threads import longest_first, thread_map
 
 GPU_CHUNK = 512  # utterances loaded into memory at a time on the GPU path
 # asv_ssl on the CPU: padded audio per WavLM batch (batch x longest). Its output, every layer of every frame,
@@ -144,17 +144,19 @@ class FolderEmbeddings:
         cache = ContentCache(Path(root) / "content", identity) if root else None
         out: list[np.ndarray | None] = [cache.get(u) if cache else None for u in utterances]
         missing = [i for i, value in enumerate(out) if value is None]
-        if self._embedder is not None:  # length buckets from the headers: one bucket's audio read at a time
-            buckets = self._embedder.buckets([_samples(utterances[i]) for i in missing])
-            groups = [[missing[j] for j in bucket] for bucket in buckets]
-        elif self.context.on_gpu:  # asv_ssl on a GPU: the frontend cuts its own batches
+        if self._embedder is None and self.context.on_gpu:  # asv_ssl on a GPU: the frontend cuts its own batches
             groups = [missing[start : start + GPU_CHUNK] for start in range(0, len(missing), GPU_CHUNK)]
-        else:  # asv_ssl on the CPU: WavLM's length buckets, one bucket's audio read at a time
-            from vpeval_torch.batching import length_buckets
+        else:  # length buckets from the headers: one bucket's audio read at a time
+            samples = [_samples(utterances[i]) for i in missing]
+            if self._embedder is not None:
+                buckets = self._embedder.buckets(samples)
+            else:  # asv_ssl on the CPU: WavLM's length buckets
+                from vpeval_torch.batching import length_buckets
 
-            limit = int(min(self.params.max_batch_seconds, SSL_CPU_BATCH_SECONDS) * SAMPLE_RATE)
-            buckets = length_buckets([_samples(utterances[i]) for i in missing], self.params.batch_size, limit)
-            groups = [[missing[j] for j in bucket] for bucket in buckets]
+                limit = int(min(self.params.max_batch_seconds, SSL_CPU_BATCH_SECONDS) * SAMPLE_RATE)
+                buckets = length_buckets(samples, self.params.batch_size, limit)
+            # the largest buckets first, so the workers' threads end together (the buckets are the same)
+            groups = [[missing[j] for j in buckets[b]] for b in longest_first(buckets, samples)]
         self.context.apply_threads()
         if self._embedder is not None and self._embedder.packs:
             self._embedder.packed_network()  # laid out once here, not by each thread
