@@ -2,13 +2,15 @@
 VPC 2024 baselines of one run beside the proposed systems of another, the original speech as a grey circle).
 
 Each run's systems get their run's marker and colour (the first run blue triangles, the second red stars, as the
-paper draws baselines and proposed systems), with the system written beside each point. A system in several
-runs (B2, the original speech) is drawn once, from the first run given; each such case is printed. The points
-are each run's pooled values (results.json rows without a `dataset`; the female/male average where there is one).
+paper draws baselines and proposed systems), with the system written beside each point. A system in several runs
+(B2, the original speech) is drawn once, from the first run given, and --leave-out drops a system (the paper's
+caption names the baselines, the original and the OH series: no Se); each such case is printed. The points are
+each run's pooled values (results.json rows without a `dataset`; the female/male average where there is one).
 Writes OUT/NAME.png, OUT/NAME.pdf and OUT/NAME.csv (one line per plotted point and panel):
 
     python scripts/privacy_utility_figure.py runs/paper-scale/seed003-table2-baselines runs/paper-scale/seed003 \\
-        --group baselines --group proposed --attacker asv_anon --original-attacker asv_eval --out runs/seed003-figure6
+        --group "VPC 2024 baselines" --group "OH series" --leave-out Se --attacker asv_anon \\
+        --original-attacker asv_eval --out runs/paper-scale/seed003-figure6
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--utility", default=",".join(UTILITY_METRICS), help="utility metrics, one panel each "
                         f"(default {','.join(UTILITY_METRICS)})")  # fmt: skip
+    parser.add_argument("--leave-out", action="append", default=[], help="a system not to draw (repeatable)")
     args = parser.parse_args(argv)
     try:
         if args.group and len(args.group) != len(args.runs):
@@ -58,11 +61,12 @@ def main(argv: list[str]) -> int:
             attacker=args.attacker,
             original_attacker=args.original_attacker,
             utility_metrics=utility,
+            leave_out=tuple(args.leave_out),
         )
     except UserError as error:
         print(f"Error: {error}", file=sys.stderr)
         return 2
-    for line in figure.duplicates:
+    for line in figure.not_drawn:
         print(line)
     print(f"wrote {figure.png}, {figure.pdf} and {figure.csv} ({len(figure.points)} systems)")
     return 0

@@ -208,3 +208,10 @@ def test_an_attacker_trained_per_system_gives_no_original_point(runs, tmp_path, 
     err = capsys.readouterr().err.strip()
     assert "the O-O fake-eer of attacker asv_anon differs between systems" in err
     assert err.endswith("name a pretrained attacker with --original-attacker.")
+
+
+def test_a_system_left_out_is_not_drawn_and_said(runs, tmp_path, capsys):
+    assert figure(runs, tmp_path, "--leave-out", "OH") == 0
+    assert f"OH of {runs[1]} is left out (--leave-out)" in capsys.readouterr().out
+    with open(tmp_path / "fig" / "privacy-utility.csv", newline="") as handle:
+        assert {r["system"] for r in csv.DictReader(handle)} == {"original", "B1", "B2"}

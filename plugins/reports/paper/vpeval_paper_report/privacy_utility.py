@@ -151,14 +151,14 @@ def _error(row: dict[str, Any]):
 
 @dataclass
 class AcrossRuns:
-    """The written figure over several runs: its files, what it plots, and what was left out (systems in several
-    runs are drawn once, from the first run that has them)."""
+    """The written figure over several runs: its files, what it plots, and what was not drawn (systems in several
+    runs are drawn once, from the first run that has them; systems left out on request)."""
 
     png: Path
     pdf: Path
     csv: Path
     points: list[Point]
-    duplicates: list[str] = field(default_factory=list)
+    not_drawn: list[str] = field(default_factory=list)  # one sentence each
 
 
 def privacy_utility_across_runs(
@@ -170,15 +170,18 @@ def privacy_utility_across_runs(
     attacker: str | None = None,
     original_attacker: str | None = None,
     utility_metrics: tuple[str, ...] = UTILITY_METRICS,
+    leave_out: tuple[str, ...] = (),
 ) -> AcrossRuns:
     """One figure over `runs` (folder, group, rows as in results.json): per utility metric a panel of the EER
     of `protocol` by `attacker` against that utility, one point per system, coloured and shaped by its run's group;
     the original speech a grey circle (EER of O-O by `original_attacker`, default `attacker`, against the original
-    speech's utility). Writes NAME.png, NAME.pdf and NAME.csv (the plotted points) into `out`; DataError with one
-    sentence for a run that lacks what the figure needs."""
+    speech's utility). Systems in `leave_out` are not drawn (each said in `not_drawn`). Writes NAME.png, NAME.pdf
+    and NAME.csv (the plotted points) into `out`; DataError with one sentence for a run that lacks what the figure
+    needs."""
     points: list[Point] = []
     seen: dict[str, Point] = {}
     duplicates: list[str] = []
+    left_out: list[str] = []
     metric = None
     for k, (folder, group, rows) in enumerate(runs):
         rows = pooled(rows)
@@ -195,6 +198,9 @@ def privacy_utility_across_runs(
         if original is not None:
             mine.insert(0, original)
         for p in mine:
+            if p.text in leave_out:
+                left_out.append(f"{p.text} of {folder} is left out (--leave-out)")
+                continue
             first = seen.get(p.text)
             if first is None:
                 seen[p.text] = p
@@ -225,7 +231,7 @@ def privacy_utility_across_runs(
                 n = "" if r.get("n") is None else r["n"]
                 x, y = repr(p.utility[m]["value"]), repr(r["value"])
                 writer.writerow([m, x, r["metric"], y, p.text, p.group, p.run, r["protocol"], r["attacker"], n])
-    return AcrossRuns(png, pdf, table, points, duplicates)
+    return AcrossRuns(png, pdf, table, points, duplicates + left_out)
 
 
 def _run_selection(folder, rows, protocol, attacker, utility_metrics) -> Selection:
