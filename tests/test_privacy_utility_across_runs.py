@@ -215,3 +215,18 @@ def test_a_system_left_out_is_not_drawn_and_said(runs, tmp_path, capsys):
     assert f"OH of {runs[1]} is left out (--leave-out)" in capsys.readouterr().out
     with open(tmp_path / "fig" / "privacy-utility.csv", newline="") as handle:
         assert {r["system"] for r in csv.DictReader(handle)} == {"original", "B1", "B2"}
+
+
+def test_a_utility_metrics_rows_per_set_are_not_plotted(runs, tmp_path):
+    """wer and uar with `sets` add a row per set (details.dataset) beside the pooled one: the pooled is plotted."""
+    with_sets = tmp_path / "with-sets"
+    shutil.copytree(runs[0], with_sets)
+    payload = json.loads((with_sets / "results.json").read_text())
+    pooled = next(r for r in payload["rows"] if r["metric"] == "wer" and r["anonymizer"] == "B1")
+    per_set = {**pooled, "value": pooled["value"] + 50.0, "details": {"dataset": "libri_dev", "class": "libri_dev"}}
+    payload["rows"] = [per_set, *payload["rows"]]
+    (with_sets / "results.json").write_text(json.dumps(payload))
+    assert figure([with_sets, runs[1]], tmp_path) == 0
+    with open(tmp_path / "fig" / "privacy-utility.csv", newline="") as handle:
+        (b1,) = [r for r in csv.DictReader(handle) if r["system"] == "B1" and r["x_metric"] == "wer"]
+    assert float(b1["x"]) == pooled["value"]

@@ -53,7 +53,8 @@ def select(
     utility_metrics: tuple[str, ...] = UTILITY_METRICS,
 ) -> Selection | None:
     """EER rows of `protocol` (default A-A where computed, else O-A) at N `n` (default the largest), of `attacker`
-    only where given, and the rows of each utility metric the run has; None without an EER or a utility metric."""
+    only where given, and the rows of each utility metric the run has (pooled: a `sets` metric's rows per set, with
+    details.dataset, are left out); None without an EER or a utility metric."""
     metric = eer_metric(rows)
     if metric is None:
         return None
@@ -61,9 +62,8 @@ def select(
     privacy = [r for r in main if r["metric"] == metric and r.get("protocol") in ANONYMIZED_PROTOCOLS]
     privacy = [r for r in privacy if attacker is None or r["attacker"] == attacker]
     protocol = protocol or next((p for p in ("A-A", "O-A") if any(r["protocol"] == p for r in privacy)), None)
-    utility = {
-        m: first_setting([r for r in main if r["metric"] == m and not r.get("protocol")])[0] for m in utility_metrics
-    }
+    whole = [r for r in main if not r.get("protocol") and not (r.get("details") or {}).get("dataset")]  # not per set
+    utility = {m: first_setting([r for r in whole if r["metric"] == m])[0] for m in utility_metrics}
     utility = {m: rs for m, rs in utility.items() if rs}
     if protocol is None or not utility:
         return None
@@ -211,7 +211,7 @@ def privacy_utility_across_runs(
                     f"{p.text} is in {first.run} and {folder}: drawn from {first.run}"
                     + (" (the same values)" if same else f" (values {_values(first)} there, {_values(p)} here)")
                 )
-    if not any(p.text == "original" for p in points):
+    if "original" not in leave_out and not any(p.text == "original" for p in points):
         raise DataError(
             f"None of the runs has {metric} rows of O-O by attacker {original_attacker or attacker} (the original "
             "speech's point); run one with protocol O-O, or name an attacker that has them with --original-attacker."
