@@ -17,6 +17,7 @@ for the ASR and the emotion classifiers, vpeval's text normaliser, unrounded per
 from __future__ import annotations
 
 import importlib.util
+import sys
 import tempfile
 from pathlib import Path
 
@@ -101,6 +102,8 @@ def main() -> None:
 
 
 def _module(name: str):
+    if str(ROOT / "tests") not in sys.path:  # the test modules import their helpers (tests/conftest.py's path)
+        sys.path.insert(0, str(ROOT / "tests"))
     spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -248,6 +251,4 @@ def _no_autocast():
 
 
 if __name__ == "__main__":
-    import sys
-
     toolkit_code_rows() if "--toolkit-code" in sys.argv else main()

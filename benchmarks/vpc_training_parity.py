@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -31,6 +32,8 @@ ENROLLS = 3
 
 
 def _tests():
+    if str(ROOT / "tests") not in sys.path:  # the test module imports its helpers (tests/conftest.py's path)
+        sys.path.insert(0, str(ROOT / "tests"))
     spec = importlib.util.spec_from_file_location("vpc_training", ROOT / "tests" / "test_vpc_toolkit_training.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -24,59 +24,25 @@ from __future__ import annotations
 import functools
 import json
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile
+from vpc_toolkit_loading import CHANNELS, OUTPUTS, read_crop, toolkit_packages, write_asv_ssl
 
 FIXTURE = Path(__file__).parent / "data" / "vpc_toolkit_asv_ssl.json"
 FOLDERS = ["libri_dev_enrolls", "libri_dev_trials_mixed"]
 SUFFIX = "_fast"
-LAYERS, WIDTH, CHANNELS, OUTPUTS = 24, 16, [16, 16, 16, 16, 48], 12
 TOLERANCE = 1e-5
 
 
 def build_tree(root: Path) -> dict[str, Path]:
-    import torch
-    from s3prl.upstream.wavlm import WavLM as unilm
-
     from vpeval.testing.vpc_tree import build_vpc_tree
-    from vpeval_speechbrain.ssl import EcapaSsl, save_ssl_network
-    from vpeval_speechbrain.tiny import _randomise
 
     data = build_vpc_tree(root, suffix=SUFFIX, train_per_speaker=1)
     folder = root / "exp" / "asv_ssl"
-    cfg = {
-        "extractor_mode": "layer_norm",
-        "encoder_layers": LAYERS,
-        "encoder_embed_dim": WIDTH,
-        "encoder_ffn_embed_dim": 32,
-        "encoder_attention_heads": 4,
-        "layer_norm_first": True,
-        "conv_feature_layers": "[(16,10,5)] + [(16,3,2)] * 4 + [(16,2,2)] * 2",
-        "conv_bias": True,
-        "normalize": True,
-        "conv_pos": 8,
-        "conv_pos_groups": 4,
-        "relative_position_embedding": True,
-        "num_buckets": 32,
-        "max_distance": 64,
-        "gru_rel_pos": True,
-    }
-    torch.manual_seed(3)
-    config = unilm.WavLMConfig(cfg)
-    model = unilm.WavLM(config).eval()
-    with torch.no_grad():  # norms, biases and gates away from their initial values, so each one matters
-        for name, param in model.named_parameters():
-            if "norm" in name or name.endswith("bias") or "grep_a" in name:
-                param.add_(0.1 * torch.randn_like(param))
-    folder.mkdir(parents=True)
-    torch.save({"cfg": dict(config.__dict__), "model": model.state_dict()}, folder / "WavLM-Large.pt")
-    network = EcapaSsl(80, CHANNELS, LAYERS, lin_neurons=OUTPUTS).eval()
-    _randomise(network, 4)
-    save_ssl_network(network, folder)
+    write_asv_ssl(folder)
     return {"data": data, "asv_ssl": folder}
 
 
@@ -91,31 +57,12 @@ def files(tree: dict[str, Path]) -> dict[str, str]:
     return out
 
 
-def _bare_packages(toolkit: Path, names: list[str]) -> None:
-    import types
-
-    for name in names:
-        module = types.ModuleType(name)
-        module.__path__ = [str(toolkit / name.replace(".", "/"))]
-        sys.modules[name] = module
-
-
-def soundfile_load(path: str):
-    """torchaudio.load as its soundfile backend read files (float32 [channels, samples])."""
-    import torch
-
-    samples, rate = soundfile.read(path, dtype="float32", always_2d=True)
-    return torch.from_numpy(samples.T.copy()), rate
-
-
 def toolkit_embeddings(toolkit: Path, tree: dict[str, Path]) -> dict[str, list[float]]:
     """extraction_job's steps per file with the toolkit's own functions (see the module's docstring): the
     embeddings extract_vector returns, and the network's output before its F.normalize."""
     import torch
 
-    sys.path.insert(0, str(toolkit))
-    try:
-        _bare_packages(toolkit, ["evaluation", "evaluation.privacy", "evaluation.privacy.asv"])
+    with toolkit_packages(toolkit, ["evaluation", "evaluation.privacy", "evaluation.privacy.asv"]):
         from evaluation.privacy.asv import ecapa_model_wavlm_24layer as ecapa
         from evaluation.privacy.asv import speechbrain_vectors
         from evaluation.privacy.asv.utils import normalize_wave
@@ -135,16 +82,12 @@ def toolkit_embeddings(toolkit: Path, tree: dict[str, Path]) -> dict[str, list[f
         out = {"embeddings": {}, "network_outputs": {}}
         with torch.no_grad():
             for key, path in files(tree).items():
-                signal, fs = soundfile_load(path)
+                signal, fs = read_crop(path)
                 norm_wave = normalize_wave(signal, fs, device="cpu")
                 vector = extractor.extract_vector(audio=norm_wave, sr=fs, wav_path=path)
                 out["embeddings"][key] = vector.numpy().tolist()
                 out["network_outputs"][key] = raw["vector"].reshape(-1).numpy().tolist()
         return out
-    finally:
-        sys.path.remove(str(toolkit))
-        for name in [m for m in sys.modules if m in ("utils", "evaluation") or m.startswith(("utils.", "evaluation."))]:
-            del sys.modules[name]
 
 
 def vpeval_embeddings(tree: dict[str, Path], work: Path) -> dict[str, np.ndarray]:

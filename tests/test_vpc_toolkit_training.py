@@ -26,17 +26,24 @@ Substitution: torchaudio.load is its soundfile reading (torchaudio 2.9+ loads on
 
 from __future__ import annotations
 
-import copy
 import csv
 import json
 import os
 import random
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
 import pytest
+from vpc_toolkit_loading import (
+    ASV_TRAIN_PACKAGES,
+    brain_weights,
+    cpu_run_opts,
+    read_crop,
+    recording_load,
+    speechocean_by_speaker,
+    toolkit_packages,
+    write_kaldi_lists,
+)
 
 FIXTURE = Path(__file__).parent / "data" / "vpc_toolkit_training.json"
 HPARAMS = "evaluation/privacy/asv/asv_train/hparams/train_ecapa_tdnn_small.yaml"
@@ -55,14 +62,7 @@ def build_train_folder(
     the speaker from the file name), wav.scp, utt2spk, spk2utt; speechocean762's speakers `speakers` (sorted)."""
     import soundfile
 
-    from vpeval.testing.realdata import real_data_root
-
-    source = real_data_root() / "speechocean762"
-    with open(source / "metadata.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
-    by_speaker: dict[str, list[dict]] = {}
-    for row in rows:
-        by_speaker.setdefault(row["speaker"], []).append(row)
+    source, by_speaker = speechocean_by_speaker()
     folder = Path(root) / "data" / name
     (folder / "wav").mkdir(parents=True, exist_ok=True)
     utt2spk = []
@@ -73,22 +73,8 @@ def build_train_folder(
             audio, rate = soundfile.read(source / row["path"], dtype="int16")
             soundfile.write(folder / "wav" / f"{utt}.wav", audio, rate, subtype="PCM_16")
             utt2spk.append((utt, sid))
-    (folder / "wav.scp").write_text("".join(f"{u} {folder / 'wav' / u}.wav\n" for u, _ in utt2spk))
-    (folder / "utt2spk").write_text("".join(f"{u} {s}\n" for u, s in utt2spk))
-    spk2utt: dict[str, list[str]] = {}
-    for u, s in utt2spk:
-        spk2utt.setdefault(s, []).append(u)
-    (folder / "spk2utt").write_text("".join(f"{s} {' '.join(us)}\n" for s, us in spk2utt.items()))
+    write_kaldi_lists(folder, utt2spk)
     return folder
-
-
-def read_crop(path: Path, frame_offset: int = 0, num_frames: int = -1):
-    """torchaudio.load as its soundfile backend read: float32 [channels, frames] (PCM / 32768), rate."""
-    import soundfile
-    import torch
-
-    data, rate = soundfile.read(str(path), start=frame_offset, frames=num_frames, dtype="float32", always_2d=True)
-    return torch.from_numpy(data.T.copy()), rate
 
 
 def toolkit_training(toolkit: Path, folder: Path, work: Path, **settings) -> dict:
@@ -98,116 +84,92 @@ def toolkit_training(toolkit: Path, folder: Path, work: Path, **settings) -> dic
     import torch
     import torchaudio
 
-    sys.path.insert(0, str(toolkit))
-    for name in ["evaluation", "evaluation.privacy", "evaluation.privacy.asv", "evaluation.privacy.asv.asv_train"]:
-        module = types.ModuleType(name)  # the packages without their __init__ (which imports every evaluation)
-        module.__path__ = [str(toolkit / name.replace(".", "/"))]
-        sys.modules[name] = module
-    from evaluation.privacy.asv.asv_train import train_speaker_embeddings as tse
+    with toolkit_packages(toolkit, ASV_TRAIN_PACKAGES):
+        from evaluation.privacy.asv.asv_train import train_speaker_embeddings as tse
 
-    run = {
-        "speakers": SPEAKERS,
-        "epochs": EPOCHS,
-        "batch": BATCH,
-        "crop": CROP,
-        "step_size": STEP_SIZE,
-        "seed": TOOLKIT_SEED,
-        "python_seed": 0,
-        "channels": CHANNELS,
-        "dim": DIM,
-        **settings,
-    }
-    brain_class = tse.SpeakerBrain
-    record: dict = {"batches": [], "losses": [], "lrs": []}
-    pending: list = []
-    brains: list = []
-    originals = {k: getattr(brain_class, k) for k in ("__init__", "on_fit_start", "compute_forward", "fit_batch")}
-
-    def load(path, frame_offset=0, num_frames=-1, **_):
-        if num_frames != -1:  # a crop of audio_pipeline (prepare_csv reads whole files)
-            pending.append([Path(path).name, int(frame_offset), int(num_frames)])
-        return read_crop(path, frame_offset, num_frames)
-
-    def init(self, *args, **kwargs):
-        originals["__init__"](self, *args, **kwargs)
-        brains.append(self)
-
-    def on_fit_start(self):
-        originals["on_fit_start"](self)
-        record["initial"] = {k: copy.deepcopy(self.modules[k].state_dict()) for k in ("embedding_model", "classifier")}
-
-    def compute_forward(self, batch, stage):
-        if stage == tse.sb.Stage.TRAIN:
-            crops = pending[-len(batch.id) :]
-            waves = batch.sig[0]
-            for crop, wave in zip(crops, waves):  # the recorded reads are this batch's samples
-                assert torch.equal(read_crop(folder / "wav" / crop[0], crop[1], crop[2])[0][0], wave)
-            labels = batch.spk_id_encoded[0].reshape(-1).tolist()
-            record["batches"].append({"epoch": self.hparams.epoch_counter.current, "crops": crops, "labels": labels})
-        pending.clear()
-        return originals["compute_forward"](self, batch, stage)
-
-    def fit_batch(self, batch):
-        loss = originals["fit_batch"](self, batch)
-        record["losses"].append(float(loss))
-        record["lrs"].append(float(self.optimizer.param_groups[0]["lr"]))
-        return loss
-
-    for k, f in (("__init__", init), ("on_fit_start", on_fit_start), ("compute_forward", compute_forward)):
-        setattr(brain_class, k, f)
-    brain_class.fit_batch = fit_batch
-    torch_load = torchaudio.load
-    torchaudio.load = load
-    # prepare_libri's shuffle and the crops' random.randint (the toolkit does not seed them)
-    random.seed(run["python_seed"])
-    try:
-        # what asv_train_speechbrain passes (configs/eval_post.yaml's training block), scaled down
-        hparams = {
-            "pretrained_path": "None",
-            "seed": run["seed"],
-            "batch_size": run["batch"],
-            "lr": LR,
-            "num_utt": "ALL",
-            "num_spk": "ALL",
-            "utt_selected_ways": "spk-diverse-sess",
-            "number_of_epochs": run["epochs"],
-            "data_folder": str(folder),
-            "output_folder": str(work),
-            "num_workers": 0,
-            "out_n_neurons": run["speakers"],
-            "sentence_len": run["crop"],
-            "step_size": run["step_size"],
-            "embedding_model": {"channels": list(run["channels"]), "lin_neurons": run["dim"]},
-            "classifier": {"input_size": run["dim"]},
+        run = {
+            "speakers": SPEAKERS,
+            "epochs": EPOCHS,
+            "batch": BATCH,
+            "crop": CROP,
+            "step_size": STEP_SIZE,
+            "seed": TOOLKIT_SEED,
+            "python_seed": 0,
+            "channels": CHANNELS,
+            "dim": DIM,
+            **settings,
         }
-        run_opts = {
-            "debug": False,
-            "device": "cpu",
-            "data_parallel_backend": False,
-            "distributed_launch": False,
-            "distributed_backend": "nccl",
-            "find_unused_parameters": False,
-            "noprogressbar": True,
-        }
-        tse.train_asv_speaker_embeddings(str(toolkit / HPARAMS), hparams, run_opts)
-        brain = brains[-1]
-        record["final"] = {k: copy.deepcopy(brain.modules[k].state_dict()) for k in ("embedding_model", "classifier")}
-        record["chunks"] = {}  # prepare_csv's listing: segments per file, train and dev
-        for split in ("train", "dev"):
-            with open(work / f"{split}.csv", newline="") as f:
-                for row in csv.DictReader(f):
-                    name = Path(row["wav"]).name
-                    record["chunks"].setdefault(split, {}).setdefault(name, 0)
-                    record["chunks"][split][name] += 1
-        record["label_encoder"] = (work / "label_encoder.txt").read_text()
-        return record
-    finally:
-        torchaudio.load = torch_load
-        for k, f in originals.items():
+        brain_class = tse.SpeakerBrain
+        record: dict = {"batches": [], "losses": [], "lrs": []}
+        pending: list = []
+        brains: list = []
+        originals = {k: getattr(brain_class, k) for k in ("on_fit_start", "compute_forward", "fit_batch")}
+
+        def on_fit_start(self):
+            originals["on_fit_start"](self)
+            brains.append(self)  # the Brain being trained
+            record["initial"] = brain_weights(self)
+
+        def compute_forward(self, batch, stage):
+            if stage == tse.sb.Stage.TRAIN:
+                crops = pending[-len(batch.id) :]
+                waves = batch.sig[0]
+                for crop, wave in zip(crops, waves):  # the recorded reads are this batch's samples
+                    assert torch.equal(read_crop(folder / "wav" / crop[0], crop[1], crop[2])[0][0], wave)
+                labels = batch.spk_id_encoded[0].reshape(-1).tolist()
+                record["batches"].append(
+                    {"epoch": self.hparams.epoch_counter.current, "crops": crops, "labels": labels}
+                )
+            pending.clear()
+            return originals["compute_forward"](self, batch, stage)
+
+        def fit_batch(self, batch):
+            loss = originals["fit_batch"](self, batch)
+            record["losses"].append(float(loss))
+            record["lrs"].append(float(self.optimizer.param_groups[0]["lr"]))
+            return loss
+
+        for k, f in (("on_fit_start", on_fit_start), ("compute_forward", compute_forward), ("fit_batch", fit_batch)):
             setattr(brain_class, k, f)
-        sys.path.remove(str(toolkit))
-        for name in [m for m in sys.modules if m in ("utils", "evaluation") or m.startswith(("utils.", "evaluation."))]:
-            del sys.modules[name]
+        torch_load = torchaudio.load
+        torchaudio.load = recording_load(pending)  # the crops of audio_pipeline (prepare_csv reads whole files)
+        # prepare_libri's shuffle and the crops' random.randint (the toolkit does not seed them)
+        random.seed(run["python_seed"])
+        try:
+            # what asv_train_speechbrain passes (configs/eval_post.yaml's training block), scaled down
+            hparams = {
+                "pretrained_path": "None",
+                "seed": run["seed"],
+                "batch_size": run["batch"],
+                "lr": LR,
+                "num_utt": "ALL",
+                "num_spk": "ALL",
+                "utt_selected_ways": "spk-diverse-sess",
+                "number_of_epochs": run["epochs"],
+                "data_folder": str(folder),
+                "output_folder": str(work),
+                "num_workers": 0,
+                "out_n_neurons": run["speakers"],
+                "sentence_len": run["crop"],
+                "step_size": run["step_size"],
+                "embedding_model": {"channels": list(run["channels"]), "lin_neurons": run["dim"]},
+                "classifier": {"input_size": run["dim"]},
+            }
+            tse.train_asv_speaker_embeddings(str(toolkit / HPARAMS), hparams, cpu_run_opts())
+            record["final"] = brain_weights(brains[-1])
+            record["chunks"] = {}  # prepare_csv's listing: segments per file, train and dev
+            for split in ("train", "dev"):
+                with open(work / f"{split}.csv", newline="") as f:
+                    for row in csv.DictReader(f):
+                        name = Path(row["wav"]).name
+                        record["chunks"].setdefault(split, {}).setdefault(name, 0)
+                        record["chunks"][split][name] += 1
+            record["label_encoder"] = (work / "label_encoder.txt").read_text()
+            return record
+        finally:
+            torchaudio.load = torch_load
+            for k, f in originals.items():
+                setattr(brain_class, k, f)
 
 
 def toolkit_initial_weights() -> dict:

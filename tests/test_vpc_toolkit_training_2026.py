@@ -24,19 +24,27 @@ Needs VPC_TOOLKIT_2026 (a checkout at e6810a4) and pandas importable (its utils 
 from __future__ import annotations
 
 import copy
-import csv
 import functools
-import importlib.util
 import os
 import random
-import sys
 import types
 from pathlib import Path
 
 import numpy as np
 import pytest
+from vpc_toolkit_loading import (
+    ASV_TRAIN_PACKAGES,
+    CHANNELS,
+    OUTPUTS,
+    brain_weights,
+    cpu_run_opts,
+    recording_load,
+    speechocean_by_speaker,
+    toolkit_packages,
+    write_asv_ssl,
+    write_kaldi_lists,
+)
 
-HERE = Path(__file__).parent
 HPARAMS = "evaluation/privacy/asv/asv_train/hparams/train_ecapa_ssl_tdnn_small.yaml"
 SPEAKERS, PER_SPEAKER, SECONDS = 4, 3, 10.0
 EPOCHS, BATCH, STEP_SIZE, LR = 2, 4, 4, 0.01
@@ -51,30 +59,11 @@ pytestmark = [
 ]
 
 
-def _module(name: str):
-    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def build(root: Path) -> tuple[Path, Path]:
-    """The train folder (10.0 s files named <spk>-1-<n>.wav) and exp/asv_ssl."""
+    """The train folder (10.0 s files named <spk>-1-<n>.wav) and exp/asv_ssl (test_vpc_toolkit_asv_ssl.py's)."""
     import soundfile
-    import torch
-    from s3prl.upstream.wavlm import WavLM as unilm
 
-    from vpeval.testing.realdata import real_data_root
-    from vpeval_speechbrain.ssl import EcapaSsl, save_ssl_network
-    from vpeval_speechbrain.tiny import _randomise
-
-    ssl = _module("test_vpc_toolkit_asv_ssl")
-    source = real_data_root() / "speechocean762"
-    with open(source / "metadata.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
-    by_speaker: dict[str, list[dict]] = {}
-    for row in rows:
-        by_speaker.setdefault(row["speaker"], []).append(row)
+    source, by_speaker = speechocean_by_speaker()
     folder = root / "data" / "train-clean-360_x"
     (folder / "wav").mkdir(parents=True)
     utt2spk = []
@@ -87,43 +76,9 @@ def build(root: Path) -> tuple[Path, Path]:
             utt = f"{sid}-1-{i:04d}"
             soundfile.write(folder / "wav" / f"{utt}.wav", speech[i * size : (i + 1) * size], 16000, subtype="PCM_16")
             utt2spk.append((utt, sid))
-    (folder / "wav.scp").write_text("".join(f"{u} {folder / 'wav' / u}.wav\n" for u, _ in utt2spk))
-    (folder / "utt2spk").write_text("".join(f"{u} {s}\n" for u, s in utt2spk))
-    spk2utt: dict[str, list[str]] = {}
-    for u, s in utt2spk:
-        spk2utt.setdefault(s, []).append(u)
-    (folder / "spk2utt").write_text("".join(f"{s} {' '.join(us)}\n" for s, us in spk2utt.items()))
-    # exp/asv_ssl at test_vpc_toolkit_asv_ssl.py's sizes (its WavLM config, its seeds)
-    cfg = {
-        "extractor_mode": "layer_norm",
-        "encoder_layers": ssl.LAYERS,
-        "encoder_embed_dim": ssl.WIDTH,
-        "encoder_ffn_embed_dim": 32,
-        "encoder_attention_heads": 4,
-        "layer_norm_first": True,
-        "conv_feature_layers": "[(16,10,5)] + [(16,3,2)] * 4 + [(16,2,2)] * 2",
-        "conv_bias": True,
-        "normalize": True,
-        "conv_pos": 8,
-        "conv_pos_groups": 4,
-        "relative_position_embedding": True,
-        "num_buckets": 32,
-        "max_distance": 64,
-        "gru_rel_pos": True,
-    }
-    torch.manual_seed(3)
-    config = unilm.WavLMConfig(cfg)
-    model = unilm.WavLM(config).eval()
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if "norm" in name or name.endswith("bias") or "grep_a" in name:
-                param.add_(0.1 * torch.randn_like(param))
+    write_kaldi_lists(folder, utt2spk)
     exp = root / "exp" / "asv_ssl"
-    exp.mkdir(parents=True)
-    torch.save({"cfg": dict(config.__dict__), "model": model.state_dict()}, exp / "WavLM-Large.pt")
-    network = EcapaSsl(80, ssl.CHANNELS, ssl.LAYERS, lin_neurons=ssl.OUTPUTS).eval()
-    _randomise(network, 4)
-    save_ssl_network(network, exp)
+    write_asv_ssl(exp)
     return folder, exp
 
 
@@ -132,126 +87,102 @@ def toolkit_training(toolkit: Path, folder: Path, exp: Path, work: Path) -> dict
     import torch
     import torchaudio
 
-    ssl = _module("test_vpc_toolkit_asv_ssl")
-    read_crop = _module("test_vpc_toolkit_training").read_crop
-    sys.path.insert(0, str(toolkit))
-    for name in ["evaluation", "evaluation.privacy", "evaluation.privacy.asv", "evaluation.privacy.asv.asv_train"]:
-        module = types.ModuleType(name)
-        module.__path__ = [str(toolkit / name.replace(".", "/"))]
-        sys.modules[name] = module
-    from evaluation.privacy.asv import ecapa_model_wavlm_24layer as ecapa
-    from evaluation.privacy.asv.asv_train import train_speaker_embeddings_ssl_ft as tse
+    with toolkit_packages(toolkit, ASV_TRAIN_PACKAGES):
+        from evaluation.privacy.asv import ecapa_model_wavlm_24layer as ecapa
+        from evaluation.privacy.asv.asv_train import train_speaker_embeddings_ssl_ft as tse
 
-    record: dict = {"batches": [], "losses": []}
-    pending: list = []
-    training = {"on": False}
-    brains: list = []
-    brain = tse.SpeakerBrain
-    originals = {k: getattr(brain, k) for k in ("__init__", "on_fit_start", "compute_forward", "fit_batch")}
-    extract = tse.WavLMFeatureExtractor.extract_features
-    network_class = tse.ECAPA_TDNN_test
-    tse.ECAPA_TDNN_test = functools.partial(ecapa.ECAPA_TDNN_test, channels=ssl.CHANNELS, lin_neurons=ssl.OUTPUTS)
+        record: dict = {"batches": [], "losses": []}
+        pending: list = []
+        training = {"on": False}
+        brains: list = []
+        brain = tse.SpeakerBrain
+        originals = {k: getattr(brain, k) for k in ("on_fit_start", "compute_forward", "fit_batch")}
+        extract = tse.WavLMFeatureExtractor.extract_features
+        network_class = tse.ECAPA_TDNN_test
+        tse.ECAPA_TDNN_test = functools.partial(ecapa.ECAPA_TDNN_test, channels=CHANNELS, lin_neurons=OUTPUTS)
 
-    def load(path, frame_offset=0, num_frames=-1, **_):
-        if num_frames != -1:
-            pending.append([Path(path).name, int(frame_offset), int(num_frames)])
-        return read_crop(path, frame_offset, num_frames)
+        def features(self, *args, **kwargs):
+            out = extract(self, *args, **kwargs)
+            if training["on"]:
+                record["batches"][-1]["wavlm"] = out.clone()
+            return out
 
-    def features(self, *args, **kwargs):
-        out = extract(self, *args, **kwargs)
-        if training["on"]:
-            record["batches"][-1]["wavlm"] = out.clone()
-        return out
+        def on_fit_start(self):
+            originals["on_fit_start"](self)
+            brains.append(self)  # the Brain being trained
+            record["initial"] = brain_weights(self)
+            net, augment = self.modules.embedding_model, self.hparams.wav_augment
+            net_forward, augment_forward = net.forward, augment.forward
 
-    def init(self, *args, **kwargs):
-        originals["__init__"](self, *args, **kwargs)
-        brains.append(self)
+            def net_recording(*args, **kwargs):
+                if net.training:
+                    record["batches"][-1]["rng"] = torch.get_rng_state()
+                return net_forward(*args, **kwargs)
 
-    def on_fit_start(self):
-        originals["on_fit_start"](self)
-        record["initial"] = {k: copy.deepcopy(self.modules[k].state_dict()) for k in ("embedding_model", "classifier")}
-        net, augment = self.modules.embedding_model, self.hparams.wav_augment
-        net_forward, augment_forward = net.forward, augment.forward
+            def augment_recording(wavs, lens):
+                out, lengths = augment_forward(wavs, lens)
+                record["batches"][-1]["augmented"] = out.clone()
+                return out, lengths
 
-        def net_recording(*args, **kwargs):
-            if net.training:
-                record["batches"][-1]["rng"] = torch.get_rng_state()
-            return net_forward(*args, **kwargs)
+            net.forward, augment.forward = net_recording, augment_recording
 
-        def augment_recording(wavs, lens):
-            out, lengths = augment_forward(wavs, lens)
-            record["batches"][-1]["augmented"] = out.clone()
-            return out, lengths
+        def compute_forward(self, batch, stage):
+            training["on"] = stage == tse.sb.Stage.TRAIN
+            if training["on"]:
+                labels = batch.spk_id_encoded[0].reshape(-1).tolist()
+                record["batches"].append(
+                    {"epoch": self.hparams.epoch_counter.current, "crops": pending[-len(batch.id) :]}
+                )
+                record["batches"][-1]["labels"] = labels
+            pending.clear()
+            return originals["compute_forward"](self, batch, stage)
 
-        net.forward, augment.forward = net_recording, augment_recording
+        def fit_batch(self, batch):
+            loss = originals["fit_batch"](self, batch)
+            record["losses"].append(float(loss))
+            return loss
 
-    def compute_forward(self, batch, stage):
-        training["on"] = stage == tse.sb.Stage.TRAIN
-        if training["on"]:
-            labels = batch.spk_id_encoded[0].reshape(-1).tolist()
-            record["batches"].append({"epoch": self.hparams.epoch_counter.current, "crops": pending[-len(batch.id) :]})
-            record["batches"][-1]["labels"] = labels
-        pending.clear()
-        return originals["compute_forward"](self, batch, stage)
-
-    def fit_batch(self, batch):
-        loss = originals["fit_batch"](self, batch)
-        record["losses"].append(float(loss))
-        return loss
-
-    patched = {"__init__": init, "on_fit_start": on_fit_start, "compute_forward": compute_forward}
-    for k, f in {**patched, "fit_batch": fit_batch}.items():
-        setattr(brain, k, f)
-    tse.WavLMFeatureExtractor.extract_features = features
-    torch_load = torchaudio.load
-    torchaudio.load = load
-    random.seed(0)
-    try:
-        hparams = {  # what asv_train_speechbrain_ssl passes (configs/track1/eval_post.yaml), scaled down
-            "pretrained_path": str(exp / "embedding_model.ckpt"),
-            "pretrained_wavlm_model": str(exp / "WavLM-Large.pt"),
-            "batch_size": BATCH,
-            "lr": LR,
-            "num_utt": "ALL",
-            "num_spk": "ALL",
-            "utt_selected_ways": "spk-diverse-sess",
-            "number_of_epochs": EPOCHS,
-            "data_folder": str(folder),
-            "output_folder": str(work),
-            "num_workers": 0,
-            "out_n_neurons": SPEAKERS,
-            "step_size": STEP_SIZE,
-            "embedding_model": {"channels": [16, 16, 16, 16, 48]},  # the YAML's unused ECAPA, kept small
-            "classifier": {"input_size": ssl.OUTPUTS},
-        }
-        run_opts = {
-            "debug": False,
-            "device": "cpu",
-            "data_parallel_backend": False,
-            "distributed_launch": False,
-            "distributed_backend": "nccl",
-            "find_unused_parameters": False,
-            "noprogressbar": True,
-        }
-        tse.train_asv_speaker_embeddings_ssl_ft(str(toolkit / HPARAMS), hparams, run_opts)
-        record["final"] = copy.deepcopy(brains[-1].modules["embedding_model"].state_dict())
-        order = {}
-        for line in (work / "label_encoder.txt").read_text().splitlines():
-            if "=>" in line and "starting_index" not in line:
-                speaker, index = line.split(" => ")
-                order[speaker.strip("'")] = int(index)
-        record["label_order"] = order
-        record["network_class"] = tse.ECAPA_TDNN_test
-        return record
-    finally:
-        torchaudio.load = torch_load
-        for k, f in originals.items():
+        patched = {"on_fit_start": on_fit_start, "compute_forward": compute_forward}
+        for k, f in {**patched, "fit_batch": fit_batch}.items():
             setattr(brain, k, f)
-        tse.WavLMFeatureExtractor.extract_features = extract
-        tse.ECAPA_TDNN_test = network_class
-        sys.path.remove(str(toolkit))
-        for name in [m for m in sys.modules if m in ("utils", "evaluation") or m.startswith(("utils.", "evaluation."))]:
-            del sys.modules[name]
+        tse.WavLMFeatureExtractor.extract_features = features
+        torch_load = torchaudio.load
+        torchaudio.load = recording_load(pending)
+        random.seed(0)
+        try:
+            hparams = {  # what asv_train_speechbrain_ssl passes (configs/track1/eval_post.yaml), scaled down
+                "pretrained_path": str(exp / "embedding_model.ckpt"),
+                "pretrained_wavlm_model": str(exp / "WavLM-Large.pt"),
+                "batch_size": BATCH,
+                "lr": LR,
+                "num_utt": "ALL",
+                "num_spk": "ALL",
+                "utt_selected_ways": "spk-diverse-sess",
+                "number_of_epochs": EPOCHS,
+                "data_folder": str(folder),
+                "output_folder": str(work),
+                "num_workers": 0,
+                "out_n_neurons": SPEAKERS,
+                "step_size": STEP_SIZE,
+                "embedding_model": {"channels": [16, 16, 16, 16, 48]},  # the YAML's unused ECAPA, kept small
+                "classifier": {"input_size": OUTPUTS},
+            }
+            tse.train_asv_speaker_embeddings_ssl_ft(str(toolkit / HPARAMS), hparams, cpu_run_opts())
+            record["final"] = copy.deepcopy(brains[-1].modules["embedding_model"].state_dict())
+            order = {}
+            for line in (work / "label_encoder.txt").read_text().splitlines():
+                if "=>" in line and "starting_index" not in line:
+                    speaker, index = line.split(" => ")
+                    order[speaker.strip("'")] = int(index)
+            record["label_order"] = order
+            record["network_class"] = tse.ECAPA_TDNN_test
+            return record
+        finally:
+            torchaudio.load = torch_load
+            for k, f in originals.items():
+                setattr(brain, k, f)
+            tse.WavLMFeatureExtractor.extract_features = extract
+            tse.ECAPA_TDNN_test = network_class
 
 
 def vpeval_training(
