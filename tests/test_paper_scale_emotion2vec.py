@@ -124,3 +124,9 @@ def test_seed003_figure4_5_runs_end_to_end(table4, tmp_path):
             assert len(drawn) == d["points"] * (1 if row["anonymizer"] == "original" else 2)
     report = (tmp_path / "run" / "report.md").read_text()
     assert "Figure 4 as a number" in report and "Figure 5 as a number" in report
+    for label in ("figure4", "figure5"):  # each map in the run folder, beside its points, and named in report.md
+        for system in ("OH", "P2"):
+            for suffix in (".png", ".pdf", ".csv"):
+                assert (tmp_path / "run" / "figures" / f"tsne__{label}__{system}{suffix}").is_file(), (label, system)
+            assert f"](figures/tsne__{label}__{system}.png)" in report
+            assert f"(figures/tsne__{label}__{system}.csv)" in report
