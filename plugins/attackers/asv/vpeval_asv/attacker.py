@@ -112,9 +112,10 @@ class AsvAttacker(Attacker):
             )
         self._embedder = self._fresh_embedder()
         self.context.log.info("%s: scenario %s, stages %s", self.name, data.scenario, [s.name for s in data.stages])
-        # Training is one process: it may use every core the run has (threads or workers, whichever is
-        # more). Fixed per run, so a seed still gives the same weights on the same machine.
-        torch.set_num_threads(max(1, self.context.threads, self.context.workers))
+        # Training runs at the experiment's `threads` torch threads, not at its workers (every core by default):
+        # a kernel's sums follow its thread count, so the same experiment and seed train the same weights on
+        # any machine. `threads` gives training more cores.
+        torch.set_num_threads(max(1, self.context.threads))
         try:
             self.training_result = train_network(
                 self._embedder, train_utts, trials, self.params, self.context, self.name

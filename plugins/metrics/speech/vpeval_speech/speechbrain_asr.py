@@ -170,12 +170,14 @@ class SpeechBrainASR(ASR):
             "wav2vec2 lobe normalises the padded waveform and its output over the padded length.",
         )
         cpu_batch_size: int = Field(
-            8,
+            1,
             ge=1,
             le=256,
             description="Utterances per masked batch on the CPU (similar lengths together, input order restored), "
             "for wav2vec2 + CTC folders (VPC 2024's): each waveform normalised over its own samples, the model "
-            "masked to its own frames, so every text is the one it gets alone. 1: one at a time.",
+            "masked to its own frames, so every text is the one it gets alone. 1 (default): one at a time, which "
+            "costs less CPU there (batches pay for their padding: 8 took 1.15x the CPU at wav2vec2-base size). "
+            "Either way the run's workers transcribe side by side as threads.",
         )
 
     _loaded = None
@@ -258,10 +260,11 @@ class SpeechBrainASR(ASR):
         return self.transcribe_many([audio])[0]
 
     @property
-    def batches_on_cpu(self) -> bool:
-        """Whether wer should hand transcribe_many the uncached utterances in chunks on the CPU: an EncoderASR
-        folder with cpu_batch_size > 1 (read from the YAML: a cached rerun loads no model)."""
-        if self.context.on_gpu or self.params.cpu_batch_size <= 1:
+    def transcribes_many_on_cpu(self) -> bool:
+        """Whether wer should hand transcribe_many the uncached utterances in chunks on the CPU, which spreads
+        them over the run's workers as threads: an EncoderASR folder (read from the YAML: a cached rerun loads no
+        model). EncoderDecoderASR's beam searcher is not known to be safe in several threads at once."""
+        if self.context.on_gpu:
             return False
         interface = self.params.interface
         if interface == "auto":
@@ -278,16 +281,40 @@ class SpeechBrainASR(ASR):
 
     def transcribe_many(self, audios: list[np.ndarray]) -> list[Transcript]:
         """Texts of many waveforms; on a GPU in length-sorted padded batches (relative lengths, as VPC 2024's
-        ASR dataset pads); on the CPU in masked length buckets where the folder allows (each text the one
-        transcribe gives), else one at a time."""
-        if self.batches_on_cpu and self.masked_parts() is not None:
-            return self.transcribe_masked(audios)
-        batch = self.params.batch_size if self.context.on_gpu else 1
+        ASR dataset pads); on the CPU one at a time, or in masked length buckets where cpu_batch_size > 1 and
+        the folder allows (each text the one transcribe gives either way)."""
+        if not self.context.on_gpu:
+            return self.transcribe_on_cpu(audios)
+        batch = self.params.batch_size
         order = sorted(range(len(audios)), key=lambda i: -len(audios[i]))
         out: list[Transcript | None] = [None] * len(audios)
         for start in range(0, len(order), batch):
             chunk = order[start : start + batch]
             for i, text in zip(chunk, self.decode([audios[i] for i in chunk]), strict=True):
+                out[i] = Transcript(text)
+        return out  # type: ignore[return-value]
+
+    def transcribe_on_cpu(self, audios: list[np.ndarray]) -> list[Transcript]:
+        """Texts of many waveforms on the CPU, in input order: each alone, or masked buckets of cpu_batch_size
+        (vpeval_torch.ssl_masked). An EncoderASR folder's groups run side by side on the run's workers as
+        threads, each at the run's torch thread count (vpeval_torch.threads): the groups depend on the
+        waveforms and cpu_batch_size only, so the texts are those of any core count."""
+        from vpeval_torch.batching import length_buckets
+        from vpeval_torch.threads import thread_map
+
+        self.context.apply_threads()
+        masked = self.params.cpu_batch_size > 1 and self.masked_parts() is not None
+        if masked:
+            max_samples = MASKED_BATCH_SECONDS * self.sample_rate
+            groups = length_buckets([len(a) for a in audios], self.params.cpu_batch_size, max_samples)
+        else:
+            groups = [[i] for i in range(len(audios))]
+        decode = self.decode_masked if masked else self.decode
+        workers = self.context.workers if len(groups) > 1 and self.parts().interface == "EncoderASR" else 1
+        out: list[Transcript | None] = [None] * len(audios)
+        done = thread_map(lambda group: decode([audios[i] for i in group]), groups, workers, self.context.threads)
+        for group, texts in zip(groups, done):
+            for i, text in zip(group, texts, strict=True):
                 out[i] = Transcript(text)
         return out  # type: ignore[return-value]
 
@@ -311,18 +338,6 @@ class SpeechBrainASR(ASR):
                     encoded = loaded.transformer.encode(encoded, lengths)
                 tokens, _, _, _ = loaded.decoder(encoded, lengths)
         return [loaded.tokenizer.decode_ids(_ids(sequence)) for sequence in tokens]
-
-    def transcribe_masked(self, audios: list[np.ndarray]) -> list[Transcript]:
-        """Texts of many waveforms in masked batches of similar length (vpeval_torch.ssl_masked), in input order."""
-        from vpeval_torch.batching import length_buckets
-
-        self.context.apply_threads()
-        out: list[Transcript | None] = [None] * len(audios)
-        max_samples = MASKED_BATCH_SECONDS * self.sample_rate
-        for bucket in length_buckets([len(a) for a in audios], self.params.cpu_batch_size, max_samples):
-            for i, text in zip(bucket, self.decode_masked([audios[i] for i in bucket]), strict=True):
-                out[i] = Transcript(text)
-        return out  # type: ignore[return-value]
 
     def decode_masked(self, audios: list[np.ndarray]) -> list[str]:
         """One masked batch: the lobe on each waveform's own samples and frames, the per-frame modules, and CTC

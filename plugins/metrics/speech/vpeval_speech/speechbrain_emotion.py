@@ -85,22 +85,36 @@ class EmotionClassifier:
             [self.avg_pool(outputs[b : b + 1, :n].float(), ones).view(1, -1) for b, n in enumerate(frames.tolist())]
         )
 
-    def classify_many(self, audios: list[np.ndarray], device: str, autocast, batch_size: int = 8) -> list[str]:
-        """classify() of each waveform, in masked batches of similar length (input order kept); one at a time
-        where the lobe is not one masked batches follow, or batch_size is 1."""
+    def classify_many(
+        self, audios: list[np.ndarray], device: str, autocast, batch_size: int = 1, workers: int = 1, threads: int = 1
+    ) -> list[str]:
+        """classify() of each waveform, in input order: one at a time, or in masked batches of similar length
+        where batch_size > 1 and the lobe is one masked batches follow. The groups (single waveforms or length
+        buckets) run side by side on `workers` threads at `threads` torch threads (vpeval_torch.threads): they
+        depend on the waveforms and batch_size only, so the classes are those of any core count."""
         import torch
 
         from vpeval_torch.batching import length_buckets
+        from vpeval_torch.threads import thread_map
 
-        if batch_size == 1 or not self.batches_masked():
-            return [self.classify(a, device, autocast) for a in audios]
-        out: list[str] = [""] * len(audios)
-        for bucket in length_buckets([len(a) for a in audios], batch_size, MASKED_BATCH_SECONDS * 16000):
-            with torch.no_grad(), autocast():
-                pooled = self.pooled_masked([audios[i] for i in bucket], device)
+        masked = batch_size > 1 and self.batches_masked()
+        if masked:
+            groups = length_buckets([len(a) for a in audios], batch_size, MASKED_BATCH_SECONDS * 16000)
+        else:
+            groups = [[i] for i in range(len(audios))]
+
+        def run(group: list[int]) -> list[str]:
+            if not masked:
+                return [self.classify(audios[group[0]], device, autocast)]
+            with torch.no_grad(), autocast():  # grad mode and autocast are per thread
+                pooled = self.pooled_masked([audios[i] for i in group], device)
                 probabilities = self.softmax(self.output_mlp(pooled))
-            for i, index in zip(bucket, torch.argmax(probabilities.float(), dim=-1).tolist()):
-                out[i] = self.labels[int(index)]
+            return [self.labels[int(i)] for i in torch.argmax(probabilities.float(), dim=-1).tolist()]
+
+        out: list[str] = [""] * len(audios)
+        for group, labels in zip(groups, thread_map(run, groups, workers if len(groups) > 1 else 1, threads)):
+            for i, label in zip(group, labels, strict=True):
+                out[i] = label
         return out
 
 
@@ -215,7 +229,8 @@ def classifier_labels(corpus_labels: list[str], label_map: dict[str, str], known
 
 def predictions(metric, utterances: list, folders: dict[str, Path], speech: str) -> np.ndarray:
     """The classifier label of each utterance (its speaker's fold model), cached by audio and model; the
-    uncached ones of each model in masked batches of similar length (uar's batch_size), read a chunk at a time."""
+    uncached ones of each model read a chunk at a time, classified one at a time on the CPU and in
+    masked batches of similar length on a GPU (uar's batch_size), on the run's workers as threads on the CPU."""
     from vpeval.content_cache import JsonCache, cache_key
     from vpeval.data.fingerprint import file_hash
 
@@ -247,7 +262,15 @@ def predictions(metric, utterances: list, folders: dict[str, Path], speech: str)
             ).to(metric.context.device)
         # At the file's rate, as evaluate_ser.py's torchaudio.load hands it on (it never resamples).
         audios = [normalise_level(utterances[i].load(), params.level_normalization) for i in chunk]
-        labels = classifier.classify_many(audios, metric.context.device, metric.context.autocast, params.batch_size)
+        on_gpu = metric.context.on_gpu
+        labels = classifier.classify_many(
+            audios,
+            metric.context.device,
+            metric.context.autocast,
+            params.batch_size if on_gpu else 1,
+            1 if on_gpu else metric.context.workers,  # a GPU runs one batch at a time
+            metric.context.threads,
+        )
         for i, label in zip(chunk, labels, strict=True):
             cache.put(keys[i], label)
             out[i] = label

@@ -90,8 +90,10 @@ class UAR(Metric):
             8,
             ge=1,
             le=256,
-            description="speechbrain: utterances per masked batch (similar lengths together), each classified as "
-            "alone (the wav2vec2 normalised over its own samples and masked to its own frames); 1: one at a time.",
+            description="speechbrain: utterances per masked batch on a GPU (similar lengths together), each "
+            "classified as alone (the wav2vec2 normalised over its own samples and masked to its own frames); 1: one "
+            "at a time. The CPU classifies one at a time on the run's workers as threads (masked batches of 8 cost "
+            "as much CPU there at wav2vec2-base size, 0.98-1.01x: they pay for their padding).",
         )
         label_map: dict[str, str] = Field(
             default_factory=dict, description="speechbrain: corpus emotion label -> classifier label (neutral: neu)."

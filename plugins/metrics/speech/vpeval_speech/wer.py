@@ -301,9 +301,9 @@ class WER(Metric):
             return entry["text"]
 
         description = f"wer: {speech} speech"
-        if hasattr(asr, "transcribe_many") and (self.context.on_gpu or getattr(asr, "batches_on_cpu", False)):
-            # A torch ASR on a GPU (or one with masked CPU batches, speechbrain-asr) transcribes the uncached
-            # utterances in batches in this process.
+        if hasattr(asr, "transcribe_many") and (self.context.on_gpu or getattr(asr, "transcribes_many_on_cpu", False)):
+            # A torch ASR on a GPU transcribes the uncached utterances in batches in this process; one that
+            # says so (speechbrain-asr) does on the CPU too, spreading each chunk over the run's workers as threads.
             keys = {u.id: cache_key(file_hash(u.path), u.channel, settings) for u in wanted}
             texts = {u.id: entry["text"] for u in wanted if (entry := cache.get(keys[u.id])) is not None}
             todo = [u for u in wanted if u.id not in texts]
