@@ -43,6 +43,11 @@ Further stages (--stages, default asv):
   exp/asr, exp/ser/fold_<k>/CKPT+1), random weights at --utility-size: tiny (the tests' 2 x 32 wav2vec2),
   base (wav2vec2-base's 12 x 768, the released SER's size) or large (24 x 1024, the released ASR's size);
   the ASR gets a layer-norm (large-lv60) wav2vec2, the SER a group-norm (base) one, as released.
+--vpeval-cpu-precision fp32 bf16 runs vpeval once per precision in each alternation (toolkit, vpeval fp32,
+vpeval bf16, toolkit, ...): the experiment's `cpu_precision` (bf16: torch autocast on the CPU, for CPUs with
+AVX512-BF16 or AMX); the toolkit always computes in fp32. Each precision gets its own ratios; after the timed
+runs, wer and uar count how many transcripts / classes differ between vpeval's fp32 and bf16 (the ASR on every
+trial file, each SER fold model on every IEMOCAP_dev file, in this process at --threads threads).
 - `cores`: vpeval's ASV evaluation on --root pinned to one core and to two (taskset -c 0 / 0,1), workers left
   at their default (every core the process may use), alternating; the throughput ratio (one-core time / two-core
   time, min / median / max) and whether the EERs of both are identical.
@@ -107,6 +112,7 @@ EXPERIMENT = """\
 name: vpc-toolkit-benchmark
 seed: 0
 device: cpu
+cpu_precision: {precision}
 threads: {threads}
 {workers}data:
   corpus: {{use: vpc, params: {{root: "{data}", challenge: "2024", utility: false}}}}
@@ -232,14 +238,15 @@ def run_toolkit(args, work: Path) -> tuple[float, float, dict]:
 
 
 def run_vpeval(
-    args, work: Path, run: int, workers: int | None = 1, cpus: str | None = None
+    args, work: Path, run: int, workers: int | None = 1, cpus: str | None = None, precision: str = "fp32"
 ) -> tuple[float, float, dict]:
     """vpeval's ASV evaluation as a whole process; workers None leaves the experiment's default (every core the
-    process may use), `cpus` pins it with taskset (e.g. "0" or "0,1")."""
+    process may use), `cpus` pins it with taskset (e.g. "0" or "0,1"); `precision` its cpu_precision."""
     model = args.root / "exp" / "asv_orig"
     experiment = work / "experiment.yaml"
     text = EXPERIMENT.format(
         threads=args.threads,
+        precision=precision,
         workers="" if workers is None else f"workers: {workers}\n",
         data=args.root / "data",
         suffix=args.suffix,
@@ -304,13 +311,13 @@ Path(out).write_text(json.dumps(values))
 VPEVAL_UTILITY_DRIVER = """
 import json, sys
 from pathlib import Path
-data, stage, models, suffix, threads, workers, work, out = sys.argv[1:9]
+data, stage, models, suffix, threads, workers, work, out, precision = sys.argv[1:10]
 from vpeval.api import MetricInputs
 from vpeval.data.kaldi import read_data_dir
 from vpeval.plugins import plugin_context
 from vpeval.types import Corpus
 data = Path(data)
-context = plugin_context(seed=0, work_dir=Path(work), threads=int(threads), workers=int(workers))
+context = plugin_context(seed=0, work_dir=Path(work), threads=int(threads), workers=int(workers), precision=precision)
 def joined(names):
     corpora = [read_data_dir(data / n) for n in names]
     genders = {k: v for c in corpora for k, v in c.speaker_gender.items()}
@@ -412,12 +419,12 @@ def run_toolkit_utility(args, work: Path, stage: str, run: int) -> tuple[float, 
     return wall, cpu, json.loads(out.read_text())
 
 
-def run_vpeval_utility(args, work: Path, stage: str, run: int) -> tuple[float, float, dict]:
+def run_vpeval_utility(args, work: Path, stage: str, run: int, precision: str = "fp32") -> tuple[float, float, dict]:
     data = args.utility_root / "data"
     models = args.utility_root / "exp" / ("asr" if stage == "wer" else "ser")
-    out = work / f"vpeval-{stage}-{run}.json"
+    out = work / f"vpeval-{stage}-{run}-{precision}.json"
     command = [sys.executable, "-c", VPEVAL_UTILITY_DRIVER, str(data), stage, str(models), args.suffix]
-    command += [str(args.threads), "1", str(work / f"vpeval-{stage}-{run}"), str(out)]
+    command += [str(args.threads), "1", str(work / f"vpeval-{stage}-{run}-{precision}"), str(out), precision]
     wall, cpu, done = _timed(command, env=_env(args.threads))
     if done.returncode != 0:
         sys.exit(f"vpeval's {stage} evaluation failed:\n{done.stderr[-3000:]}")
@@ -425,18 +432,57 @@ def run_vpeval_utility(args, work: Path, stage: str, run: int) -> tuple[float, f
 
 
 def stage_utility(args, tmp: Path, stage: str) -> None:
-    """The toolkit's WER (or UAR) evaluation and vpeval's, alternating whole processes at --threads threads."""
-    walls, cpus, theirs, mine = [], [], {}, {}
+    """The toolkit's WER (or UAR) evaluation and vpeval's (once per --vpeval-cpu-precision), alternating whole
+    processes at --threads threads."""
+    precisions = args.vpeval_cpu_precision
+    walls, cpus, theirs, mine = {p: [] for p in precisions}, {p: [] for p in precisions}, {}, {}
     for run in range(args.runs):
         wall_t, cpu_t, theirs = run_toolkit_utility(args, tmp, stage, run)
-        wall_v, cpu_v, mine = run_vpeval_utility(args, tmp, stage, run)
-        walls.append(wall_t / wall_v)
-        cpus.append(cpu_t / cpu_v)
-        print(f"{stage} run {run}: toolkit {wall_t:.1f} s wall / {cpu_t:.1f} s CPU, vpeval {wall_v:.1f} s wall / "
-              f"{cpu_v:.1f} s CPU; ratios {walls[-1]:.2f} wall, {cpus[-1]:.2f} CPU", flush=True)  # fmt: skip
-    _ratios(f"{stage.upper()} wall time", walls)
-    _ratios(f"{stage.upper()} CPU time", cpus)
-    _compare(f"{stage.upper()}s (rounded to 3 decimals)", theirs, mine)
+        for p in precisions:
+            wall_v, cpu_v, mine[p] = run_vpeval_utility(args, tmp, stage, run, p)
+            walls[p].append(wall_t / wall_v)
+            cpus[p].append(cpu_t / cpu_v)
+            print(f"{stage} run {run}: toolkit {wall_t:.1f} s wall / {cpu_t:.1f} s CPU, vpeval ({p}) "
+                  f"{wall_v:.1f} s wall / {cpu_v:.1f} s CPU; ratios {walls[p][-1]:.2f} wall, {cpus[p][-1]:.2f} CPU",
+                  flush=True)  # fmt: skip
+    for p in precisions:
+        _ratios(f"{stage.upper()} wall time", walls[p], what=f"toolkit/vpeval ({p})")
+        _ratios(f"{stage.upper()} CPU time", cpus[p], what=f"toolkit/vpeval ({p})")
+        _compare(f"{stage.upper()}s (rounded to 3 decimals), vpeval {p}", theirs, mine[p])
+    if "fp32" in precisions and "bf16" in precisions:
+        _agreement(args, stage)
+
+
+def _agreement(args, stage: str) -> None:
+    """How many of vpeval's transcripts (wer: the ASR on every trial file) or classes (uar: each fold model on
+    every IEMOCAP_dev file) differ between fp32 and bf16 on the CPU; in this process, not timed."""
+    import soundfile as sf
+    import torch
+
+    from vpeval.api import PluginContext
+    from vpeval_speech.speechbrain_asr import SpeechBrainASR
+    from vpeval_speech.speechbrain_emotion import load_classifier
+
+    torch.set_num_threads(args.threads)
+    sets = ASR_SETS if stage == "wer" else SER_SETS
+    names = [s + suffix for s in sets for suffix in ("", args.suffix)]
+    paths = [line.split(maxsplit=1)[1] for n in names
+             for line in (args.utility_root / "data" / n / "wav.scp").read_text().splitlines()]  # fmt: skip
+    audios = [sf.read(path, dtype="float32")[0] for path in paths]
+    outputs = {}
+    for p in ("fp32", "bf16"):
+        context = PluginContext(work_dir=args.utility_root / f"agreement-{p}", precision=p)
+        if stage == "wer":
+            source = str(args.utility_root / "exp" / "asr")
+            asr = SpeechBrainASR(SpeechBrainASR.Params(source=source), context)
+            outputs[p] = [t.text for t in asr.transcribe_many(audios)]
+        else:
+            folds = sorted((args.utility_root / "exp" / "ser").glob("fold_*/CKPT+*"))
+            classifiers = [load_classifier(str(fold), None, "") for fold in folds]
+            outputs[p] = [label for c in classifiers for label in c.classify_many(audios, "cpu", context.autocast)]
+    differ = sum(a != b for a, b in zip(outputs["fp32"], outputs["bf16"]))
+    what = "transcripts" if stage == "wer" else "classes (each fold model on every file)"
+    print(f"{stage.upper()}: {differ} of {len(outputs['fp32'])} {what} differ between vpeval fp32 and bf16")
 
 
 def _ratios(name: str, ratios: list[float], what: str = "toolkit/vpeval") -> None:
@@ -461,17 +507,24 @@ def _compare(name: str, theirs: dict, mine: dict) -> None:
 
 
 def stage_asv(args, tmp: Path) -> None:
-    walls, cpus, theirs, mine = [], [], {}, {}
+    precisions = args.vpeval_cpu_precision
+    walls, cpus, theirs, mine = {p: [] for p in precisions}, {p: [] for p in precisions}, {}, {}
     for run in range(args.runs):
         wall_t, cpu_t, theirs = run_toolkit(args, tmp)
-        wall_v, cpu_v, mine = run_vpeval(args, tmp, run)
-        walls.append(wall_t / wall_v)
-        cpus.append(cpu_t / cpu_v)
-        print(f"asv run {run}: toolkit {wall_t:.1f} s wall / {cpu_t:.1f} s CPU, vpeval {wall_v:.1f} s wall / "
-              f"{cpu_v:.1f} s CPU; ratios {walls[-1]:.2f} wall, {cpus[-1]:.2f} CPU", flush=True)  # fmt: skip
-    _ratios("ASV wall time", walls)
-    _ratios("ASV CPU time", cpus)
-    _compare("EERs", theirs, mine)
+        for p in precisions:
+            wall_v, cpu_v, mine[p] = run_vpeval(args, tmp, 10 * run + precisions.index(p), precision=p)
+            walls[p].append(wall_t / wall_v)
+            cpus[p].append(cpu_t / cpu_v)
+            print(f"asv run {run}: toolkit {wall_t:.1f} s wall / {cpu_t:.1f} s CPU, vpeval ({p}) {wall_v:.1f} s "
+                  f"wall / {cpu_v:.1f} s CPU; ratios {walls[p][-1]:.2f} wall, {cpus[p][-1]:.2f} CPU",
+                  flush=True)  # fmt: skip
+    for p in precisions:
+        _ratios("ASV wall time", walls[p], what=f"toolkit/vpeval ({p})")
+        _ratios("ASV CPU time", cpus[p], what=f"toolkit/vpeval ({p})")
+        _compare(f"EERs, vpeval {p}", theirs, mine[p])
+    if "fp32" in precisions and "bf16" in precisions:
+        differ = sum(mine["fp32"][key] != mine["bf16"].get(key) for key in mine["fp32"])
+        print(f"EERs: {differ} of {len(mine['fp32'])} differ between vpeval fp32 and bf16")
 
 
 def stage_cores(args, tmp: Path) -> None:
@@ -518,6 +571,8 @@ def main() -> None:
     parser.add_argument("--make-utility-tree", action="store_true", help="write it first (random weights)")
     parser.add_argument("--utility-size", default="base", choices=sorted(WAV2VEC2_SIZES))
     parser.add_argument("--asr-batch", type=int, default=8, help="the toolkit's eval_batchsize (eval_pre.yaml: 8)")
+    parser.add_argument("--vpeval-cpu-precision", nargs="+", default=["fp32"], choices=["fp32", "bf16"],
+                        help="vpeval's cpu_precision: one vpeval run each per alternation (asv, wer, uar)")  # fmt: skip
     args = parser.parse_args()
     if {"asv", "cores"} & set(args.stages) and args.root is None:
         parser.error("stages asv and cores need --root")
@@ -532,6 +587,7 @@ def main() -> None:
     ).stdout.strip()
     print(f"toolkit {args.toolkit} ({commit or args.commit or 'not a git checkout'}), root {args.root}, "
           f"utility root {args.utility_root} ({args.utility_size}), suffix {args.suffix}, {args.threads} thread(s), "
+          f"vpeval cpu_precision {' and '.join(args.vpeval_cpu_precision)} (the toolkit: fp32), "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         for stage in args.stages:

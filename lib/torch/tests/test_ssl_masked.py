@@ -59,3 +59,30 @@ def test_batch_equals_each_waveform_alone(norm, per_row):
         if norm == "group":
             unmasked = net(batch).last_hidden_state[0, : int(frames[0])]
             assert (unmasked - hidden[0, : int(frames[0])]).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("norm", ["group", "layer"])
+def test_the_time_major_cnn_computes_the_feature_encoder(norm):
+    """time_major_cnn (the CNN under CPU bf16 autocast) in fp32 gives transformers' frames to 1e-5; under autocast
+    conv_features uses it in bf16 (within bf16's rounding of the fp32 frames), and without autocast conv_features
+    is transformers' own forward, bit for bit."""
+    from vpeval_torch.ssl_masked import time_major_cnn, time_major_follows
+
+    net = model(norm)
+    extractor = net.feature_extractor
+    assert time_major_follows(extractor)
+    rng = np.random.default_rng(2)
+    waves = [rng.normal(0, 0.1, n).astype(np.float32) for n in LENGTHS]
+    with torch.no_grad():
+        batch, lengths = pad(waves, "cpu")
+        plain = conv_features(extractor, batch, lengths)
+        with torch.autocast("cpu", torch.bfloat16):
+            reduced = conv_features(extractor, batch, lengths)
+        for b, n in enumerate(LENGTHS):
+            own = extractor(batch[b : b + 1, :n])[0]
+            frames = own.shape[-1]
+            assert torch.equal(plain[b, :, :frames], own)
+            torch.testing.assert_close(time_major_cnn(extractor, batch[b : b + 1, :n], torch.float32)[0], own,
+                                       rtol=0, atol=1e-5)  # fmt: skip
+            error = (reduced[b, :, :frames].float() - own).abs().max() / own.abs().max()
+            assert reduced.dtype == torch.bfloat16 and 0 < error < 0.05  # bf16 keeps 8 bits: about 0.4 % per value

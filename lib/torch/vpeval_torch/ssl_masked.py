@@ -14,6 +14,8 @@ What remains is float rounding of different kernel shapes: the callers' tests st
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -57,7 +59,9 @@ def conv_features(extractor, waves: torch.Tensor, lengths: torch.Tensor, per_row
     than on one waveform's, which stay in cache (benchmarks/batched_speech.py). Elsewhere one padded batch, the
     group norm's statistics over each row's real frames. `per_row` overrides the choice."""
     if per_row if per_row is not None else waves.device.type == "cpu":
-        rows = [extractor(waves[b : b + 1, :n]) for b, n in enumerate(lengths.tolist())]
+        bf16_cpu = waves.device.type == "cpu" and torch.is_autocast_enabled("cpu") and time_major_follows(extractor)
+        run = functools.partial(time_major_cnn, extractor) if bf16_cpu else extractor
+        rows = [run(waves[b : b + 1, :n]) for b, n in enumerate(lengths.tolist())]
         out = rows[0].new_zeros(len(rows), rows[0].shape[1], max(r.shape[-1] for r in rows))
         for b, row in enumerate(rows):
             out[b, :, : row.shape[-1]] = row[0]
@@ -74,6 +78,63 @@ def conv_features(extractor, waves: torch.Tensor, lengths: torch.Tensor, per_row
             x = layer(x)  # unpadded convolution, per-frame layer norm: padding cannot reach real frames
             lengths = (lengths - layer.conv.kernel_size[0]) // layer.conv.stride[0] + 1
     return x
+
+
+def time_major_follows(extractor) -> bool:
+    """Whether time_major_cnn computes this feature encoder: plain unpadded convolutions, each followed by an
+    optional layer norm over channels or per-channel group norm, then the activation (wav2vec2, HuBERT, WavLM)."""
+    layers = getattr(extractor, "conv_layers", None)
+    return layers is not None and all(
+        isinstance(getattr(layer, "conv", None), torch.nn.Conv1d)
+        and layer.conv.padding == (0,) and layer.conv.groups == 1 and layer.conv.dilation == (1,)
+        and (getattr(layer, "layer_norm", None) is None or isinstance(layer.layer_norm, torch.nn.LayerNorm)
+             or (isinstance(layer.layer_norm, torch.nn.GroupNorm)
+                 and layer.layer_norm.num_groups == layer.layer_norm.num_channels))
+        for layer in layers
+    )  # fmt: skip
+
+
+def time_major_cnn(extractor, wave: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """The feature encoder of one waveform [1, T] -> [1, C, T'] with the activations [T', C]: each convolution
+    one matrix product of the [T', C_in x kernel] windows (unfold) with the weights, each layer norm over
+    contiguous channels. Under CPU autocast the products run as bf16 GEMMs (oneDNN's AMX / AVX512-BF16 kernels),
+    where torch's bf16 convolutions here are slower than fp32 for the 1-channel first block and without the
+    layout copies transformers' [B, C, T] layers make around each norm. Used under CPU autocast only, so fp32
+    runs keep transformers' own numbers bit for bit. `dtype`: of the products (default: the CPU autocast's)."""
+    dtype = dtype or torch.get_autocast_dtype("cpu")
+    x = wave[0, :, None].to(dtype)  # [T, 1]
+    for layer in extractor.conv_layers:
+        conv, norm = layer.conv, getattr(layer, "layer_norm", None)
+        windows = x.unfold(0, conv.kernel_size[0], conv.stride[0])  # [T', C_in, kernel], the weight's order
+        weight = conv.weight.reshape(conv.out_channels, -1).to(dtype)
+        x = windows.reshape(windows.shape[0], -1) @ weight.mT
+        if conv.bias is not None:
+            x = x + conv.bias.to(dtype)
+        if isinstance(norm, torch.nn.LayerNorm):
+            x = norm(x)
+        elif norm is not None:  # per-channel group norm over time (block 0 of base models), in fp32
+            x = x.float()
+            x -= x.mean(0)  # two passes (torch's var_mean over dim 0 is several times slower here)
+            x = x.mul_(torch.rsqrt(x.square().mean(0) + norm.eps) * norm.weight).add_(norm.bias)
+        x = layer.activation(x).to(dtype)
+    return x.mT[None]
+
+
+def time_major_under_autocast(module: torch.nn.Module) -> None:
+    """Every feature encoder inside `module` that time_major_cnn follows runs it under CPU autocast (bf16), each
+    row alone, and its own forward otherwise (fp32: transformers' numbers bit for bit): for callers that run
+    transformers' model forward themselves (speechbrain's lobe, one utterance at a time). Idempotent."""
+    for extractor in module.modules():
+        if getattr(extractor, "time_major", False) or not time_major_follows(extractor):
+            continue
+        own = extractor.forward
+
+        def forward(input_values, own=own, extractor=extractor):
+            if input_values.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
+                return torch.cat([time_major_cnn(extractor, row[None]) for row in input_values])
+            return own(input_values)
+
+        extractor.forward, extractor.time_major = forward, True
 
 
 def frame_lengths(model, lengths: torch.Tensor) -> torch.Tensor:

@@ -138,6 +138,9 @@ def load_classifier(folder: str, wav2vec2_source: str | None, save_path: str) ->
         load_loadable(obj, checkpoint_file(root, name, paths))
     encoder = parts["label_encoder"]
     labels = [encoder.ind2lab[i] for i in range(len(encoder))]
+    from vpeval_torch.ssl_masked import time_major_under_autocast
+
+    time_major_under_autocast(parts["wav2vec2"])  # cpu_precision bf16: wav2vec2's CNN as bf16 products
     return EmotionClassifier(root, parts["wav2vec2"], parts["avg_pool"], parts["output_mlp"], parts["softmax"], labels)
 
 
