@@ -234,3 +234,27 @@ def test_a_checkpoint_holding_a_python_object_is_one_sentence_naming_it(tmp_path
         load_weights_only(tmp_path / "model.pt")
     message = str(err.value)
     assert "holds a Python object (pathlib" in message and "\n" not in message and "PyTorch 2.6" not in message
+
+
+@pytest.mark.slow  # two runs that train a small ECAPA: 27 s of CPU
+def test_a_cpu_bf16_run_says_so_in_run_log_and_report_and_keeps_its_own_cache_entries(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    import json
+
+    from vpeval.run.runner import Runner
+
+    monkeypatch.setattr(devices, "cuda_device_count", lambda: 0)
+    monkeypatch.setattr("vpeval.config_checks.cpu_bf16_problem", lambda: None)  # bf16 autocast runs on any CPU
+    results = {}
+    for precision in ("fp32", "bf16"):
+        exp = load_experiment(write(tmp_path, f"cpu_precision: {precision}\nworkers: 1\n"))
+        folder = tmp_path / f"run-{precision}"
+        Runner(exp, cache_root=tmp_path / "cache", output=folder).run()
+        warned = "computed in bf16 on the CPU (cpu_precision: bf16)"
+        for name in ("run.log", "report.md", "results.json"):
+            assert (warned in (folder / name).read_text()) == (precision == "bf16"), name
+        rows = json.loads((folder / "results.json").read_text())["rows"]
+        results[precision] = [row["value"] for row in rows if row["metric"] == "eer"]
+        executed = json.loads((folder / "timings.json").read_text())["computed"]
+        assert any(stage.startswith("score") for stage in executed)  # bf16 computed anew, not fp32's entries
+    assert len(results["bf16"]) == len(results["fp32"]) > 0
