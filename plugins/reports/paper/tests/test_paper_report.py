@@ -77,3 +77,22 @@ def test_rows_that_name_their_protocol_in_details_get_a_column_each():
     table = build_table(rows, "top-1", ["attacker"], ["protocol"])
     assert table.col_keys == [("O-O",), ("O-A",), ("A-A",)]
     assert [table.cells[(("ge2e",), c)]["value"] for c in table.col_keys] == [99.0, 27.5, 30.0]
+
+
+def test_a_declared_table_takes_a_speech_metrics_pooled_row_not_its_rows_per_set(tmp_path):
+    """uar with spk2fold files (VPC's IEMOCAP_dev / IEMOCAP_test) adds a row per folder after the pooled one,
+    details.dataset and .class naming it; a table that does not ask for datasets shows the pooled value (before,
+    the three rows shared one cell and the table was not filled)."""
+    spec = ReportSpec.model_validate(
+        {"tables": [{"title": "UAR", "metric": "uar", "rows": ["anonymizer"], "columns": ["gender"]}]}
+    )
+    rows = [
+        {"metric": "uar", "value": value, "unit": "%", "anonymizer": anonymizer, "gender": "all",
+         "metric_plugin": "uar", "details": {"dataset": dataset, "class": dataset} if dataset else {}}
+        for anonymizer, base in (("B1", 40.0), ("B2", 50.0))
+        for dataset, value in ((None, base), ("IEMOCAP_dev", base + 1), ("IEMOCAP_test", base - 1))
+    ]  # fmt: skip
+    (table,) = extensions.declared_sections(spec, rows, tmp_path, lambda **what: "").tables
+    assert "Not filled" not in table
+    assert "| B1 | 40.00 |" in table and "| B2 | **50.00** |" in table
+    assert "41.00" not in table and "39.00" not in table

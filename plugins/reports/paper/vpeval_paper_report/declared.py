@@ -34,9 +34,10 @@ def metric_rows(
     """The rows of `metric` that `where` selects, one per result (headline gender unless `where` names one,
     one metric entry and variant when the run computed several), and a note naming the entry kept.
 
-    Per-dataset rows only where `where` or the table's `dims` name `dataset`; otherwise the pooled ones."""
+    Per-dataset rows only where `where` or the table's `dims` name `dataset`; otherwise the pooled ones (a VPC
+    set's rows, and a speech metric's rows per set of its `sets` / spk2fold files, details.dataset, left out)."""
     if "dataset" not in where and "dataset" not in dims:
-        rows = pooled(rows)
+        rows = [r for r in pooled(rows) if not (r.get("details") or {}).get("dataset")]
     chosen = [r for r in rows if r.get("metric") == metric and r.get("value") is not None and matches(r, where)]
     if "gender" not in where:
         chosen = headline(chosen)
