@@ -102,21 +102,26 @@ def time_major_cnn(extractor, wave: torch.Tensor, dtype: torch.dtype | None = No
     layout copies transformers' [B, C, T] layers make around each norm. Used under CPU autocast only, so fp32
     runs keep transformers' own numbers bit for bit. `dtype`: of the products (default: the CPU autocast's)."""
     dtype = dtype or torch.get_autocast_dtype("cpu")
-    x = wave[0, :, None].to(dtype)  # [T, 1]
+    x = wave[0, :, None]  # [T, 1]
     for layer in extractor.conv_layers:
         conv, norm = layer.conv, getattr(layer, "layer_norm", None)
         windows = x.unfold(0, conv.kernel_size[0], conv.stride[0])  # [T', C_in, kernel], the weight's order
-        weight = conv.weight.reshape(conv.out_channels, -1).to(dtype)
-        x = windows.reshape(windows.shape[0], -1) @ weight.mT
-        if conv.bias is not None:
-            x = x + conv.bias.to(dtype)
+        grouped = isinstance(norm, torch.nn.GroupNorm)  # block 0 of base models: its statistics in fp32
+        product = torch.float32 if grouped else dtype  # (a 10-wide product there: fp32 costs little)
+        with torch.autocast("cpu", enabled=False):  # the product in `product`, whatever autocast would choose
+            x = (
+                windows.reshape(windows.shape[0], -1).to(product)
+                @ conv.weight.reshape(conv.out_channels, -1).to(product).mT
+            )
+            if conv.bias is not None:
+                x = x + conv.bias.to(product)
         if isinstance(norm, torch.nn.LayerNorm):
             x = norm(x)
-        elif norm is not None:  # per-channel group norm over time (block 0 of base models), in fp32
-            x = x.float()
-            x -= x.mean(0)  # two passes (torch's var_mean over dim 0 is several times slower here)
-            x = x.mul_(torch.rsqrt(x.square().mean(0) + norm.eps) * norm.weight).add_(norm.bias)
-        x = layer.activation(x).to(dtype)
+        elif grouped:  # per-channel group norm over time as one multiply-add (torch's var_mean over dim 0 is slow)
+            mean = x.mean(0)
+            scale = torch.rsqrt((x - mean).square_().mean(0) + norm.eps) * norm.weight
+            x = torch.addcmul(norm.bias - mean * scale, x, scale)
+        x = layer.activation(x.to(dtype))
     return x.mT[None]
 
 
