@@ -72,6 +72,9 @@ class PluginContext:
     work_dir: Path = field(default_factory=lambda: Path(".vpeval-work"))
     threads: int = 1
     workers: int = 1  # the experiment's `workers` (for sizing thread pools); `map` runs on `executor`
+    # Torch threads of trainings: workers join only where the experiment names them (its default, every core,
+    # would make trained weights follow the machine: a kernel's sums depend on its thread count).
+    training_threads: int = 1
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("vpeval.plugin"))
     # Set by the runner; plugins call the methods below instead of these.
     plugin_factory: Callable[[str, str, dict | None], Plugin] | None = None
@@ -176,6 +179,7 @@ class PluginContext:
             work_dir=self.work_dir / name,
             threads=self.threads,
             workers=self.workers,
+            training_threads=self.training_threads,
             log=self.log.getChild(name),
             plugin_factory=self.plugin_factory,
             progress_factory=self.progress_factory,

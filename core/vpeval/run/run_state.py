@@ -68,6 +68,7 @@ class RunState:
             work_dir=self.cache.root / "work" / Path(*parts),
             threads=self.settings.threads,
             workers=self.settings.workers,
+            training_threads=training_threads(self.settings),
             log=self.log.getChild(parts[-1] if parts else "plugin"),
             plugin_factory=self.make_helper,
             progress_factory=self.console.track,
@@ -97,6 +98,11 @@ class RunState:
     def anonymized_key(self, label: str, part: str = "evaluation") -> str:
         """The anonymize stage's key of anonymizer `label`'s version of the plan's `part`."""
         return self.anonymized[(label, part)][0]
+
+
+def training_threads(settings: Any) -> int:
+    """Trainings' torch threads: `threads`, and `workers` only where the file names it (not every core)."""
+    return max(1, settings.threads, settings.workers if "workers" in settings.model_fields_set else 1)
 
 
 def open_executor(exp: ResolvedExperiment, cache: StageCache, manager: Any, console: RunConsole) -> Executor:

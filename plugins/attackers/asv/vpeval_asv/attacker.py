@@ -112,10 +112,8 @@ class AsvAttacker(Attacker):
             )
         self._embedder = self._fresh_embedder()
         self.context.log.info("%s: scenario %s, stages %s", self.name, data.scenario, [s.name for s in data.stages])
-        # Training runs at the experiment's `threads` torch threads, not at its workers (every core by default):
-        # a kernel's sums follow its thread count, so the same experiment and seed train the same weights on
-        # any machine. `threads` gives training more cores.
-        torch.set_num_threads(max(1, self.context.threads))
+        # The run's training threads, never the default workers (every core): the same weights on any machine.
+        torch.set_num_threads(self.context.training_threads)
         try:
             self.training_result = train_network(
                 self._embedder, train_utts, trials, self.params, self.context, self.name

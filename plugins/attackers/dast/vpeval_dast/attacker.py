@@ -211,8 +211,8 @@ class DastAttacker(Attacker):
             self.context.log.info("%s: starting from %s (stages %s done there)", self.name, start, self.stages_done)
         stage_data = self.stage_utterances(data)
         validation = self._validation_trials(data)
-        # The experiment's `threads`, not its workers (every core by default): the same weights on any machine.
-        torch.set_num_threads(max(1, self.context.threads))
+        # The run's training threads, never the default workers (every core): the same weights on any machine.
+        torch.set_num_threads(self.context.training_threads)
         try:
             for stage in p.stages:
                 record = train_stage(self._embedder, stage_data[stage], stage, p, self.context, self.name, validation)
