@@ -25,16 +25,16 @@ import itertools
 import json
 import os
 import shutil
-import sys
-import types
 from pathlib import Path
 
 import pytest
+from vpc_toolkit_loading import read_crop, toolkit_packages, torchaudio_reading
 
 FIXTURE = Path(__file__).parent / "data" / "vpc_toolkit_evaluation.json"
 SUFFIX = "_fast"
 ASR_SETS = ["libri_dev_trials_f", "libri_dev_trials_m", "libri_test_trials_f", "libri_test_trials_m"]
 SER_SETS = ["IEMOCAP_dev", "IEMOCAP_test"]
+UTILITY_PACKAGES, SER = ["evaluation", "evaluation.utility"], "evaluation.utility.ser"  # imported without __init__
 # IEMOCAP_dev: libri_dev's speech; IEMOCAP_test: libri_test's FSDD speakers (8 kHz; the VCTK ones are dev's too)
 SER_SOURCES = {"IEMOCAP_dev": ("libri_dev", None), "IEMOCAP_test": ("libri_test", ("lucas", "nicolas"))}
 EMOTIONS = ["neu", "ang", "hap", "sad"]
@@ -88,36 +88,10 @@ def read_raw_kaldi(path: Path) -> dict[str, str]:
     return {line.split(" ", 1)[0]: line.split(" ", 1)[1] for line in path.read_text().splitlines()}
 
 
-def _bare_packages(toolkit: Path, names: list[str]) -> None:
-    """The toolkit's packages without their __init__ (which imports every evaluation and its dependencies)."""
-    for name in names:
-        module = types.ModuleType(name)
-        module.__path__ = [str(toolkit / name.replace(".", "/"))]
-        sys.modules[name] = module
-
-
-def soundfile_load(path: str):
-    """torchaudio.load as the toolkit's torchaudio (before 2.9) did it with its soundfile backend: float32
-    [channels, samples], PCM scaled by 1/32768. torchaudio 2.9+ needs torchcodec for load, not installed here."""
-    import soundfile
-    import torch
-
-    samples, rate = soundfile.read(path, dtype="float32", always_2d=True)
-    return torch.from_numpy(samples.T.copy()), rate
-
-
 def toolkit_outputs(toolkit: Path, tree: dict[str, Path], work: Path) -> dict:
     """What the toolkit's evaluate_asr and evaluate_ser compute on the tree: transcripts, per-set error counts
     and WER, per-utterance predictions, per-speaker and mean UAR."""
-    import torchaudio
-
-    sys.path.insert(0, str(toolkit))
-    load = torchaudio.load
-    torchaudio.load = soundfile_load
-    try:
-        _bare_packages(
-            toolkit, ["evaluation", "evaluation.utility", "evaluation.utility.asr", "evaluation.utility.ser"]
-        )
+    with torchaudio_reading(read_crop), toolkit_packages(toolkit, [*UTILITY_PACKAGES, "evaluation.utility.asr", SER]):
         from evaluation.utility.asr.evaluate_asr import asr_eval_speechbrain
         from evaluation.utility.ser import evaluate_ser as ser_module
 
@@ -191,34 +165,18 @@ def toolkit_outputs(toolkit: Path, tree: dict[str, Path], work: Path) -> dict:
         ser = {"predictions": predictions, "per_speaker_uar": per_speaker, "uar": uar, "fold_rows": fold_rows}
         ser["results_orig_block"] = block
         return {"asr": asr, "ser": ser}
-    finally:
-        torchaudio.load = load
-        sys.path.remove(str(toolkit))
-        for name in [m for m in sys.modules if m in ("utils", "evaluation") or m.startswith(("utils.", "evaluation."))]:
-            del sys.modules[name]
 
 
 def toolkit_2026_ser_block(toolkit: Path, tree: dict[str, Path], work: Path) -> str:
     """The SER block the VPC 2026 toolkit (e6810a4: evaluation/utility/ser/evaluate_ser.py, backend speechbrain,
     as configs/track1/eval_pre.yaml runs exp/ser) and run_evaluation.py's save_result_summary print on the tree."""
-    import torchaudio
-
-    sys.path.insert(0, str(toolkit))
-    load = torchaudio.load
-    torchaudio.load = soundfile_load
-    try:
-        _bare_packages(toolkit, ["evaluation", "evaluation.utility", "evaluation.utility.ser"])
+    with torchaudio_reading(read_crop), toolkit_packages(toolkit, [*UTILITY_PACKAGES, SER]):
         from evaluation.utility.ser import evaluate_ser as ser_module
 
         (work / "ser").mkdir(parents=True)
         params = {"results_dir": work / "ser", "backend": "speechbrain"}
         means = ser_module.evaluate_ser(SER_SETS, tree["data"], tree["ser"], SUFFIX, params, "cpu")
         return means.sort_values(by=["dataset", "split"]).to_string()
-    finally:
-        torchaudio.load = load
-        sys.path.remove(str(toolkit))
-        for name in [m for m in sys.modules if m in ("utils", "evaluation") or m.startswith(("utils.", "evaluation."))]:
-            del sys.modules[name]
 
 
 def vpeval_outputs(tree: dict[str, Path], work: Path) -> dict:

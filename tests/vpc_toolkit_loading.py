@@ -1,5 +1,6 @@
 """Running a VoicePrivacy toolkit checkout's own code inside a test, and the inputs those tests build alike
-(tests/test_vpc_toolkit_training.py, tests/test_vpc_toolkit_training_2026.py, tests/test_vpc_toolkit_asv_ssl.py).
+(tests/test_vpc_toolkit_training.py, tests/test_vpc_toolkit_training_2026.py, tests/test_vpc_toolkit_asv_ssl.py,
+tests/test_vpc_toolkit_evaluation.py).
 
 The toolkit's code is imported from the checkout (never copied here), its packages without their __init__ (which
 imports every evaluation and its dependencies); torchaudio.load is read as its soundfile backend read files
@@ -36,6 +37,19 @@ def toolkit_packages(toolkit: Path, packages: list[str]) -> Iterator[None]:
         sys.path.remove(str(toolkit))
         for name in [m for m in sys.modules if m in ("utils", "evaluation") or m.startswith(("utils.", "evaluation."))]:
             del sys.modules[name]
+
+
+@contextlib.contextmanager
+def torchaudio_reading(load) -> Iterator[None]:
+    """torchaudio.load replaced by `load` (read_crop: as its soundfile backend read) while the toolkit runs."""
+    import torchaudio
+
+    torch_load = torchaudio.load
+    torchaudio.load = load
+    try:
+        yield
+    finally:
+        torchaudio.load = torch_load
 
 
 def cpu_run_opts() -> dict:
