@@ -301,9 +301,12 @@ class WER(Metric):
             return entry["text"]
 
         description = f"wer: {speech} speech"
-        if hasattr(asr, "transcribe_many") and (self.context.on_gpu or getattr(asr, "transcribes_many_on_cpu", False)):
+        remote = getattr(self.context.executor, "remote", False)
+        on_cpu_here = getattr(asr, "transcribes_many_on_cpu", False) and not remote
+        if hasattr(asr, "transcribe_many") and (self.context.on_gpu or on_cpu_here):
             # A torch ASR on a GPU transcribes the uncached utterances in batches in this process; one that
-            # says so (speechbrain-asr) does on the CPU too, spreading each chunk over the run's workers as threads.
+            # says so (speechbrain-asr) does on the CPU too, spreading each chunk over the run's workers as
+            # threads, unless a cluster executor has workers of its own.
             keys = {u.id: cache_key(file_hash(u.path), u.channel, settings) for u in wanted}
             texts = {u.id: entry["text"] for u in wanted if (entry := cache.get(keys[u.id])) is not None}
             todo = [u for u in wanted if u.id not in texts]
@@ -315,7 +318,7 @@ class WER(Metric):
                     cache.put(keys[u.id], {"text": transcript.text, "words": transcript.words})
                     texts[u.id] = transcript.text
             texts = {u.id: texts[u.id] for u in wanted}
-        elif getattr(self.context.executor, "remote", False):
+        elif remote:
             # A cluster executor: each worker unpickles the ASR once and loads its own model (the ASR
             # leaves a loaded model behind when pickled); the cache folder is shared, so workers write it.
             texts = dict(zip((u.id for u in wanted), self.context.map(text_of, wanted, description)))
