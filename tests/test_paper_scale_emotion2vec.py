@@ -130,3 +130,38 @@ def test_seed003_figure4_5_runs_end_to_end(table4, tmp_path):
                 assert (tmp_path / "run" / "figures" / f"tsne__{label}__{system}{suffix}").is_file(), (label, system)
             assert f"](figures/tsne__{label}__{system}.png)" in report
             assert f"(figures/tsne__{label}__{system}.csv)" in report
+
+
+# ---- Tables 2, 3 and 5 (B2, Se, OH, OH+EC): seed003-embedding.yaml ---------------------------------------
+
+# The toolkit's recipe scaled to the tree's short train speech (test_paper_scale_runs' SEED003_SMALL).
+EMBEDDING_SMALL = {"ASV_EPOCHS": 1, "ASV_BATCH": 4, "ASV_CROP": 0.3}
+
+
+@pytest.fixture(scope="module")
+def embedding(table4, tmp_path_factory) -> dict[str, object]:
+    """LIBRITTS (Se's pool) as a folder of Kaldi data folders over 8 synthetic voices (4 per gender: selection
+    keeps B1's 200/100 and scales them to the pool, as it does for any pool under 200 speakers)."""
+    from vpeval.testing.dummies import make_corpus
+
+    root = tmp_path_factory.mktemp("libritts")
+    voices = make_corpus(root / "wav", speakers=8, utterances=2, seconds=1.5, seed=35)
+    kaldi_folder(voices, root / "libritts" / "train-other-500", "lt")
+    return {**table4, "LIBRITTS": root / "libritts", **EMBEDDING_SMALL}
+
+
+def test_seed003_embedding_validates_with_its_inputs(embedding):
+    validate("seed003-embedding.yaml", embedding)
+
+
+@pytest.mark.slow
+def test_seed003_embedding_runs_end_to_end(embedding, tmp_path):
+    results = run("seed003-embedding.yaml", embedding, tmp_path / "cache", tmp_path / "run")
+    systems = {"B2", "Se", "OH", "OH+EC"}
+    eer = values(results, "eer")
+    aa = {row["anonymizer"] for row in eer if row["protocol"] == "A-A" and row["attacker"] == "asv_anon"}
+    assert aa == systems
+    assert {row["anonymizer"] for row in eer if row["protocol"] == "O-A" and row["attacker"] == "asv_eval"} == systems
+    assert all(0.0 <= row["value"] <= 100.0 for row in eer)
+    for metric in ("wer", "uar", "uar-rms"):
+        assert {row["anonymizer"] for row in values(results, metric)} >= systems, metric
