@@ -67,3 +67,16 @@ def test_checkpoints_are_found_and_loaded_weights_only(tmp_path):
     torch.save({"w": object()}, tmp_path / "pickled.ckpt")  # an object only full unpickling could rebuild
     with pytest.raises(MissingModelError):
         load_checkpoint(tmp_path / "pickled.ckpt")
+
+
+def test_mapped_checkpoints_hold_the_same_tensors_and_refuse_the_same_files(tmp_path):
+    torch = pytest.importorskip("torch")
+    weights = {"w": torch.randn(3, 4), "b": torch.arange(5)}
+    torch.save(weights, tmp_path / "model.ckpt")
+    torch.save(weights, tmp_path / "legacy.ckpt", _use_new_zipfile_serialization=False)  # mmap cannot read it
+    for name in ("model.ckpt", "legacy.ckpt"):
+        loaded = load_checkpoint(tmp_path / name, mapped=True)
+        assert loaded.keys() == weights.keys() and all(torch.equal(loaded[k], weights[k]) for k in weights)
+    torch.save({"w": object()}, tmp_path / "pickled.ckpt")
+    with pytest.raises(MissingModelError):
+        load_checkpoint(tmp_path / "pickled.ckpt", mapped=True)

@@ -279,7 +279,7 @@ def load_loadable(obj: Any, path: Path, log=None) -> None:
     if isinstance(obj, torch.nn.Module) and not normaliser:
         from speechbrain.utils.checkpoints import hook_on_loading_state_dict_checkpoint
 
-        state = hook_on_loading_state_dict_checkpoint(load_checkpoint(path))
+        state = hook_on_loading_state_dict_checkpoint(load_checkpoint(path, mapped=True))  # copied at once
         result = obj.load_state_dict(state, strict=False)
         if len(result.missing_keys) == len(obj.state_dict()) and result.missing_keys:
             raise MissingModelError(f"{path} holds none of the weights of the module it should fill ({type(obj)}).")
