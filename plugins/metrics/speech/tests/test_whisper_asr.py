@@ -33,3 +33,17 @@ def test_directory_without_model_files_is_refused(tmp_path):
     asr = WhisperASR(WhisperASR.Params(model_path=str(tmp_path)))
     with pytest.raises(MissingModelError, match="not a CTranslate2 Whisper model directory"):
         asr.model_dir()
+
+
+def test_describe_names_ctranslate2_kernel_settings(monkeypatch):
+    """Transcripts differ between kernel paths (scripts/portable-kernels.sh against native MKL): a run names them
+    where its WER rows say which ASR transcribed, and its transcripts are cached apart."""
+    asr = WhisperASR(context=PluginContext(threads=1))
+    for name in ("CT2_FORCE_CPU_ISA", "CT2_USE_MKL", "ONEDNN_MAX_CPU_ISA"):
+        monkeypatch.delenv(name, raising=False)
+    native = asr.describe()
+    assert "kernels" not in native
+    monkeypatch.setenv("CT2_FORCE_CPU_ISA", "AVX2")
+    monkeypatch.setenv("CT2_USE_MKL", "0")
+    portable = asr.describe()
+    assert portable.endswith(", kernels CT2_FORCE_CPU_ISA=AVX2 CT2_USE_MKL=0") and portable != native

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -12,6 +13,10 @@ from pydantic import Field
 
 from vpeval.api import ASR, Params, Transcript, stable_int
 from vpeval.errors import MissingModelError
+
+# CTranslate2's kernel choices (scripts/portable-kernels.sh sets them): int8 beam search gives other transcripts
+# under each, so a run names them and its transcripts are cached apart (WERs moved 1-4 points between them).
+KERNEL_SETTINGS = ("CT2_FORCE_CPU_ISA", "CT2_USE_MKL", "ONEDNN_MAX_CPU_ISA")
 
 # Files faster-whisper needs in a converted CTranslate2 Whisper model directory (without tokenizer.json
 # it would download one from the Hugging Face hub).
@@ -164,6 +169,8 @@ class WhisperASR(ASR):
             source = f"CTranslate2 Whisper model at {self.params.model_path}"
         device, index = self.device()
         where = "" if device == "cpu" else f", on {device}:{index}"
+        kernels = " ".join(f"{name}={os.environ[name]}" for name in KERNEL_SETTINGS if os.environ.get(name))
+        where += f", kernels {kernels}" if kernels and device == "cpu" else ""
         return f"faster-whisper {source}, {self.compute_type()}, beam {self.params.beam_size}{where}"
 
     def device(self) -> tuple[str, int]:
