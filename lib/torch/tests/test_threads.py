@@ -78,3 +78,12 @@ def test_longest_first_orders_groups_by_total_size():
     assert longest_first(groups, sizes) == [2, 1, 3, 0]
     assert longest_first([[0], [1, 2]], [2, 1, 1]) == [0, 1]  # ties keep their order
     assert longest_first([], sizes) == []
+
+
+def test_grouped_map_places_each_result_at_its_position():
+    from vpeval_torch.threads import grouped_map
+
+    groups = [[4, 0], [2], [1, 3]]
+    for workers in (1, 2):
+        out = grouped_map(lambda group: [f"item{i}" for i in group], groups, 5, workers)
+        assert out == [f"item{i}" for i in range(5)]

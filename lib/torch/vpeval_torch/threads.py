@@ -54,6 +54,19 @@ def thread_map(
         torch.set_num_threads(previous)
 
 
+def grouped_map(
+    func: Callable[[list[int]], Sequence[Any]], groups: Sequence[list[int]], count: int, workers: int, threads: int = 1
+) -> list[Any]:
+    """func(group) for each group of item positions (a result per position, in the group's order), on `workers`
+    threads (thread_map; the calling thread where there is one group), each result placed at its position: a
+    list of `count`. The groups fix the numbers, so they must not depend on `workers`."""
+    out: list[Any] = [None] * count
+    for group, results in zip(groups, thread_map(func, groups, workers if len(groups) > 1 else 1, threads)):
+        for position, result in zip(group, results, strict=True):
+            out[position] = result
+    return out
+
+
 def longest_first(groups: Sequence[Sequence[int]], sizes: Sequence[int]) -> list[int]:
     """Positions of `groups` (lists of indices into `sizes`), the largest total size first, ties in order.
 

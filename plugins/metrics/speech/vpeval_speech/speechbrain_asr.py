@@ -303,7 +303,7 @@ class SpeechBrainASR(ASR):
         threads, each at the run's torch thread count (vpeval_torch.threads): the groups depend on the
         waveforms and cpu_batch_size only, so the texts are those of any core count."""
         from vpeval_torch.batching import length_buckets
-        from vpeval_torch.threads import thread_map
+        from vpeval_torch.threads import grouped_map
 
         self.context.apply_threads()
         masked = self.params.cpu_batch_size > 1 and self.masked_parts() is not None
@@ -313,13 +313,11 @@ class SpeechBrainASR(ASR):
         else:
             groups = [[i] for i in range(len(audios))]
         decode = self.decode_masked if masked else self.decode
-        workers = self.context.workers if len(groups) > 1 and self.parts().interface == "EncoderASR" else 1
-        out: list[Transcript | None] = [None] * len(audios)
-        done = thread_map(lambda group: decode([audios[i] for i in group]), groups, workers, self.context.threads)
-        for group, texts in zip(groups, done):
-            for i, text in zip(group, texts, strict=True):
-                out[i] = Transcript(text)
-        return out  # type: ignore[return-value]
+        workers = self.context.workers if self.parts().interface == "EncoderASR" else 1
+        texts = grouped_map(
+            lambda group: decode([audios[i] for i in group]), groups, len(audios), workers, self.context.threads
+        )
+        return [Transcript(text) for text in texts]
 
     def decode(self, audios: list[np.ndarray]) -> list[str]:
         """transcribe_batch of the interface on these waveforms, zero-padded, with relative lengths."""

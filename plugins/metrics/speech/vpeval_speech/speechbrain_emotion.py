@@ -95,7 +95,7 @@ class EmotionClassifier:
         import torch
 
         from vpeval_torch.batching import length_buckets
-        from vpeval_torch.threads import thread_map
+        from vpeval_torch.threads import grouped_map
 
         masked = batch_size > 1 and self.batches_masked()
         if masked:
@@ -111,11 +111,7 @@ class EmotionClassifier:
                 probabilities = self.softmax(self.output_mlp(pooled))
             return [self.labels[int(i)] for i in torch.argmax(probabilities.float(), dim=-1).tolist()]
 
-        out: list[str] = [""] * len(audios)
-        for group, labels in zip(groups, thread_map(run, groups, workers if len(groups) > 1 else 1, threads)):
-            for i, label in zip(group, labels, strict=True):
-                out[i] = label
-        return out
+        return grouped_map(run, groups, len(audios), workers, threads)
 
 
 MASKED_BATCH_SECONDS = 160  # padded audio of one masked batch (batch x longest), bounding its memory
