@@ -435,22 +435,37 @@ def stage_utility(args, tmp: Path, stage: str) -> None:
     """The toolkit's WER (or UAR) evaluation and vpeval's (once per --vpeval-cpu-precision), alternating whole
     processes at --threads threads."""
     precisions = args.vpeval_cpu_precision
+    _alternate(
+        args,
+        stage.upper(),
+        lambda run: run_toolkit_utility(args, tmp, stage, run),
+        lambda run, p: run_vpeval_utility(args, tmp, stage, run, p),
+        f"{stage.upper()}s (rounded to 3 decimals)",
+    )
+    if "fp32" in precisions and "bf16" in precisions:
+        _agreement(args, stage)
+
+
+def _alternate(args, label: str, toolkit, vpeval, values: str) -> dict[str, dict]:
+    """toolkit(run), then vpeval(run, precision) once per --vpeval-cpu-precision, --runs times in turn; prints
+    each run's times, the ratios (min / median / max) and whether vpeval's `values` equal the toolkit's. Returns
+    vpeval's values of the last run per precision."""
+    precisions = args.vpeval_cpu_precision
     walls, cpus, theirs, mine = {p: [] for p in precisions}, {p: [] for p in precisions}, {}, {}
     for run in range(args.runs):
-        wall_t, cpu_t, theirs = run_toolkit_utility(args, tmp, stage, run)
+        wall_t, cpu_t, theirs = toolkit(run)
         for p in precisions:
-            wall_v, cpu_v, mine[p] = run_vpeval_utility(args, tmp, stage, run, p)
+            wall_v, cpu_v, mine[p] = vpeval(run, p)
             walls[p].append(wall_t / wall_v)
             cpus[p].append(cpu_t / cpu_v)
-            print(f"{stage} run {run}: toolkit {wall_t:.1f} s wall / {cpu_t:.1f} s CPU, vpeval ({p}) "
+            print(f"{label.lower()} run {run}: toolkit {wall_t:.1f} s wall / {cpu_t:.1f} s CPU, vpeval ({p}) "
                   f"{wall_v:.1f} s wall / {cpu_v:.1f} s CPU; ratios {walls[p][-1]:.2f} wall, {cpus[p][-1]:.2f} CPU",
                   flush=True)  # fmt: skip
     for p in precisions:
-        _ratios(f"{stage.upper()} wall time", walls[p], what=f"toolkit/vpeval ({p})")
-        _ratios(f"{stage.upper()} CPU time", cpus[p], what=f"toolkit/vpeval ({p})")
-        _compare(f"{stage.upper()}s (rounded to 3 decimals), vpeval {p}", theirs, mine[p])
-    if "fp32" in precisions and "bf16" in precisions:
-        _agreement(args, stage)
+        _ratios(f"{label} wall time", walls[p], what=f"toolkit/vpeval ({p})")
+        _ratios(f"{label} CPU time", cpus[p], what=f"toolkit/vpeval ({p})")
+        _compare(f"{values}, vpeval {p}", theirs, mine[p])
+    return mine
 
 
 def _agreement(args, stage: str) -> None:
@@ -508,20 +523,13 @@ def _compare(name: str, theirs: dict, mine: dict) -> None:
 
 def stage_asv(args, tmp: Path) -> None:
     precisions = args.vpeval_cpu_precision
-    walls, cpus, theirs, mine = {p: [] for p in precisions}, {p: [] for p in precisions}, {}, {}
-    for run in range(args.runs):
-        wall_t, cpu_t, theirs = run_toolkit(args, tmp)
-        for p in precisions:
-            wall_v, cpu_v, mine[p] = run_vpeval(args, tmp, 10 * run + precisions.index(p), precision=p)
-            walls[p].append(wall_t / wall_v)
-            cpus[p].append(cpu_t / cpu_v)
-            print(f"asv run {run}: toolkit {wall_t:.1f} s wall / {cpu_t:.1f} s CPU, vpeval ({p}) {wall_v:.1f} s "
-                  f"wall / {cpu_v:.1f} s CPU; ratios {walls[p][-1]:.2f} wall, {cpus[p][-1]:.2f} CPU",
-                  flush=True)  # fmt: skip
-    for p in precisions:
-        _ratios("ASV wall time", walls[p], what=f"toolkit/vpeval ({p})")
-        _ratios("ASV CPU time", cpus[p], what=f"toolkit/vpeval ({p})")
-        _compare(f"EERs, vpeval {p}", theirs, mine[p])
+    mine = _alternate(
+        args,
+        "ASV",
+        lambda run: run_toolkit(args, tmp),
+        lambda run, p: run_vpeval(args, tmp, 10 * run + precisions.index(p), precision=p),
+        "EERs",
+    )
     if "fp32" in precisions and "bf16" in precisions:
         differ = sum(mine["fp32"][key] != mine["bf16"].get(key) for key in mine["fp32"])
         print(f"EERs: {differ} of {len(mine['fp32'])} differ between vpeval fp32 and bf16")
