@@ -12,7 +12,7 @@ import pytest
 
 from vpeval.api import PluginContext
 from vpeval_speech.speechbrain_asr import SpeechBrainASR
-from vpeval_speech.tiny import tiny_emotion_folders, tiny_encoder_asr_folder
+from vpeval_speech.tiny import tiny_emotion_folders, tiny_encoder_asr_folder, tone_noise_waves
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("speechbrain")
@@ -21,13 +21,7 @@ SECONDS = (0.3, 2.1, 0.8, 1.25, 0.45, 1.9, 0.61, 1.0, 0.33, 1.6, 0.7, 1.4)
 
 
 def audios(seed: int = 0) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for i, s in enumerate(SECONDS):
-        t = np.arange(int(16000 * s)) / 16000
-        tone = np.sin(2 * np.pi * (120 + 40 * i) * t) * rng.uniform(0.05, 0.5)
-        out.append((tone + rng.normal(size=t.size) * rng.uniform(0.02, 0.2)).astype(np.float32))
-    return out
+    return tone_noise_waves(SECONDS, seed)
 
 
 class Recorder:

@@ -12,6 +12,20 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def tone_noise_waves(seconds: tuple[float, ...], seed: int = 0) -> list:
+    """Noise with a little structure (a tone) at various levels, one float32 waveform at 16 kHz per duration:
+    distinct texts and classes from random-weight models."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for i, s in enumerate(seconds):
+        t = np.arange(int(16000 * s)) / 16000
+        tone = np.sin(2 * np.pi * (120 + 40 * i) * t) * rng.uniform(0.05, 0.5)
+        out.append((tone + rng.normal(size=t.size) * rng.uniform(0.02, 0.2)).astype(np.float32))
+    return out
+
+
 def tiny_wav2vec2_folder(folder: Path, norm: str = "layer", config: dict | None = None) -> Path:
     """A random transformers wav2vec2 (2 layers of 32) with its feature extractor settings, as save_pretrained
     writes them: what a local copy of facebook/wav2vec2-* looks like. `norm` "layer": the Large models' layer-norm
