@@ -4,15 +4,22 @@
 `vpeval report` reads) and experiment.yaml, the experiment file as it was run (which parameters it set; a run
 with --var keeps the values it was given as the file's variable defaults).
 
-The template is the document's hand-written prose, with two kinds of markup:
+A document may draw on other kept runs too: every docs/results/<name>.run folder is a kept run, with a template of
+its own or without one (dast-table1.run: a run that the dast document, and seed001's notes, declare). A template
+without a run of its own (a notes page) is allowed when it declares runs.
 
+The template is the document's hand-written prose, with this markup:
+
+- a line `<!-- runs: NAME NAME ... -->`: the other kept runs the document draws on, each docs/results/NAME.run.
 - a line `<!-- vpeval report ARGS -->`: below it goes what `vpeval report <doc>.run ARGS` prints, then the line
   `<!-- end of generated table -->`; both comment lines stay in the document, so it says how each table was made.
-- `[[text]]`: text that is not a result of this run (a date, a commit, a size or count of the setup, a number of
-  another run or of a paper, arithmetic on the results); the document shows it without the brackets.
+  `<!-- vpeval report @NAME ARGS -->` prints `vpeval report docs/results/NAME.run ARGS`, NAME a declared run.
+- `[[text]]`: text that is not a result of these runs (a date, a commit, a size or count of the setup, a number
+  of another run or of a paper, arithmetic on the results); the document shows it without the brackets.
 
-Every other number in the prose (outside code spans and generated tables) must be a value in the run's
-results.json: a number quoted with d decimals matches a value that rounds to it (the sign is not compared).
+Every other number in the prose (outside code spans and generated tables) must be a value in the results.json of
+the document's runs (its own and those it declares): a number quoted with d decimals matches a value that rounds
+to it (the sign is not compared).
 
 A default that changed after the run: every parameter that resolved.yaml recorded for a plugin and that the
 installed plugin now resolves differently from the same experiment file (another default, a parameter removed
@@ -23,10 +30,14 @@ YYYY-MM-DD`), or the run redone. The plugins that a plugin names in its params (
 (`--record-nested <doc>`, right after the run). A nested parameter that the run did not set and that resolves
 otherwise now is a change like any other.
 
+Every kept run is checked so: a run with a template of its own against that template's banners, a run without
+one against the banners of every template that declares it (each must name the change), and a run that no
+template declares against none (rerun it, or declare it).
+
     python scripts/results_docs.py            # write every docs/results/<doc>.md that has a template
     python scripts/results_docs.py --check    # exit 1 when a document differs, a number is not in its results,
-                                              # or a changed default is neither rerun nor bannered
-    python scripts/results_docs.py --record-nested DOC   # write DOC.run/nested.yaml (after keeping a run)
+                                              # or a kept run's changed default is neither rerun nor bannered
+    python scripts/results_docs.py --record-nested NAME  # write NAME.run/nested.yaml (after keeping a run)
 
 A section of a document outside docs/results (README's demo results: SECTIONS) is made the same way from its
 template and a kept run, between a start and an end comment line in the document; the rest of the document is
@@ -45,7 +56,9 @@ import yaml
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "docs" / "results"
 TEMPLATE_SUFFIX = ".template.md"
-REPORT_LINE = re.compile(r"^<!-- vpeval report (?P<args>.*?) -->$")
+REPORT_LINE = re.compile(r"^<!-- vpeval report (?:@(?P<run>\S+) ?)?(?P<args>.*?) -->$")
+RUNS_LINE = re.compile(r"^<!-- runs:(?P<names>[^>]*?) -->$")
+RUN_SUFFIX = ".run"
 END_LINE = "<!-- end of generated table -->"
 NOT_RESULT = re.compile(r"\[\[(.*?)\]\]", re.S)
 CODE_SPAN = re.compile(r"`[^`]*`")
@@ -71,7 +84,53 @@ def doc_of(template: Path) -> Path:
 
 
 def run_of(template: Path) -> Path:
-    return template.with_name(template.name[: -len(TEMPLATE_SUFFIX)] + ".run")
+    """The template's own run folder (it may not exist: a notes page draws on declared runs only)."""
+    return template.with_name(template.name[: -len(TEMPLATE_SUFFIX)] + RUN_SUFFIX)
+
+
+def kept_runs(results_dir: Path = RESULTS_DIR) -> list[Path]:
+    return sorted(p for p in results_dir.glob(f"*{RUN_SUFFIX}") if p.is_dir())
+
+
+def declared_names(template: Path) -> list[str]:
+    """The names on the template's `<!-- runs: ... -->` lines, in order."""
+    lines = template.read_text(encoding="utf-8").splitlines()
+    return [name for line in lines if (m := RUNS_LINE.match(line.strip())) for name in m["names"].split()]
+
+
+def declared_runs(template: Path) -> list[Path]:
+    return [template.parent / (name + RUN_SUFFIX) for name in declared_names(template)]
+
+
+def runs_of(template: Path, run: Path | None = None) -> list[Path]:
+    """The runs a document draws on: its own (given, or <doc>.run where it exists), then the declared ones."""
+    own = run or run_of(template)
+    return ([own] if run or own.is_dir() else []) + [r for r in declared_runs(template) if r != own]
+
+
+def template_of(run: Path) -> Path:
+    return run.with_name(run.name[: -len(RUN_SUFFIX)] + TEMPLATE_SUFFIX)
+
+
+def run_declaration_problems(template: Path) -> list[str]:
+    """A declared run that is not kept, a report line naming a run the template does not declare, a template
+    with no run at all."""
+    found = [f"{template.name} declares the run {r.name[: -len(RUN_SUFFIX)]}, but {r.parent.name}/{r.name} is not "
+             "there: keep the run there or remove it from the `<!-- runs: ... -->` line"
+             for r in declared_runs(template) if not r.is_dir()]  # fmt: skip
+    declared = set(declared_names(template))
+    for i, line in enumerate(template.read_text(encoding="utf-8").splitlines(), 1):
+        match = REPORT_LINE.match(line.strip())
+        if match and match["run"] and match["run"] not in declared:
+            found.append(f"{template.name}:{i}: `@{match['run']}` is not a run the template declares: add it to a "
+                         f"`<!-- runs: ... -->` line")  # fmt: skip
+        elif match and not match["run"] and not run_of(template).is_dir():
+            found.append(f"{template.name}:{i}: a report line without @NAME reports the document's own run, and "
+                         f"{run_of(template).name} is not there: name a declared run (`@NAME`)")  # fmt: skip
+    if not runs_of(template):
+        found.append(f"{template.name} has no run: keep one in {run_of(template).name} or declare runs with a "
+                     "`<!-- runs: NAME ... -->` line")  # fmt: skip
+    return found
 
 
 # -- generating ---------------------------------------------------------------------------------------------
@@ -92,13 +151,18 @@ def vpeval_report(run: Path, args: str) -> str:
 
 
 def render(template: Path, run: Path | None = None) -> str:
-    """The document: the template's prose without [[ ]], each report line followed by its table."""
+    """The document: the template's prose without [[ ]], each report line followed by its table (of the
+    document's own run, or of the declared run it names with @NAME)."""
     run = run or run_of(template)  # `vpeval report` prints the run's experiment name, not this path
+    declared = set(declared_names(template))
     out: list[str] = []
     for line in template.read_text(encoding="utf-8").splitlines():
         match = REPORT_LINE.match(line.strip())
+        if match and match["run"] and match["run"] not in declared:
+            raise SystemExit(run_declaration_problems(template)[0])
         if match:
-            out += [line, "", vpeval_report(run, match["args"]), "", END_LINE]
+            source = template.parent / (match["run"] + RUN_SUFFIX) if match["run"] else run
+            out += [line, "", vpeval_report(source, match["args"]), "", END_LINE]
         else:
             out.append(line)
     return NOT_RESULT.sub(lambda m: m[1], "\n".join(out) + "\n")
@@ -145,8 +209,13 @@ def matches(quoted: str, values: list[float]) -> bool:
 
 
 def unmatched_numbers(template: Path, run: Path | None = None) -> list[str]:
-    results = json.loads(((run or run_of(template)) / "results.json").read_text(encoding="utf-8"))
-    values = result_values(results)
+    """The prose numbers that are in none of the document's runs' results (its own and the declared ones)."""
+    values = [
+        v
+        for r in runs_of(template, run)
+        if (r / "results.json").exists()
+        for v in result_values(json.loads((r / "results.json").read_text(encoding="utf-8")))
+    ]
     text = template.read_text(encoding="utf-8")
     return [f"{template.name}:{line}: {number}" for line, number in prose_numbers(text) if not matches(number, values)]
 
@@ -319,22 +388,55 @@ def banners(text: str) -> str:
     return "\n".join(out)
 
 
-def unbannered_changes(template: Path) -> list[str]:
-    named = banners(NOT_RESULT.sub(lambda m: m[1], template.read_text(encoding="utf-8")))
+def _unnamed(changes: list[tuple[str, str, str, Any, Any]], template: Path | None, label: str) -> list[str]:
+    """The changes that the template's banners do not name (all of them when there is no template)."""
+    named = banners(NOT_RESULT.sub(lambda m: m[1], template.read_text(encoding="utf-8"))) if template else ""
     return [
-        f"{template.name}: {where} ({plugin}) `{param}` was {before!r} in the run, resolves to {after!r} now; "
+        f"{label}: {where} ({plugin}) `{param}` was {before!r} in the run, resolves to {after!r} now; "
         f"rerun the experiment or name `{param}` in a dated banner"
-        for where, plugin, param, before, after in changed_defaults(run_of(template))
+        for where, plugin, param, before, after in changes
         if not re.search(rf"\b{re.escape(param)}\b", named)
+    ]
+
+
+def unbannered_changes(template: Path) -> list[str]:
+    """The changed defaults of the template's own run, and of each declared run without a template of its own,
+    that the template's banners do not name."""
+    found = _unnamed(changed_defaults(run_of(template)), template, template.name) if run_of(template).is_dir() else []
+    for run in declared_runs(template):
+        if run.is_dir() and run != run_of(template) and not template_of(run).exists():
+            found += _unnamed(changed_defaults(run), template, f"{template.name} (declared run {run.name})")
+    return found
+
+
+def undeclared_run_changes(results_dir: Path = RESULTS_DIR) -> list[str]:
+    """The changed defaults of each kept run that has no template and that no template declares: no banner can
+    name them, so such a run is rerun (or declared by a document that banners the change)."""
+    declared = {run for t in templates(results_dir) for run in declared_runs(t)}
+    return [
+        problem
+        for run in kept_runs(results_dir)
+        if not template_of(run).exists() and run not in declared
+        for problem in _unnamed(changed_defaults(run), None, f"{run.name} (no template declares it)")
     ]
 
 
 def problems(template: Path) -> list[str]:
     doc = doc_of(template)
-    found = []
+    found = run_declaration_problems(template)
+    if found:
+        return found
     if not doc.exists() or doc.read_text(encoding="utf-8") != render(template):
-        found.append(f"{doc.name} is not what {template.name} and its run make: run python scripts/results_docs.py")
+        found.append(f"{doc.name} is not what {template.name} and its runs make: run python scripts/results_docs.py")
     return found + unmatched_numbers(template) + unbannered_changes(template)
+
+
+def check(results_dir: Path = RESULTS_DIR, names: list[str] | None = None) -> tuple[list[str], int]:
+    """(problems, number of documents checked) of the chosen documents (all when no names), and of the kept runs
+    that no document declares (only when all are chosen)."""
+    chosen = [t for t in templates(results_dir) if not names or doc_of(t).stem in names or t.name in names]
+    found = [p for t in chosen for p in problems(t)]
+    return found + ([] if names else undeclared_run_changes(results_dir)), len(chosen)
 
 
 # -- sections of documents outside docs/results -------------------------------------------------------------
@@ -374,13 +476,13 @@ def main(argv: list[str]) -> int:
         for name in [a for a in argv if not a.startswith("--")]:
             print(f"wrote {record_nested(RESULTS_DIR / (name + '.run'))}")
         return 0
-    check = "--check" in argv
     names = [a for a in argv if not a.startswith("--")]
     chosen = [t for t in templates() if not names or doc_of(t).stem in names or t.name in names]
     sections = [s for s in SECTIONS if not names or s[0].name in names or s[1].name in names]
-    if check:
-        found = [p for t in chosen for p in problems(t)] + [p for s in sections for p in section_problems(*s)]
-        print("\n".join(found) or f"{len(chosen)} documents and {len(sections)} sections match their runs.")
+    if "--check" in argv:
+        found, checked = check(RESULTS_DIR, names)
+        found += [p for s in sections for p in section_problems(*s)]
+        print("\n".join(found) or f"{checked} documents and {len(sections)} sections match their runs.")
         return 1 if found else 0
     for template in chosen:
         doc_of(template).write_text(render(template), encoding="utf-8")

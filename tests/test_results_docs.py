@@ -1,6 +1,6 @@
 """Result documents made from their runs (issue 40): scripts/results_docs.py regenerates every docs/results
-document that has a template and a kept run, and checks its prose and its run's defaults; every other
-document says that its tables are not regenerable."""
+document that has a template, from its kept run and the kept runs it declares, and checks its prose and every
+kept run's defaults; every other document says that its tables are not regenerable."""
 
 from __future__ import annotations
 
@@ -24,10 +24,15 @@ TEMPLATES = results_docs.templates(RESULTS)
 def test_some_documents_are_made_from_their_runs():
     assert TEMPLATES, "no docs/results/*.template.md"
     for template in TEMPLATES:
-        run = results_docs.run_of(template)
+        assert results_docs.run_declaration_problems(template) == []
+    for run in results_docs.kept_runs(RESULTS):
         assert {p.name for p in run.iterdir()} >= {"results.json", "resolved.yaml", "experiment.yaml", "nested.yaml"}, (
             run
         )
+
+
+def test_a_kept_run_that_no_document_declares_has_no_changed_default():
+    assert results_docs.undeclared_run_changes(RESULTS) == []
 
 
 @pytest.mark.parametrize("template", TEMPLATES, ids=lambda p: p.name)
@@ -200,3 +205,118 @@ def test_a_nested_plugin_named_otherwise_or_a_missing_record_is_a_change(tiny_do
     assert any("(nested plugin) `(the plugin)`" in p for p in results_docs.unbannered_changes(tiny_doc))
     (run / "nested.yaml").unlink()
     assert any("--record-nested" in p for p in results_docs.unbannered_changes(tiny_doc))
+
+
+# -- documents that draw on several kept runs (a run without a template, a notes page) ----------------------
+
+
+@pytest.fixture
+def two_runs(tmp_path):
+    """A temporary docs folder with two kept runs and no template: privacy-beyond-eer-real's run as `pbe` and the
+    demo's as `demo` (65.02 is one of demo's results and none of pbe's; 35.7 the reverse)."""
+    for name, source in (("pbe", "privacy-beyond-eer-real"), ("demo", "demo")):
+        shutil.copytree(RESULTS / f"{source}.run", tmp_path / f"{name}.run")
+    return tmp_path
+
+
+def write(path, text):
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_report_line_renders_the_declared_run_it_names(two_runs):
+    """`<!-- vpeval report @NAME ARGS -->` prints NAME.run's table, the plain line the document's own run's."""
+    args = "--format md --metric eer"
+    template = write(
+        two_runs / "pbe.template.md",
+        f"# pbe\n\n<!-- runs: demo -->\n\n<!-- vpeval report {args} -->\n\n<!-- vpeval report @demo {args} -->\n",
+    )
+    own, other = (results_docs.vpeval_report(two_runs / f"{n}.run", args) for n in ("pbe", "demo"))
+    assert own != other
+    text = results_docs.render(template)
+    assert text.index(own) < text.index(other)
+    assert "<!-- vpeval report @demo --format md --metric eer -->\n\n" + other in text
+
+
+def test_a_report_line_naming_an_undeclared_or_missing_run_is_refused(two_runs):
+    template = write(two_runs / "pbe.template.md", "# pbe\n\n<!-- vpeval report @demo --format md -->\n")
+    assert results_docs.problems(template) == [
+        "pbe.template.md:3: `@demo` is not a run the template declares: add it to a `<!-- runs: ... -->` line"
+    ]
+    with pytest.raises(SystemExit, match="not a run the template declares"):
+        results_docs.render(template)
+    write(template, "# pbe\n\n<!-- runs: demo gone -->\n")
+    assert results_docs.problems(template) == [
+        f"pbe.template.md declares the run gone, but {two_runs.name}/gone.run is not there: keep the run there or "
+        "remove it from the `<!-- runs: ... -->` line"
+    ]
+
+
+def test_a_notes_page_without_a_run_of_its_own_checks_its_numbers_against_the_declared_runs(two_runs):
+    notes = write(
+        two_runs / "notes.template.md",
+        "# notes\n\n<!-- runs: pbe demo -->\n\nGE2E's pooled O-A EER is 35.7 %; the demo's 65.02.\n\n"
+        "<!-- vpeval report @pbe --format md --metric privacy-gate -->\n",
+    )
+    results_docs.doc_of(notes).write_text(results_docs.render(notes), encoding="utf-8")
+    assert results_docs.unmatched_numbers(notes) == []
+    assert not [p for p in results_docs.problems(notes) if "is not what" in p or ".template.md:" in p]
+    write(notes, notes.read_text().replace("65.02", "65.20"))
+    assert results_docs.unmatched_numbers(notes) == ["notes.template.md:5: 65.20"]
+    write(notes, "# notes\n\nNo run: 65.02.\n")
+    assert results_docs.problems(notes)[0].startswith("notes.template.md has no run: keep one in notes.run")
+
+
+def test_a_documents_numbers_may_come_from_its_own_run_or_a_declared_one(two_runs):
+    text = "# pbe\n\n<!-- runs: demo -->\n\nGE2E's pooled O-A EER is 35.7 %; the demo's 65.02.\n"
+    template = write(two_runs / "pbe.template.md", text)
+    assert results_docs.unmatched_numbers(template) == []
+    write(template, text.replace("<!-- runs: demo -->", ""))
+    assert results_docs.unmatched_numbers(template) == ["pbe.template.md:5: 65.02"]
+
+
+def with_changed_default(run):
+    """As if mcadams' win_ms default had been 25 when the run was kept (it is 20 now, and the file sets none)."""
+    resolved = yaml.safe_load((run / "resolved.yaml").read_text())
+    resolved["anonymizers"][0]["chain"][0]["params"]["win_ms"] = 25.0
+    (run / "resolved.yaml").write_text(yaml.safe_dump(resolved), encoding="utf-8")
+
+
+def win_ms(found):
+    return [p for p in found if "`win_ms`" in p]
+
+
+def test_a_run_without_a_template_is_checked_against_the_banners_of_every_template_declaring_it(two_runs):
+    with_changed_default(two_runs / "pbe.run")
+    one = write(two_runs / "one.template.md", "# one\n\n<!-- runs: pbe -->\n")
+    other = write(two_runs / "other.template.md", "# other\n\n<!-- runs: demo pbe -->\n")
+    assert win_ms(results_docs.unbannered_changes(one)) == [
+        "one.template.md (declared run pbe.run): anonymizers[0].chain[0] (mcadams) `win_ms` was 25.0 in the run, "
+        "resolves to 20.0 now; rerun the experiment or name `win_ms` in a dated banner"
+    ]
+    banner = "> **Banner of 2026-12-05:** pbe's mcadams used `win_ms` 25; the default is 20 now.\n\n"
+    write(one, banner + one.read_text())
+    assert win_ms(results_docs.unbannered_changes(one)) == []
+    found, checked = results_docs.check(two_runs)
+    assert checked == 2 and [p.split(":")[0] for p in win_ms(found)] == ["other.template.md (declared run pbe.run)"]
+    write(other, banner + other.read_text())
+    assert win_ms(results_docs.check(two_runs)[0]) == []
+
+
+def test_a_run_with_a_template_of_its_own_is_checked_against_that_template_only(two_runs):
+    with_changed_default(two_runs / "pbe.run")
+    write(two_runs / "notes.template.md", "# notes\n\n<!-- runs: pbe -->\n")
+    own = write(two_runs / "pbe.template.md", "# pbe\n")
+    assert [p.split(":")[0] for p in win_ms(results_docs.check(two_runs)[0])] == ["pbe.template.md"]
+    write(own, "> **Banner of 2026-12-05:** mcadams' `win_ms` default is 20 now; this run used 25.\n\n# pbe\n")
+    assert win_ms(results_docs.check(two_runs)[0]) == []
+
+
+def test_a_run_that_no_template_declares_is_checked_too(two_runs):
+    """Its changed default cannot be bannered anywhere: the run is redone (or a document declares it)."""
+    with_changed_default(two_runs / "pbe.run")
+    assert win_ms(results_docs.check(two_runs)[0]) == [
+        "pbe.run (no template declares it): anonymizers[0].chain[0] (mcadams) `win_ms` was 25.0 in the run, "
+        "resolves to 20.0 now; rerun the experiment or name `win_ms` in a dated banner"
+    ]
+    assert results_docs.check(two_runs, ["pbe"])[0] == []  # a chosen document only: its own runs
