@@ -3,6 +3,7 @@
 # each library picks kernels by CPU vendor and instruction set (benchmarks/determinism.py shows which
 # switch changes which result). A value already set in the environment wins; set
 # VPEVAL_NATIVE_KERNELS=1 to let every library choose for itself (faster on some CPUs, numbers may move).
+# The pins set join every stage's cache key and results.json's `machine` (vpeval.device.kernel_settings).
 if [ "${VPEVAL_NATIVE_KERNELS:-0}" != "1" ] && grep -qw avx2 /proc/cpuinfo 2>/dev/null; then
     export ATEN_CPU_CAPABILITY=${ATEN_CPU_CAPABILITY:-avx2}      # PyTorch's vectorised ATen kernels
     export ONEDNN_MAX_CPU_ISA=${ONEDNN_MAX_CPU_ISA:-AVX2}        # oneDNN (torch convolutions, CTranslate2 GEMMs)

@@ -8,7 +8,9 @@ from pathlib import Path
 import vpeval
 
 CORE = Path(vpeval.__file__).parent
-BUDGET = {"report": 2_400, "": 13_430}  # lines of .py files: the report folder, the whole core
+BUDGET = {"report": 2_400, "": 13_453}  # lines of .py files: the report folder, the whole core
+# 13,430 -> 13,453 (issue 40): the math libraries' kernel pins (scripts/portable-kernels.sh) join the stages'
+# cache-key numerics where set, and results.json / report.md name them and the CPU: where a run computed is the core's.
 # 13,420 -> 13,430 (issue 39, item 3): trainings' torch threads come from the experiment file, not the machine's
 # cores (PluginContext.training_threads), so the default `workers` (every core) cannot change trained weights.
 # 13,400 -> 13,420 (issue 39, item 5): `cpu_precision: bf16`, the run's CPU precision (its schema key, cache-key

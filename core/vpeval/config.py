@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 from vpeval.api import PluginRef
 from vpeval.codehash import code_fingerprint, referenced_code
 from vpeval.config_checks import Pieces, check_all
-from vpeval.device import effective_precision, numerics_identity, resolve_device
+from vpeval.device import effective_precision, kernel_settings, numerics_identity, resolve_device
 from vpeval.errors import ConfigError, PluginError
 from vpeval.params import round_trip_problem, validate_params
 from vpeval.references import MAX_NESTING, models_in, reference_target
@@ -177,6 +177,7 @@ def _resolve_plugin(
     if len(errors) > before or _round_trip_refused(doc, cls, validated, loc + ("params",), f"{kind} {use}", errors):
         return None
     label = getattr(spec, "label", None) or default_label(use, params)
+    sensitive = any(c.device_sensitive for c in (cls, *named))
     return ResolvedPlugin(
         kind=kind,
         use=use,
@@ -186,7 +187,8 @@ def _resolve_plugin(
         label=label,
         code=code_fingerprint(cls),
         helpers=referenced_code(cls, named),
-        numerics=(numerics or {}) if any(c.device_sensitive for c in (cls, *named)) else {},
+        # kernel pins (numpy's BLAS) for the others too, but a corpus: its content is its key (the fingerprint)
+        numerics=(numerics or {}) if sensitive else {} if kind == "corpus" else kernel_settings(),
     )
 
 

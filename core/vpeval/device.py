@@ -8,8 +8,8 @@ plugin through `PluginContext.device` / `.precision` / `.autocast()`, whose `pre
 Numbers: on the CPU in fp32 (the default) nothing about the device enters a cache key, so results
 computed before these keys existed stay valid. On a GPU, or in bf16/fp16, the keys of the plugins that
 declare `device_sensitive = True` (the torch ones) carry `numerics_identity(...)`: CUDA kernels and
-reduced precision give numbers of their own, so they are never mixed with CPU results in one cache
-entry. Which GPU (cuda:0 or cuda:1) is not in the key.
+reduced precision give numbers of their own, never mixed with CPU results in one cache entry (which GPU
+is not in the key). The kernel pins set in the environment join every key but the corpus's (kernel_settings).
 
 torch is imported only where a GPU question is asked; nothing here starts CUDA.
 """
@@ -94,11 +94,27 @@ def cpu_bf16_problem() -> str | None:
     return "cpu_precision 'bf16' needs a CPU with bf16 instructions (AVX512-BF16, AMX); this one has none: use fp32."
 
 
+KERNEL_ENV = "ATEN_CPU_CAPABILITY ONEDNN_MAX_CPU_ISA MKL_CBWR OPENBLAS_CORETYPE CT2_USE_MKL CT2_FORCE_CPU_ISA".split()
+
+
+def kernel_settings() -> dict[str, str]:
+    """The math libraries' kernel pins set here (scripts/portable-kernels.sh); unset, each library picks by CPU."""
+    return {name: os.environ[name] for name in KERNEL_ENV if os.environ.get(name)}
+
+
+def machine() -> dict[str, Any]:
+    """What results.json records of where a run computed: the CPU's model name and each kernel pin (None: unset)."""
+    cpuinfo = Path("/proc/cpuinfo")  # Linux; elsewhere (or on an Arm without a model name) the architecture
+    found = cpuinfo.exists() and re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read_text(errors="replace"), re.M)
+    kernels = dict.fromkeys(KERNEL_ENV) | kernel_settings()
+    return {"cpu": found.group(1).strip() if found else os.uname().machine, "kernels": kernels}
+
+
 def numerics_identity(device: str, precision: str) -> dict[str, str]:
-    """What a device-sensitive plugin's cache key adds for the precision computed in: nothing for the CPU in fp32."""
+    """What a device-sensitive plugin's cache key adds: the precision computed in off the CPU's fp32, kernel pins."""
     if device_type(device) == "cpu" and precision == "fp32":
-        return {}
-    return {"device": device_type(device), "precision": precision}
+        return kernel_settings()
+    return {"device": device_type(device), "precision": precision, **kernel_settings()}
 
 
 def autocast(device: str, precision: str) -> AbstractContextManager[Any]:

@@ -251,7 +251,7 @@ class ResolvedPlugin(BaseModel):
     label: str
     code: str = ""  # hash of the plugin package's source files
     helpers: str = ""  # hash of the source of the plugins its params name ("" when it names none)
-    numerics: dict[str, str] = {}  # device type and precision off the CPU's fp32 (device-sensitive plugins only)
+    numerics: dict[str, str] = {}  # device and precision off the CPU's fp32 (device-sensitive ones), kernel pins
 
     def identity(self) -> dict[str, Any]:
         """What the cache key hashes: the code (distribution, version, source hash), the code of the plugins
@@ -269,7 +269,7 @@ class ResolvedPlugin(BaseModel):
         }
         if self.helpers:  # only then: the keys of plugins that name no other plugin stay as they were
             identity["helpers"] = self.helpers
-        if self.numerics:  # only off the CPU's fp32: CPU keys stay as they were before devices existed
+        if self.numerics:  # only off the CPU's fp32 or with kernel pins: other keys stay as before devices existed
             identity["numerics"] = self.numerics
         return identity
 

@@ -16,6 +16,7 @@ import yaml
 from vpeval import __version__
 from vpeval.api import ReportSections
 from vpeval.atomic import write_json_atomic, write_text_atomic
+from vpeval.device import machine
 from vpeval.names import file_name
 from vpeval.report.doubts import drops_and_doubts, logged_warnings
 from vpeval.report.extensions import declared_sections, run_outputs
@@ -74,6 +75,7 @@ def write_outputs(exp, result, plan, score_sets) -> None:
         "experiment": exp.experiment.name,
         "seed": exp.experiment.seed,
         "vpeval_version": __version__,
+        "machine": machine(),  # the CPU and the kernel pins: results' last bits follow the kernels they ran on
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "corpus": {
             "fingerprint": plan.evaluation.fingerprint or None,
@@ -154,6 +156,9 @@ def report_markdown(
         "Brackets: 95 % speaker-level bootstrap confidence intervals; (f, m): the female and male values of an "
         f"average. Every result: results.csv; timings and provenance: [{PROVENANCE}]({PROVENANCE})."
     )
+    if payload.get("machine"):  # not in runs from before it was recorded
+        kernels = ", ".join(f"{k}={v}" if v else f"{k} unset" for k, v in payload["machine"]["kernels"].items())
+        lines[-1] += f" Computed on {payload['machine']['cpu']}; kernels {kernels} (unset: the library chose by CPU)."
     lines += ["", "## Drops and doubts", ""] + [f"- {line}" for line in payload["drops_and_doubts"]]
     marks = upper_bound_reasons(payload["training"], result.rows)
     worst = worst_case_tables(result.rows, marks=marks)
