@@ -19,17 +19,6 @@ from vpeval_asv.attacker import EcapaAttacker
 from vpeval_asv.encoders import EcapaEncoder, XvectorEncoder
 
 TRAIN_SPEAKERS = 16
-TINY = {
-    "channels": [32, 32, 32, 32, 96],
-    "embedding_dim": 32,
-    "epochs": 8,
-    "batch_size": 16,
-    "crop_seconds": 1.0,
-    "lr": 0.005,
-    "lr_schedule": "constant",
-    "validation_share": 0.25,
-    "patience": None,
-}
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +32,8 @@ def heldout(corpus):
 
 
 @pytest.fixture(scope="module")
-def trained(corpus, tmp_path_factory):
-    attacker = EcapaAttacker(EcapaAttacker.Params(**TINY), PluginContext(seed=1))
+def trained(corpus, tmp_path_factory, tiny_ecapa):
+    attacker = EcapaAttacker(EcapaAttacker.Params(**tiny_ecapa), PluginContext(seed=1))
     attacker.train(TrainingData([TrainingStage("original", corpus.with_speakers(corpus.speakers[:TRAIN_SPEAKERS]))]))
     folder = tmp_path_factory.mktemp("saved")
     attacker.save(folder)
@@ -60,15 +49,15 @@ def heldout_eer(attacker, heldout) -> float:
     return equal_error_rate(scores[same], scores[~same])
 
 
-def test_training_lowers_the_loss(trained):
+def test_training_lowers_the_loss(trained, tiny_ecapa):
     history = trained[0].training_result.history
-    assert len(history) == TINY["epochs"]
+    assert len(history) == tiny_ecapa["epochs"]
     assert history[-1].loss < 0.5 * history[0].loss
 
 
-def test_trained_model_tells_heldout_speakers_apart(trained, heldout):
+def test_trained_model_tells_heldout_speakers_apart(trained, heldout, tiny_ecapa):
     attacker, _ = trained
-    untrained = EcapaAttacker(EcapaAttacker.Params(**TINY), PluginContext(seed=1))
+    untrained = EcapaAttacker(EcapaAttacker.Params(**tiny_ecapa), PluginContext(seed=1))
     untrained._embedder = untrained._fresh_embedder()  # the same initial weights training started from
     before, after = heldout_eer(untrained, heldout), heldout_eer(attacker, heldout)
     assert after < 0.35, f"held-out EER {after:.2%} is not clearly better than chance"
@@ -84,12 +73,12 @@ def test_best_validation_epoch_is_kept(trained):
     assert (folder / "history.json").is_file()
 
 
-def test_save_load_gives_identical_vectors_and_uses_weights_only(trained, heldout, monkeypatch):
+def test_save_load_gives_identical_vectors_and_uses_weights_only(trained, heldout, monkeypatch, tiny_ecapa):
     attacker, folder = trained
     calls = []
     real_load = torch.load
     monkeypatch.setattr(torch, "load", lambda *a, **k: calls.append(k) or real_load(*a, **k))
-    restored = EcapaAttacker(EcapaAttacker.Params(**TINY), PluginContext(seed=99))
+    restored = EcapaAttacker(EcapaAttacker.Params(**tiny_ecapa), PluginContext(seed=99))
     restored.load(folder)
     assert calls and all(k.get("weights_only") is True for k in calls)
     sides = [heldout.utterances[:3], heldout.utterances[3:4]]
@@ -113,12 +102,12 @@ def test_side_is_the_mean_of_normalised_utterance_embeddings(trained, heldout):
     np.testing.assert_allclose(attacker.represent(utts), single.mean(axis=0), rtol=1e-6)
 
 
-def test_shared_encoder_loads_the_checkpoint(trained, heldout, tmp_path):
+def test_shared_encoder_loads_the_checkpoint(trained, heldout, tmp_path, tiny_ecapa):
     attacker, folder = trained
     audio = heldout.utterances[0].load(16000)
     encoder = EcapaEncoder(EcapaEncoder.Params(checkpoint=str(folder)), PluginContext())
     vector = encoder.embed(audio)
-    assert vector.shape == (TINY["embedding_dim"],) and encoder.dim == TINY["embedding_dim"]
+    assert vector.shape == (tiny_ecapa["embedding_dim"],) and encoder.dim == tiny_ecapa["embedding_dim"]
     np.testing.assert_array_equal(vector, attacker.embedder.embed_audio(audio))
     with pytest.raises(MissingModelError, match="checkpoint"):
         EcapaEncoder(EcapaEncoder.Params(), PluginContext()).embed(audio)
@@ -128,23 +117,23 @@ def test_shared_encoder_loads_the_checkpoint(trained, heldout, tmp_path):
         XvectorEncoder(XvectorEncoder.Params(checkpoint=str(folder)), PluginContext()).embed(audio)
 
 
-def test_init_from_starts_from_the_checkpoint(trained):
+def test_init_from_starts_from_the_checkpoint(trained, tiny_ecapa):
     attacker, folder = trained
     for path in (folder, folder / "embedding_model.pt"):
-        tuned = EcapaAttacker(EcapaAttacker.Params(**TINY, init_from=str(path)), PluginContext(seed=5))
+        tuned = EcapaAttacker(EcapaAttacker.Params(**tiny_ecapa, init_from=str(path)), PluginContext(seed=5))
         start = tuned._fresh_embedder().model.state_dict()
         for key, value in attacker.embedder.model.state_dict().items():
             assert torch.equal(start[key], value), key
-    wider = {**TINY, "channels": [64, 64, 64, 64, 192]}
+    wider = {**tiny_ecapa, "channels": [64, 64, 64, 64, 192]}
     with pytest.raises(ConfigError, match="channels"):
         EcapaAttacker(EcapaAttacker.Params(**wider, init_from=str(folder)), PluginContext())._fresh_embedder()
     with pytest.raises(MissingModelError):
         EcapaAttacker(
-            EcapaAttacker.Params(**TINY, init_from=str(Path(folder) / "missing")), PluginContext()
+            EcapaAttacker.Params(**tiny_ecapa, init_from=str(Path(folder) / "missing")), PluginContext()
         )._fresh_embedder()
 
 
-def test_encoder_trains_itself_once_on_a_named_corpus(corpus, heldout, tmp_path):
+def test_encoder_trains_itself_once_on_a_named_corpus(corpus, heldout, tmp_path, tiny_ecapa):
     import csv
 
     manifest = tmp_path / "train.csv"
@@ -154,11 +143,11 @@ def test_encoder_trains_itself_once_on_a_named_corpus(corpus, heldout, tmp_path)
         for u in corpus.with_speakers(corpus.speakers[:TRAIN_SPEAKERS]).utterances:
             writer.writerow([u.path, u.speaker, u.gender or ""])
     params = EcapaEncoder.Params(
-        train_corpus={"use": "manifest", "params": {"path": str(manifest)}}, train_params={**TINY, "epochs": 6}
+        train_corpus={"use": "manifest", "params": {"path": str(manifest)}}, train_params={**tiny_ecapa, "epochs": 6}
     )
     encoder = EcapaEncoder(params, plugin_context(seed=1, work_dir=tmp_path / "work"))
     vectors = np.stack([encoder.embed(u.load(16000)) for u in heldout.utterances])
-    assert vectors.shape == (len(heldout), TINY["embedding_dim"])
+    assert vectors.shape == (len(heldout), tiny_ecapa["embedding_dim"])
     # The network learned speakers: cosine EER on speakers it never saw is far below chance.
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     speakers = np.array([u.speaker for u in heldout.utterances])

@@ -12,25 +12,15 @@ from vpeval.testing.dummies import make_corpus
 from vpeval.types import TrainingData, TrainingStage
 from vpeval_asv.attacker import EcapaAttacker
 
-TINY = {
-    "channels": [32, 32, 32, 32, 96],
-    "embedding_dim": 32,
-    "epochs": 2,
-    "batch_size": 16,
-    "crop_seconds": 1.0,
-    "lr": 0.005,
-    "lr_schedule": "constant",
-    "validation_share": 0.25,
-    "patience": None,
-}
 
-
-def test_same_weights_with_one_and_two_workers(tmp_path):
+def test_same_weights_with_one_and_two_workers(tmp_path, tiny_ecapa):
     corpus = make_corpus(tmp_path / "data", speakers=8, utterances=6, seconds=1.5, seed=0)
     train, heldout = corpus.with_speakers(corpus.speakers[:6]), corpus.with_speakers(corpus.speakers[6:])
     vectors = {}
     for workers in (1, 2):
-        attacker = EcapaAttacker(EcapaAttacker.Params(**TINY), PluginContext(seed=1, threads=1, workers=workers))
+        attacker = EcapaAttacker(
+            EcapaAttacker.Params(**{**tiny_ecapa, "epochs": 2}), PluginContext(seed=1, threads=1, workers=workers)
+        )
         attacker.train(TrainingData([TrainingStage("original", train)]))
         vectors[workers] = attacker.represent_many([[u] for u in heldout.utterances])
     assert np.isfinite(vectors[1]).all() and np.abs(vectors[1]).max() > 0
