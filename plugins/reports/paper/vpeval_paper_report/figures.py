@@ -132,9 +132,7 @@ def privacy_utility_figure(
     attackers = list(dict.fromkeys(r["attacker"] for r in privacy))
     points = []
     for r in privacy:
-        utility = {
-            m: next((u for u in rs if u["anonymizer"] == r["anonymizer"]), None) for m, rs in chosen.utility.items()
-        }
+        utility = chosen.utility_of(r["anonymizer"])
         a, k = anonymizers.index(r["anonymizer"]), attackers.index(r["attacker"])
         points.append(
             privacy_utility.Point(
@@ -145,7 +143,7 @@ def privacy_utility_figure(
                 COLOURS[k % len(COLOURS)],
             )
         )
-    reference = {m: u["value"] for m, rs in chosen.utility.items() for u in rs if u["anonymizer"] == "original"}
+    reference = {m: u["value"] for m, u in chosen.utility_of("original").items() if u is not None}
     unit = privacy[0].get("unit") or "" if privacy else ""
     files = privacy_utility.draw(
         points,

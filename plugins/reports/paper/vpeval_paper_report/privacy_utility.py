@@ -44,6 +44,10 @@ class Selection:
     privacy: list[dict[str, Any]]
     utility: dict[str, list[dict[str, Any]]]
 
+    def utility_of(self, system: str) -> dict[str, dict[str, Any] | None]:
+        """Each utility metric's row of `system` (an anonymizer's label, or "original"), None where it has none."""
+        return {m: next((r for r in rows if r["anonymizer"] == system), None) for m, rows in self.utility.items()}
+
 
 def select(
     rows: list[dict[str, Any]],
@@ -260,12 +264,10 @@ def _run_selection(folder, rows, protocol, attacker, utility_metrics) -> Selecti
 
 
 def _utility_of(folder, chosen: Selection, system: str) -> dict[str, dict[str, Any]]:
-    utility = {}
-    for m, rows in chosen.utility.items():
-        row = next((r for r in rows if r["anonymizer"] == system), None)
+    utility = chosen.utility_of(system)
+    for m, row in utility.items():
         if row is None:
             raise DataError(f"{folder}/results.json has no {m} row of {system}: the figure needs one per system.")
-        utility[m] = row
     return utility
 
 
@@ -292,7 +294,7 @@ def _original_point(folder, rows, chosen: Selection, attacker: str | None) -> Po
             "attacker with --original-attacker."
         )
     row = {**oo[0], "anonymizer": "original"}
-    utility = {m: next((r for r in rs if r["anonymizer"] == "original"), None) for m, rs in chosen.utility.items()}
+    utility = chosen.utility_of("original")
     if any(u is None for u in utility.values()):
         return None
     return Point(row, utility, "original speech", ORIGINAL_MARKER, ORIGINAL_COLOUR, "original", "original", folder)
