@@ -20,6 +20,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from vpeval_torch.autocast_copies import cast_copy
+
 NORMALIZE_EPS = {"zero-mean-unit-var": 1e-7, "layer-norm": 1e-5}  # transformers' feature extractor; UniLM, F.layer_norm
 
 
@@ -109,12 +111,10 @@ def time_major_cnn(extractor, wave: torch.Tensor, dtype: torch.dtype | None = No
         grouped = isinstance(norm, torch.nn.GroupNorm)  # block 0 of base models: its statistics in fp32
         product = torch.float32 if grouped else dtype  # (a 10-wide product there: fp32 costs little)
         with torch.autocast("cpu", enabled=False):  # the product in `product`, whatever autocast would choose
-            x = (
-                windows.reshape(windows.shape[0], -1).to(product)
-                @ conv.weight.reshape(conv.out_channels, -1).to(product).mT
-            )
+            weight = cast_copy(conv, "weight", product)  # cast once per model (the same values as .to each time)
+            x = windows.reshape(windows.shape[0], -1).to(product) @ weight.reshape(conv.out_channels, -1).mT
             if conv.bias is not None:
-                x = x + conv.bias.to(product)
+                x = x + cast_copy(conv, "bias", product)
         if isinstance(norm, torch.nn.LayerNorm):
             x = norm(x)
         elif grouped:  # per-channel group norm over time as one multiply-add (torch's var_mean over dim 0 is slow)

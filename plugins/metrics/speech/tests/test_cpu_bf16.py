@@ -17,7 +17,7 @@ import pytest
 from vpeval.api import PluginContext
 from vpeval_speech.speechbrain_asr import SpeechBrainASR
 from vpeval_speech.speechbrain_emotion import load_classifier
-from vpeval_speech.tiny import tiny_emotion_folders, tiny_encoder_asr_folder
+from vpeval_speech.tiny import tiny_emotion_folders, tiny_encoder_asr_folder, tone_noise_waves
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("speechbrain")
@@ -66,3 +66,83 @@ def test_ser_classes_in_bf16_mostly_equal_fp32(norm, batch, tmp_path, cnn_calls,
     }
     assert len(cnn_calls) == len(waves)  # the bf16 pass only
     assert sum(a != b for a, b in zip(classes["fp32"], classes["bf16"])) <= 3
+
+
+@pytest.fixture
+def without_cast_once(monkeypatch):
+    """Loads with autocast's own per-call weight casts (vpeval_torch.autocast_copies off), fresh loader caches
+    around the test so neither kind of model outlives it."""
+    import vpeval_torch.autocast_copies as copies
+    from vpeval_speech.speechbrain_asr import load_asr
+
+    def off():
+        monkeypatch.setattr(copies, "linear_weights_under_autocast", lambda module: None)
+        load_asr.cache_clear(), load_classifier.cache_clear()
+
+    load_asr.cache_clear(), load_classifier.cache_clear()
+    yield off
+    load_asr.cache_clear(), load_classifier.cache_clear()
+
+
+CAST_ONCE_SECONDS = (1.0, 2.5, 0.7, 1.6, 3.0, 1.2)
+
+
+def linears(module) -> list:
+    return [m for m in module.modules() if type(m) is torch.nn.Linear]
+
+
+def test_asr_linear_weights_cast_once_same_bf16_outputs(tmp_path, without_cast_once):
+    """bf16 with the linear weights cast once per loaded model: encoder outputs and texts bit for bit those of
+    autocast's per-utterance casts; fp32 texts unchanged by them."""
+    folder = tiny_encoder_asr_folder(tmp_path / "asr", norm="layer")
+    waves = tone_noise_waves(CAST_ONCE_SECONDS)
+    runs = {}
+    for cast_once in (True, False):
+        if not cast_once:
+            without_cast_once()
+        out = {}
+        for precision in ("fp32", "bf16"):
+            context = PluginContext(work_dir=tmp_path / f"{precision}-{cast_once}", precision=precision)
+            asr = SpeechBrainASR(SpeechBrainASR.Params(source=str(folder)), context)
+            out[precision] = [t.text for t in asr.transcribe_many(waves)]
+            with torch.no_grad(), context.autocast():
+                out[f"{precision} encoded"] = asr.parts().encoder(torch.from_numpy(waves[0])[None], torch.ones(1))
+        encoder = asr.parts().encoder
+        assert all(getattr(m, "autocast_copies", False) == cast_once for m in linears(encoder))
+        made = [m for m in linears(encoder) if "_autocast_copies" in m.__dict__]
+        assert len(made) == (len(linears(encoder)) if cast_once else 0)  # made by the bf16 run, kept
+        runs[cast_once] = out
+    assert not torch.equal(runs[True]["bf16 encoded"], runs[True]["fp32 encoded"])  # bf16 did run
+    for key in ("fp32 encoded", "bf16 encoded"):
+        assert torch.equal(runs[True][key], runs[False][key])
+    assert runs[True]["bf16"] == runs[False]["bf16"] and runs[True]["fp32"] == runs[False]["fp32"]
+
+
+def test_ser_linear_weights_cast_once_same_bf16_outputs(tmp_path, without_cast_once):
+    """The same for the SER classifier: its probabilities (wav2vec2, pooling, the linear head) and classes."""
+    folder = str(tiny_emotion_folders(tmp_path / "ser", norm="group") / "fold_1")
+    waves = tone_noise_waves(CAST_ONCE_SECONDS)
+    runs = {}
+    for cast_once in (True, False):
+        if not cast_once:
+            without_cast_once()
+        classifier = load_classifier(folder, None, "")
+        out = {}
+        for precision in ("fp32", "bf16"):
+            autocast = PluginContext(precision=precision).autocast
+            torch.manual_seed(0)  # StatisticsPooling adds Gaussian noise (1e-5) to the mean: the same noise
+            out[precision] = classifier.classify_many(waves, "cpu", autocast)
+            torch.manual_seed(0)
+            with torch.no_grad(), autocast():
+                hidden = classifier.wav2vec2(torch.from_numpy(waves[0])[None])
+                pooled = classifier.avg_pool(hidden.float(), torch.ones(1)).view(1, -1)
+                out[f"{precision} probabilities"] = classifier.softmax(classifier.output_mlp(pooled))
+        parts = [*linears(classifier.wav2vec2), *linears(classifier.output_mlp)]
+        assert parts and all(getattr(m, "autocast_copies", False) == cast_once for m in parts)
+        runs[cast_once] = out
+    for key in ("fp32", "bf16", "fp32 probabilities", "bf16 probabilities"):
+        assert (
+            runs[True][key] == runs[False][key]
+            if isinstance(runs[True][key], list)
+            else (torch.equal(runs[True][key], runs[False][key]))
+        )
