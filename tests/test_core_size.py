@@ -8,7 +8,10 @@ from pathlib import Path
 import vpeval
 
 CORE = Path(vpeval.__file__).parent
-BUDGET = {"report": 2_400, "": 13_453}  # lines of .py files: the report folder, the whole core
+BUDGET = {"report": 2_400, "": 13_486}  # lines of .py files: the report folder, the whole core
+# 13,453 -> 13,486 (issue 39, item 5): the run's serial part on two cores: a throwaway cache (--no-cache) hard-links
+# a submission's stored files instead of writing them again and is removed beside the report; a plugin's code key
+# reads only its own libraries' metadata. The anonymize task and the runner that these change are the core's.
 # 13,430 -> 13,453 (issue 40): the math libraries' kernel pins (scripts/portable-kernels.sh) join the stages'
 # cache-key numerics where set, and results.json / report.md name them and the CPU: where a run computed is the core's.
 # 13,420 -> 13,430 (issue 39, item 3): trainings' torch threads come from the experiment file, not the machine's

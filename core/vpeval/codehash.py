@@ -64,13 +64,17 @@ def _library_packages(distribution: str) -> list[str]:
         name = re.split(r"[\s;<>=!~\[(]", requirement, maxsplit=1)[0].lower().replace("_", "-")
         if name.startswith("vpeval-"):
             wanted.add(name)
-    return sorted(
-        package
-        for package, owners in _packages_distributions().items()
-        if any(owner.lower().replace("_", "-") in wanted for owner in owners)
-    )
+    return sorted({package for name in wanted for package in _top_level_packages(name)})
 
 
 @functools.cache
-def _packages_distributions() -> dict[str, list[str]]:
-    return metadata.packages_distributions()
+def _top_level_packages(distribution: str) -> list[str]:
+    """The packages `distribution` installs, as metadata.packages_distributions finds them (top_level.txt, else
+    its .py files), for this one distribution: that function reads every installed one's files (0.15 s a run)."""
+    try:
+        dist = metadata.distribution(distribution)
+    except (metadata.PackageNotFoundError, ValueError):
+        return []
+    declared = (dist.read_text("top_level.txt") or "").split()
+    files = [f for f in dist.files or [] if f.suffix == ".py"]
+    return declared or sorted({f.parts[0] if len(f.parts) > 1 else f.with_suffix("").name for f in files})

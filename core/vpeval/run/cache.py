@@ -93,8 +93,9 @@ class EntryCheck:
 
 
 class StageCache:
-    def __init__(self, root: str | Path, force: set[str] | None = None):
+    def __init__(self, root: str | Path, force: set[str] | None = None, throwaway: bool = False):
         self.root = Path(root)
+        self.throwaway = throwaway  # removed when the run ends (--no-cache)
         check_cache_folder(self.root)
         self.force = set(force or ())
         self._rebuilt: set[Path] = set()

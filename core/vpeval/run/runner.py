@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -99,7 +100,8 @@ class Runner:
         self.overwrite = overwrite
         self.allow_pipes = allow_pipes
         self._tmp_cache = Path(tempfile.mkdtemp(prefix="vpeval-nocache-")) if no_cache else None
-        self.cache = StageCache(self._tmp_cache or cache_root or default_cache_root(), set(force))
+        self._removal = threading.Thread(target=shutil.rmtree, args=(self._tmp_cache, True)) if no_cache else None
+        self.cache = StageCache(self._tmp_cache or cache_root or default_cache_root(), set(force), no_cache)
         self.quiet = quiet
         self.manager = get_plugin_manager()
         self.device = resolve_device(self.settings.device)  # auto: CUDA when torch sees a GPU
@@ -145,6 +147,8 @@ class Runner:
                         *(decoded.decoded, decoded.hits, decoded.bytes >> 20, decoded.limit >> 20, decoded.refused),
                     )
         finally:
+            if self._removal is not None and self._removal.is_alive():
+                self._removal.join()
             if self._tmp_cache is not None:
                 shutil.rmtree(self._tmp_cache, ignore_errors=True)
 
@@ -166,6 +170,8 @@ class Runner:
         result = RunResult(
             self.folder, rows, state.timings, state.executed, skipped, anonymized_eval, dict(state.training)
         )
+        if self._removal is not None:  # nothing reads a throwaway cache now: removing its many small files waits
+            self._removal.start()  # on the disk, not the CPU, beside the report's drawing (run() waits for it)
         write_outputs(self.exp, result, plan, score_sets)
         state.log.info("results: %s", self.folder / "results.json")
         return result

@@ -74,8 +74,9 @@ def _anonymize_files(state: RunState, anon: ResolvedAnonymizer, corpus: Corpus, 
     # A picklable task: forked workers use these prepared steps, cluster workers rebuild the chain.
     settings = state.settings
     task = AnonymizeTask(
-        anon, settings.seed, settings.threads, state.cache.root, partial, state.options, state.device, state.precision
-    )
+        anon, settings.seed, settings.threads, state.cache.root, partial, state.options, state.device, state.precision,
+        link_stored=state.cache.throwaway,
+    )  # fmt: skip
     task.remember(steps)
     if (done := len(entries) - len(todo)) > 0:
         state.log.info("anonymize %s: resuming, %d of %d utterances already done", label, done, len(entries))
