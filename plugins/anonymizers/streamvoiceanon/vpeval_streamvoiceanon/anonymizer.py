@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from vpeval.api import Anonymizer, Params, Voice
 from vpeval.errors import ConfigError, MissingModelError
@@ -41,7 +41,7 @@ class StreamVoiceAnon(Anonymizer):
         config_dir: str | None = Field(
             None,
             description="Optional folder laid out like the repository's configs/hydra_arcs (vc/, speech_tokenizers/, "
-            "vocoders/ YAML, read as data); unset: the published architecture.",
+            "vocoders/ YAML, read as data); unset or empty: the published architecture.",
         )
         pool: CorpusSpec = Field(
             description="Target pool corpus {use, params}; the paper: LibriSpeech train-clean-360 + train-other-500."
@@ -66,6 +66,12 @@ class StreamVoiceAnon(Anonymizer):
         )
         temperature: float = Field(0.7, gt=0.0, le=5.0, description="Sampling temperature (published 0.7).")
         top_p: float = Field(0.7, gt=0.0, le=1.0, description="Nucleus sampling mass (published 0.7).")
+
+        @field_validator("config_dir")
+        @classmethod
+        def _empty_is_unset(cls, value: str | None) -> str | None:
+            # an experiment file's variable cannot be null and optional at once: its empty default means unset
+            return value or None
 
     @classmethod
     def missing_paths(cls, params: Params) -> list[str]:
