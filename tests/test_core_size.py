@@ -8,7 +8,9 @@ from pathlib import Path
 import vpeval
 
 CORE = Path(vpeval.__file__).parent
-BUDGET = {"report": 2_400, "": 13_486}  # lines of .py files: the report folder, the whole core
+BUDGET = {"report": 2_400, "": 13_508}  # lines of .py files: the report folder, the whole core
+# 13,486 -> 13,508 (issue 39, item 5): the EER stages of a run's score sets run on its workers (forked processes:
+# bootstrap loops hold the interpreter lock), in the core's metrics stage.
 # 13,453 -> 13,486 (issue 39, item 5): the run's serial part on two cores: a throwaway cache (--no-cache) hard-links
 # a submission's stored files instead of writing them again and is removed beside the report; a plugin's code key
 # reads only its own libraries' metadata. The anonymize task and the runner that these change are the core's.

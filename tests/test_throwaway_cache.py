@@ -140,3 +140,28 @@ def test_the_throwaway_cache_is_removed_beside_the_report_and_gone_when_the_run_
     result = runner.run()
     assert overlapped == [True] and not os.path.exists(throwaway[0])
     assert (result.folder / "report.md").is_file() and result.rows
+
+
+def test_the_eer_stages_of_several_score_sets_run_on_the_workers_with_the_same_bootstrap_numbers(
+    tmp_path, fake_plugins, monkeypatch
+):
+    from vpeval_scoring.score_metric import ScoreMetric
+
+    compute, pids = ScoreMetric.compute, tmp_path / "pids"
+    pids.mkdir()
+
+    def noted(self, inputs):  # a forked worker cannot append to this process's lists: a file per call
+        (pids / f"{os.getpid()}-{len(list(pids.iterdir()))}-{id(inputs)}").touch()
+        return compute(self, inputs)
+
+    monkeypatch.setattr(ScoreMetric, "compute", noted)
+    text = EXPERIMENT.replace("metrics: [fake-eer]", "metrics: [{use: eer, params: {bootstrap: 200}}]")
+    rows = {}
+    for workers in (1, 2):
+        exp = load_experiment_text(text + f"workers: {workers}\n", "exp.yaml")
+        folders = {"cache_root": tmp_path / f"cache{workers}", "output": tmp_path / f"run{workers}"}
+        result = Runner(exp, quiet=True, **folders).run()
+        rows[workers] = [(r["protocol"], r["gender"], r["value"], r["ci_low"], r["ci_high"]) for r in result.rows]
+    assert rows[1] == rows[2] and any(r[3] is not None for r in rows[1])  # intervals drawn, the same on two workers
+    computed_by = [int(p.name.split("-")[0]) for p in pids.iterdir()]
+    assert any(pid != os.getpid() for pid in computed_by)  # the old runner computed every one in this process

@@ -7,6 +7,7 @@ once per trained attacker (while the attacker is in memory) or once per run, aft
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ import numpy as np
 
 from vpeval.api import Attacker, MetricInputs, SimilarityMatrix
 from vpeval.errors import PluginError
+from vpeval.executor import LocalExecutor
 from vpeval.run.cache import stable_key
 from vpeval.run.cached_step import get_or_build
 from vpeval.run.run_state import RunState
@@ -97,6 +99,18 @@ def metric_rows(state: RunState, scope: MetricScope, attacker_rows: Rows) -> Row
     return rows
 
 
+def _metric_key(state: RunState, plugin: ResolvedPlugin, inputs_key: dict[str, Any], coords: dict[str, Any]) -> str:
+    payload = {"metric": plugin.identity(), "seed": state.settings.seed, "inputs": inputs_key, "attributes": coords}
+    return state.cache.key("metrics", payload)
+
+
+def _metric(state: RunState, plugin: ResolvedPlugin):
+    if plugin.label not in state.metrics:
+        identity = stable_key(plugin.identity())[:16]
+        state.metrics[plugin.label] = state.instantiate(plugin, "metric-" + plugin.use, identity)
+    return state.metrics[plugin.label]
+
+
 def _metric_results(
     state: RunState,
     plugin: ResolvedPlugin,
@@ -104,24 +118,29 @@ def _metric_results(
     inputs_key: dict[str, Any],
     coords: dict[str, Any],
     inputs: Callable[[], MetricInputs],
+    ready: list[MetricResult] | None = None,
 ) -> list[MetricResult]:
     """A metric's results, cached like any stage under its identity, the seed (bootstrap draws), the
-    coordinates it is given and the keys of its inputs."""
-    key = state.cache.key(
-        "metrics",
-        {"metric": plugin.identity(), "seed": state.settings.seed, "inputs": inputs_key, "attributes": coords},
-    )
-
-    def compute() -> list[MetricResult]:
-        metric = state.metrics.get(plugin.label)
-        if metric is None:
-            metric = state.metrics[plugin.label] = state.instantiate(
-                plugin, "metric-" + plugin.use, stable_key(plugin.identity())[:16]
-            )
-        return metric.compute(inputs())
-
+    coordinates it is given and the keys of its inputs; `ready`: computed already (on the run's workers)."""
+    key = _metric_key(state, plugin, inputs_key, coords)
+    compute = (lambda: ready) if ready is not None else (lambda: _metric(state, plugin).compute(inputs()))
     label = f"{plugin.label} on {label}"
     return get_or_build(state, "metrics", label, key, StoredMetricResults, compute, reads=[state.plan.evaluation])
+
+
+def _on_workers(state: RunState, plugin: ResolvedPlugin, jobs: list[tuple]) -> dict[int, list[MetricResult]]:
+    """The results of the jobs (coords, label, inputs key, inputs) the cache lacks, computed in forked workers
+    (the run's `workers`) where several are: bootstrap loops hold the interpreter lock, so threads would not
+    share them. Each draw's seed comes from the metric's keys, never from the worker: the same numbers."""
+    todo = [i for i, (coords, _, ins, _) in enumerate(jobs) if not state.cache.exists("metrics", _metric_key(
+        state, plugin, ins, coords))]  # fmt: skip
+    if state.settings.workers < 2 or len(todo) < 2 or state.planned is not None:
+        return {}
+    metric, started = _metric(state, plugin), time.perf_counter()
+    ready = dict(LocalExecutor(state.settings.workers).map(lambda i: (i, metric.compute(jobs[i][3]())), todo))
+    state.log.info("metrics %s: %d computed on %d workers in %.1f s", plugin.label, len(ready),
+                   state.settings.workers, time.perf_counter() - started)  # fmt: skip
+    return ready
 
 
 # -- the kinds of metric input -----------------------------------------------------------------------
@@ -129,7 +148,7 @@ def _metric_results(
 
 def _score_rows(state: RunState, plugin: ResolvedPlugin, scope: MetricScope) -> Rows:
     """needs "scores": once per score set (attacker, protocol, N, anonymizer)."""
-    rows = []
+    jobs = []
     for s in scope.score_sets:
         coords = dict(anonymizer=s.anonymizer, attacker=s.attacker, scenario=s.scenario, protocol=s.protocol, n=s.n)
         label = f"{s.attacker} {s.protocol} N={s.n} vs {s.anonymizer}"
@@ -142,10 +161,13 @@ def _score_rows(state: RunState, plugin: ResolvedPlugin, scope: MetricScope) -> 
                 scores = s.scores if subset is None else s.scores.select(np.asarray(s.scores.subsets) == subset)
                 return MetricInputs(scores=scores, attributes=part)
 
-            where = label + (f" on {subset}" if subset is not None else "")
-            results = _metric_results(state, plugin, where, {"scores": s.key}, part, inputs)
-            rows += [_row(part, plugin, r) for r in results]
-    return rows
+            jobs.append((part, label + (f" on {subset}" if subset is not None else ""), {"scores": s.key}, inputs))
+    ready = _on_workers(state, plugin, jobs)
+    return [
+        _row(part, plugin, r)
+        for i, (part, where, inputs_key, inputs) in enumerate(jobs)
+        for r in _metric_results(state, plugin, where, inputs_key, part, inputs, ready.get(i))
+    ]
 
 
 def _speech_rows(state: RunState, plugin: ResolvedPlugin, scope: MetricScope) -> Rows:
