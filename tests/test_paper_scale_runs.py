@@ -10,7 +10,9 @@ what is tested is that every plugin, stage and report section of the paper's fil
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from vpeval.cli import main
+from vpeval.report.doubts import NOTHING
 from vpeval.testing.vpc_tree import IEMOCAP_EMOTIONS, add_iemocap
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,6 +71,148 @@ def kaldi_folder(corpus, folder: Path, prefix: str) -> Path:
     genders = sorted({(u.speaker, corpus.gender_of(u.speaker)) for u in utts})
     (folder / "spk2gender").write_text("".join(f"{prefix}-{s} {g}\n" for s, g in genders))
     return folder
+
+
+# ---- seed 000 (multi-utterance) -------------------------------------------------------------------------
+
+SEED000_SPEAKERS = 11  # 8 attacker-train (2 of them validation) + 3 evaluated
+SEED000_CALL = 16  # utterances per call of an evaluated speaker: N = 15 enrolls from one call, tests on the other
+SEED000_TRAIN_UTTERANCES = 16  # of an attacker-train speaker: two episodes of N = 5; kimi-like fits 512 codes
+SEED000_SMALL = {
+    "TRAIN_SPEAKERS": 8, "VALIDATION_SPEAKERS": 0.25, "TARGET_TRIALS": 3, "NONTARGET_TRIALS": 3,
+    "MIN_TARGET_SECONDS": 0.5, "PROMPT_FRAMES": 20, "WHISPER_COMPUTE_TYPE": "int8",
+    "CHANNELS": 16, "AGG_CHANNELS": 48, "ATTENTION": 8, "EMBEDDING": 16, "SPEAKERS_PER_BATCH": 2, "CROP": 0.3,
+    "EPOCHS": 1, "FUSION_DIM": 16, "FUSION_EPOCHS": 1, "SEMI_EPOCHS": 1, "TEXT_DIM": 16, "TEXT_BATCH": 2,
+    "TEXT_EPOCHS": 1, "HYBRID_DIM": 16, "HYBRID_EPOCHS": 1, "RJCA_DIM": 16, "SSL_WHISPER_DIM": 16,
+    "VALIDATION_TRIALS": 2,
+}  # fmt: skip
+
+
+def seed000_inputs(root: Path) -> dict[str, object]:
+    """FISHER as a manifest over synthetic voices (two calls per evaluated speaker), LIBRISPEECH's target pool as
+    a Kaldi folder of longer utterances, and tiny random-weight folders in the published layouts: Stream-Voice-
+    Anon (with its architecture configs and a CAM++ of the published widths giving the conversion model's style
+    width), WavLM, LUAR over the packaged MiniLM standing in for paraphrase-distilroberta, a CTranslate2 Whisper
+    and SpeechBrain's x-vector."""
+    from vpeval.testing.dummies import make_corpus
+    from vpeval_multiutt.text_model import packaged_text_model
+    from vpeval_multiutt.tiny import write_luar_folder, write_whisper_ct2_folder
+    from vpeval_speechbrain.tiny import write_xvector_folder
+    from vpeval_ssl_frontends.tiny import write_folder
+    from vpeval_streamvoiceanon.layout import STYLE_FILE
+    from vpeval_streamvoiceanon.tiny import LM_YAML, write_checkpoints
+
+    fisher = make_corpus(root / "fisher", SEED000_SPEAKERS, 2 * SEED000_CALL, seconds=0.5, seed=40, name="fisher")
+    pool = make_corpus(root / "libri-audio", speakers=3, utterances=2, seconds=1.0, seed=41, name="libri")
+    kaldi_folder(pool, root / "librispeech" / "train-clean-360", prefix="lb")
+    configs = coarse_stream_voice_anon_configs(root / "configs" / "hydra_arcs")
+    models = write_checkpoints(root / "pretrained_checkpoints", configs)
+    _campplus(models, LM_YAML["style_dim"], 4, STYLE_FILE, feat_dim=80, growth_rate=32, bn_size=4, init_channels=128)
+    backbone = packaged_text_model()
+    inputs = {
+        "FISHER": root / "fisher.csv",
+        "STREAMVOICEANON": models,
+        "STREAMVOICEANON_CONFIGS": configs,
+        "LIBRISPEECH": root / "librispeech",
+        "WAVLM": write_folder("wavlm", root / "wavlm"),
+        "LUAR": write_luar_folder(root / "LUAR-MUD", backbone, SEED000_SMALL["TEXT_DIM"]),
+        "LUAR_BACKBONE": backbone,
+        "WHISPER": write_whisper_ct2_folder(root / "whisper"),
+        "XVECTOR": write_xvector_folder(root / "xvector"),
+    }
+    write_fisher_manifest(fisher, inputs)
+    return inputs
+
+
+def coarse_stream_voice_anon_configs(folder: Path) -> Path:
+    """vpeval_streamvoiceanon.tiny's architecture configs with 128 samples a frame instead of 32 (hop 64, the
+    HiFi-GAN head upsampling 8 x 8): the conversion model's autoregressive loop, most of the test's anonymization
+    time, runs a quarter of the steps."""
+    import copy
+
+    import yaml
+
+    from vpeval_streamvoiceanon.layout import CODEC_CONFIG, CONTENT_CONFIG
+    from vpeval_streamvoiceanon.tiny import CODEC_YAML, CONTENT_YAML, write_configs
+
+    write_configs(folder)
+    for name, tree in ((CONTENT_CONFIG, copy.deepcopy(CONTENT_YAML)), (CODEC_CONFIG, copy.deepcopy(CODEC_YAML))):
+        tree["spec_transform"].update(n_fft=256, hop_length=64, win_length=256)
+        if name == CODEC_CONFIG:
+            tree["head"].update(hop_length=64, upsample_rates=[8, 8], upsample_kernel_sizes=[16, 16])
+        (folder / name).write_text(yaml.safe_dump(tree))
+    return folder
+
+
+def write_fisher_manifest(fisher, inputs: dict[str, object]) -> None:
+    """FISHER's manifest (path, speaker, gender, transcript, session = the call): the speakers the file's own
+    data plan evaluates keep two calls of SEED000_CALL, the attacker-train speakers SEED000_TRAIN_UTTERANCES
+    (every one is anonymized for the semi-informed attackers: fewer keep the test short)."""
+    import csv
+
+    from vpeval.config import load_experiment
+    from vpeval.data.plan import make_plan
+
+    Path(inputs["FISHER"]).write_text("path,speaker\n" + "".join(f"{u.path},{u.speaker}\n" for u in fisher.utterances))
+    given = {name: str(value) for name, value in {**inputs, **SEED000_SMALL}.items()}
+    settings = load_experiment(PAPER_SCALE / "seed000-multiutt.yaml", variables=given).plan_settings
+    evaluated = set(make_plan(fisher, settings).evaluation.speakers)
+    with open(inputs["FISHER"], "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["path", "speaker", "gender", "transcript", "session"])
+        for u in fisher.utterances:
+            index = int(u.id.rsplit("-u", 1)[1])
+            if u.speaker in evaluated or index < SEED000_TRAIN_UTTERANCES:
+                call = f"{u.speaker}-call{index // SEED000_CALL}"
+                writer.writerow([u.path, u.speaker, fisher.gender_of(u.speaker), u.transcript, call])
+
+
+@pytest.fixture(scope="module")
+def seed000(tmp_path_factory) -> dict[str, object]:
+    pytest.importorskip("transformers")
+    pytest.importorskip("speechbrain")
+    pytest.importorskip("ctranslate2")
+    return {**seed000_inputs(tmp_path_factory.mktemp("seed000")), **SEED000_SMALL}
+
+
+def test_seed000_validates_with_its_inputs(seed000):
+    validate("seed000-multiutt.yaml", seed000)
+
+
+def report_table(report: str, title: str) -> list[list[str]]:
+    """The cells of the Markdown table under `title` in report.md (header first, the |---| line left out)."""
+    lines = report.split(f"### {title}", 1)[1].strip().splitlines()
+    rows = itertools.takewhile(lambda line: line.startswith("|"), lines)
+    return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows if not row.startswith("|---")]
+
+
+@pytest.mark.slow
+def test_seed000_runs_end_to_end(seed000, tmp_path):
+    """Every system of Tables I-IV and Figure 1 is trained (lazy- and semi-informed), scored at N = 5, 10, 15
+    under O-O, O-A and A-A, and fills its table row; no utterance, speaker or trial was dropped."""
+    import yaml
+
+    results = run("seed000-multiutt.yaml", seed000, tmp_path / "cache", tmp_path / "run")
+    declared = yaml.safe_load((PAPER_SCALE / "seed000-multiutt.yaml").read_text())
+    attackers = [a["label"] for a in declared["attackers"]]
+    eer = [row for row in values(results, "eer") if row["gender"] == "avg"]
+    cells = {(row["attacker"], row["protocol"], row["n"]) for row in eer}
+    assert cells == {(a, p, n) for a in attackers for p in ("O-O", "O-A", "A-A") for n in (5, 10, 15)}
+    assert len(eer) == len(cells) and all(0.0 <= row["value"] <= 100.0 for row in eer)
+    assert results["corpus"] == {**results["corpus"], "train_speakers": 6, "evaluation_speakers": 3}
+    assert (results["plan_notes"], results["skipped_audio"], results["log_warnings"]) == ([], [], [])
+    assert results["drops_and_doubts"] == [NOTHING]
+    report = (tmp_path / "run" / "report.md").read_text()
+    for table in declared["report"]["tables"]:
+        header, *rows = report_table(report, table["title"])
+        assert sorted(row[0] for row in rows) == sorted(table["where"]["attacker"]), table["title"]
+        per_column = 2 if "protocol" in table["columns"] else 1
+        assert len(header) == 1 + 3 * per_column, header
+        numbers = [float(cell.split()[0].strip("*")) for row in rows for cell in row[1:]]
+        assert len(numbers) == len(rows) * 3 * per_column and all(0.0 <= x <= 100.0 for x in numbers)
+    for curve in declared["report"]["curves"]:
+        figure = re.search(rf"\*\*{re.escape(curve['title'])}\*\* \(\[PDF\]\((figures/[^)]+)\.pdf\)", report)
+        assert figure and (tmp_path / "run" / f"{figure.group(1)}.png").stat().st_size > 0, curve["title"]
 
 
 # ---- seed 001 (DAST) ------------------------------------------------------------------------------------
@@ -174,14 +319,16 @@ THREEDSPEAKER_SMALL = {
 }
 
 
-def _campplus(folder: Path, embedding: int, seed: int) -> Path:
+def _campplus(folder: Path, embedding: int, seed: int, name: str = "campplus_voxceleb.bin", **widths: int) -> Path:
+    """A random CAM++ checkpoint (3D-Speaker's network and key names) of `embedding` dimensions; `widths`
+    (feat_dim, growth_rate, bn_size, init_channels) default to THREEDSPEAKER_SMALL's."""
     import torch
     from speakerlab.models.campplus.DTDNN import CAMPPlus
 
     torch.manual_seed(seed)
-    folder.mkdir(parents=True)
-    net = CAMPPlus(feat_dim=16, embedding_size=embedding, growth_rate=8, bn_size=2, init_channels=16)
-    torch.save(net.state_dict(), folder / "campplus_voxceleb.bin")
+    folder.mkdir(parents=True, exist_ok=True)
+    sizes = {"feat_dim": 16, "growth_rate": 8, "bn_size": 2, "init_channels": 16, **widths}
+    torch.save(CAMPPlus(embedding_size=embedding, **sizes).state_dict(), folder / name)
     return folder
 
 
