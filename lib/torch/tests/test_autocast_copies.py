@@ -16,26 +16,14 @@ from vpeval_torch.ssl_masked import time_major_under_autocast
 transformers = pytest.importorskip("transformers")
 
 
-def model(norm: str):
-    config = transformers.Wav2Vec2Config(
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        conv_dim=(16,) * 7,
-        num_conv_pos_embeddings=8,
-        num_conv_pos_embedding_groups=4,
-        feat_extract_norm=norm,
-        do_stable_layer_norm=norm == "layer",
-    )
-    torch.manual_seed(0)
-    net = transformers.Wav2Vec2Model(config).eval()
-    with torch.no_grad():  # biases off zero, so a bias cast wrongly would show
-        for name, parameter in net.named_parameters():
-            if name.endswith("bias"):
-                parameter.add_(0.1 * torch.randn_like(parameter))
-    time_major_under_autocast(net)  # as the ASR / SER loaders install it
-    return net
+@pytest.fixture
+def model(tiny_wav2vec2):
+    def build(norm: str):
+        net = tiny_wav2vec2(norm)  # biases off zero, so a bias cast wrongly would show
+        time_major_under_autocast(net)  # as the ASR / SER loaders install it
+        return net
+
+    return build
 
 
 class BF16Casts(TorchDispatchMode):
@@ -58,7 +46,7 @@ def forward(net, waves, precision):
 
 
 @pytest.mark.parametrize("norm", ["group", "layer"])
-def test_bf16_outputs_bit_identical_and_fp32_untouched(norm):
+def test_bf16_outputs_bit_identical_and_fp32_untouched(norm, model):
     plain = model(norm)
     cast_once = copy.deepcopy(plain)
     linear_weights_under_autocast(cast_once)
@@ -70,14 +58,14 @@ def test_bf16_outputs_bit_identical_and_fp32_untouched(norm):
     assert not hasattr(plain.encoder.layers[0].attention.q_proj, "_autocast_copies")  # the reference cast per call
 
 
-def test_fp32_makes_no_copies():
+def test_fp32_makes_no_copies(model):
     net = model("layer")
     linear_weights_under_autocast(net)
     forward(net, torch.randn(1, 8000), "fp32")
     assert not any("_autocast_copies" in m.__dict__ for m in net.modules())
 
 
-def test_weights_are_cast_once_per_model_not_per_region():
+def test_weights_are_cast_once_per_model_not_per_region(model):
     plain = model("group")
     cast_once = copy.deepcopy(plain)
     linear_weights_under_autocast(cast_once)

@@ -14,30 +14,15 @@ transformers = pytest.importorskip("transformers")
 LENGTHS = (4000, 11000, 7300, 16000)
 
 
-def model(norm: str):
-    config = transformers.Wav2Vec2Config(
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        conv_dim=(16,) * 7,
-        num_conv_pos_embeddings=8,
-        num_conv_pos_embedding_groups=4,
-        feat_extract_norm=norm,
-        do_stable_layer_norm=norm == "layer",
-    )
-    torch.manual_seed(0)
-    net = transformers.Wav2Vec2Model(config).eval()
-    with torch.no_grad():  # norms and biases off their initial values, so every weight matters
-        for name, parameter in net.named_parameters():
-            if "norm" in name or name.endswith("bias"):
-                parameter.add_(0.1 * torch.randn_like(parameter))
-    return net
+@pytest.fixture
+def model(tiny_wav2vec2):
+    # norms and biases off their initial values, so every weight matters
+    return lambda norm: tiny_wav2vec2(norm, perturb=("norm", "bias"))
 
 
 @pytest.mark.parametrize("norm", ["group", "layer"])
 @pytest.mark.parametrize("per_row", [True, False])
-def test_batch_equals_each_waveform_alone(norm, per_row):
+def test_batch_equals_each_waveform_alone(norm, per_row, model):
     net = model(norm)
     rng = np.random.default_rng(1)
     waves = [rng.normal(0, 0.1, n).astype(np.float32) for n in LENGTHS]
@@ -62,7 +47,7 @@ def test_batch_equals_each_waveform_alone(norm, per_row):
 
 
 @pytest.mark.parametrize("norm", ["group", "layer"])
-def test_the_time_major_cnn_computes_the_feature_encoder(norm):
+def test_the_time_major_cnn_computes_the_feature_encoder(norm, model):
     """time_major_cnn (the CNN under CPU bf16 autocast) in fp32 gives transformers' frames to 1e-5; under autocast
     conv_features uses it in bf16 (within bf16's rounding of the fp32 frames), and without autocast conv_features
     is transformers' own forward, bit for bit."""
