@@ -33,6 +33,7 @@ metrics: [fake-eer]
 TWO_ATTACKERS = """\
 name: two-attackers
 seed: 7
+workers: 1  # the test counts compute() calls in this process; more workers compute EERs in forked ones
 data:
   corpus: {use: fake-corpus, params: {speakers: 12, utterances: 6}}
   target_trials_per_speaker: 3
