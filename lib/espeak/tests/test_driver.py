@@ -93,8 +93,11 @@ def test_ctrl_c_mid_synthesis_leaves_the_caller_to_report_it(tmp_path):
 
 def running(proc: Path) -> bool:
     """A process that has not ended. A zombie has ended: once its caller is gone it is the init process's to
-    reap, and a container's init (the fresh-clone CI's) may leave it in /proc for a while."""
+    reap, and a container's init (the fresh-clone CI's) may leave it in /proc for a while. A process being torn
+    down while its stat is read gives an empty one (seen once in CI): ended too."""
     try:
-        return proc.joinpath("stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        fields = proc.joinpath("stat").read_text().rsplit(")", 1)
     except (FileNotFoundError, ProcessLookupError):
         return False
+    state = fields[1].split()[:1] if len(fields) == 2 else []
+    return state not in ([], ["Z"])
