@@ -158,6 +158,33 @@ def log_spectral_distances(inputs: MetricInputs) -> list[float]:
     return distances
 
 
+def run_anonymize_task(manager, tmp_path: Path, chain: list[str], partial: Path, utterance=Utterance, **task_options):
+    """The anonymize task of the anonymizer chain `chain` (registered names) run on one utterance, u1 (its input
+    tmp_path / u1.wav, a 16 kHz tone), into the folder `partial`; returns the file it wrote there. The tests of
+    the task's input checks and of the throwaway cache's links build on it."""
+    import soundfile as sf
+
+    from vpeval.config import load_experiment_text
+    from vpeval.run.anonymize_task import AnonymizeTask
+
+    steps = ", ".join(f"{{use: {name}}}" for name in chain)
+    text = (
+        f"name: t\ndata:\n  corpus: fake-corpus\nanonymizers:\n  - {{chain: [{steps}]}}\n"
+        "attackers: [fake-spectrum]\nmetrics: [fake-eer]\n"
+    )
+    anon = load_experiment_text(text, "exp.yaml", manager=manager).anonymizers[0]
+    source = tmp_path / "u1.wav"
+    sf.write(source, 0.1 * np.sin(np.arange(8000) / 5.0), 16000)
+    partial.mkdir(exist_ok=True)
+    task = AnonymizeTask(anon, 0, 1, tmp_path / "cache", partial, **task_options)
+    task.remember([manager.get("anonymizer", name)() for name in chain])
+    try:
+        task(utterance("u1", "spk", str(source), sample_rate=16000))
+    finally:
+        task.forget()
+    return partial / "u1.wav"
+
+
 class FakeCorpus(CorpusSource):
     """The dummy harmonic corpus, written under the plugin's work folder."""
 

@@ -9,14 +9,12 @@ import types
 
 import numpy as np
 import pytest
-import soundfile as sf
+from fakes import run_anonymize_task
 
 from vpeval import hookimpl
 from vpeval.api import Anonymizer
-from vpeval.config import load_experiment_text
 from vpeval.errors import BadAudioError, PluginError
 from vpeval.plugins import plugin_context
-from vpeval.run.anonymize_task import AnonymizeTask
 from vpeval.types import Utterance
 
 SEEN: list[tuple[int, ...]] = []  # the shapes `recorder` was handed
@@ -79,22 +77,7 @@ def manager(fake_plugins):
 
 def anonymize(manager, tmp_path, chain: list[str], utterance_class=Utterance) -> None:
     """Run the anonymize task of the chain `chain` on one utterance, u1.wav, into tmp_path / "partial"."""
-    steps = ", ".join(f"{{use: {name}}}" for name in chain)
-    text = (
-        f"name: t\ndata:\n  corpus: fake-corpus\nanonymizers:\n  - {{chain: [{steps}]}}\n"
-        "attackers: [fake-spectrum]\nmetrics: [fake-eer]\n"
-    )
-    anon = load_experiment_text(text, "exp.yaml", manager=manager).anonymizers[0]
-    path = tmp_path / "u1.wav"
-    sf.write(path, 0.1 * np.sin(np.arange(8000) / 5.0), 16000)
-    partial = tmp_path / "partial"
-    partial.mkdir(exist_ok=True)
-    task = AnonymizeTask(anon, 0, 1, tmp_path / "cache", partial)
-    task.remember([manager.get("anonymizer", name)() for name in chain])
-    try:
-        task(utterance_class("u1", "spk", str(path), sample_rate=16000))
-    finally:
-        task.forget()
+    run_anonymize_task(manager, tmp_path, chain, tmp_path / "partial", utterance_class)
 
 
 def test_a_good_chain_hands_every_step_mono_audio_with_samples(manager, tmp_path):

@@ -11,6 +11,7 @@ import types
 import numpy as np
 import pytest
 import soundfile as sf
+from fakes import run_anonymize_task
 from test_runner import EXPERIMENT
 
 from vpeval import hookimpl
@@ -18,9 +19,7 @@ from vpeval.api import Anonymizer
 from vpeval.audio import read_audio
 from vpeval.config import load_experiment_text
 from vpeval.run import anonymize_task
-from vpeval.run.anonymize_task import AnonymizeTask
 from vpeval.run.runner import Runner
-from vpeval.types import Utterance
 
 
 class StoredCopy(Anonymizer):
@@ -64,24 +63,8 @@ def manager(fake_plugins):
 
 def anonymize(manager, tmp_path, chain: list[str], stored, link_stored: bool, name: str = "partial"):
     """The chain's file for utterance u1 (its input a 16 kHz tone), `stored` as the submission's file."""
-    steps = ", ".join(f"{{use: {step}}}" for step in chain)
-    text = (
-        f"name: t\ndata:\n  corpus: fake-corpus\nanonymizers:\n  - {{chain: [{steps}]}}\n"
-        "attackers: [fake-spectrum]\nmetrics: [fake-eer]\n"
-    )
-    anon = load_experiment_text(text, "exp.yaml", manager=manager).anonymizers[0]
-    source = tmp_path / "u1.wav"
-    sf.write(source, 0.1 * np.sin(np.arange(8000) / 5.0), 16000)
-    partial = tmp_path / name
-    partial.mkdir()
     StoredCopy.path = str(stored)
-    task = AnonymizeTask(anon, 0, 1, tmp_path / "cache", partial, link_stored=link_stored)
-    task.remember([manager.get("anonymizer", step)() for step in chain])
-    try:
-        task(Utterance("u1", "spk", str(source), sample_rate=16000))
-    finally:
-        task.forget()
-    return partial / "u1.wav"
+    return run_anonymize_task(manager, tmp_path, chain, tmp_path / name, link_stored=link_stored)
 
 
 def submission_file(tmp_path, channels: int = 1):
