@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from vpeval_torch.autocast_copies import cast_copy, linear_weights_under_autocast
+from vpeval_torch.autocast_copies import cast_copy, weights_under_autocast
 from vpeval_torch.ssl_masked import time_major_under_autocast
 
 transformers = pytest.importorskip("transformers")
@@ -49,7 +49,7 @@ def forward(net, waves, precision):
 def test_bf16_outputs_bit_identical_and_fp32_untouched(norm, model):
     plain = model(norm)
     cast_once = copy.deepcopy(plain)
-    linear_weights_under_autocast(cast_once)
+    weights_under_autocast(cast_once)
     waves = torch.randn(2, 12000, generator=torch.Generator().manual_seed(1))
     for precision in ("fp32", "bf16", "bf16", "fp32"):  # copies made, reused, and fp32 after them
         expected, got = forward(plain, waves, precision), forward(cast_once, waves, precision)
@@ -60,7 +60,7 @@ def test_bf16_outputs_bit_identical_and_fp32_untouched(norm, model):
 
 def test_fp32_makes_no_copies(model):
     net = model("layer")
-    linear_weights_under_autocast(net)
+    weights_under_autocast(net)
     forward(net, torch.randn(1, 8000), "fp32")
     assert not any("_autocast_copies" in m.__dict__ for m in net.modules())
 
@@ -68,7 +68,7 @@ def test_fp32_makes_no_copies(model):
 def test_weights_are_cast_once_per_model_not_per_region(model):
     plain = model("group")
     cast_once = copy.deepcopy(plain)
-    linear_weights_under_autocast(cast_once)
+    weights_under_autocast(cast_once)
     linears = [m for m in cast_once.modules() if type(m) is torch.nn.Linear]
     waves = torch.randn(1, 8000)
     forward(cast_once, waves, "bf16")  # the first region makes the copies
@@ -90,7 +90,7 @@ def test_weights_are_cast_once_per_model_not_per_region(model):
 
 def test_a_changed_weight_is_cast_again():
     linear = torch.nn.Linear(4, 3)
-    linear_weights_under_autocast(linear)
+    weights_under_autocast(linear)
     x = torch.randn(2, 4)
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
         before = linear(x)
@@ -103,3 +103,26 @@ def test_a_changed_weight_is_cast_again():
     assert not torch.equal(before, after)
     assert torch.equal(replaced, reference)
     assert cast_copy(linear, "weight", torch.float32) is linear.weight  # no copy where the dtype already is
+
+
+def test_a_weight_normed_convolution_is_computed_once_with_autocasts_numbers():
+    """wav2vec2's positional convolution: its weight-normed weight computed and cast once, not on every call, with
+    the outputs of autocast's own per-call computation; computed again when an original changes."""
+    from torch.nn.utils.parametrizations import weight_norm
+
+    torch.manual_seed(0)
+    plain = weight_norm(torch.nn.Conv1d(16, 16, kernel_size=8, padding=4, groups=4), name="weight", dim=2)
+    cast_once = copy.deepcopy(plain)
+    weights_under_autocast(cast_once)
+    computed = []
+    norm = cast_once.parametrizations.weight[0]
+    norm.register_forward_hook(lambda module, args, output: computed.append(1))
+    x = torch.randn(1, 16, 50)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        for _ in range(3):
+            assert torch.equal(cast_once(x), plain(x))
+        assert len(computed) == 1
+        cast_once.parametrizations.weight.original1.mul_(2)  # in place: computed again
+        plain.parametrizations.weight.original1.mul_(2)
+        assert torch.equal(cast_once(x), plain(x)) and len(computed) == 2
+    assert torch.equal(cast_once(x), plain(x)) and len(computed) == 3  # fp32: the module's own forward

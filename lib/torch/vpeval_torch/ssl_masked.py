@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from vpeval_torch.autocast_copies import cast_copy
+from vpeval_torch.shape_buckets import by_time_blocks
 
 NORMALIZE_EPS = {"zero-mean-unit-var": 1e-7, "layer-norm": 1e-5}  # transformers' feature extractor; UniLM, F.layer_norm
 
@@ -102,7 +103,10 @@ def time_major_cnn(extractor, wave: torch.Tensor, dtype: torch.dtype | None = No
     contiguous channels. Under CPU autocast the products run as bf16 GEMMs (oneDNN's AMX / AVX512-BF16 kernels),
     where torch's bf16 convolutions here are slower than fp32 for the 1-channel first block and without the
     layout copies transformers' [B, C, T] layers make around each norm. Used under CPU autocast only, so fp32
-    runs keep transformers' own numbers bit for bit. `dtype`: of the products (default: the CPU autocast's)."""
+    runs keep transformers' own numbers bit for bit. `dtype`: of the products (default: the CPU autocast's).
+
+    The products and activations run on row blocks of a few fixed shapes (shape_buckets.by_time_blocks), not one
+    new shape per waveform length for oneDNN to build kernels for."""
     dtype = dtype or torch.get_autocast_dtype("cpu")
     x = wave[0, :, None]  # [T, 1]
     for layer in extractor.conv_layers:
@@ -110,19 +114,37 @@ def time_major_cnn(extractor, wave: torch.Tensor, dtype: torch.dtype | None = No
         windows = x.unfold(0, conv.kernel_size[0], conv.stride[0])  # [T', C_in, kernel], the weight's order
         grouped = isinstance(norm, torch.nn.GroupNorm)  # block 0 of base models: its statistics in fp32
         product = torch.float32 if grouped else dtype  # (a 10-wide product there: fp32 costs little)
-        with torch.autocast("cpu", enabled=False):  # the product in `product`, whatever autocast would choose
-            weight = cast_copy(conv, "weight", product)  # cast once per model (the same values as .to each time)
-            x = windows.reshape(windows.shape[0], -1).to(product) @ weight.reshape(conv.out_channels, -1).mT
-            if conv.bias is not None:
-                x = x + cast_copy(conv, "bias", product)
-        if isinstance(norm, torch.nn.LayerNorm):
-            x = norm(x)
-        elif grouped:  # per-channel group norm over time as one multiply-add (torch's var_mean over dim 0 is slow)
-            mean = x.mean(0)
-            scale = torch.rsqrt((x - mean).square_().mean(0) + norm.eps) * norm.weight
-            x = torch.addcmul(norm.bias - mean * scale, x, scale)
-        x = layer.activation(x.to(dtype))
+        with torch.autocast("cpu", enabled=False):
+            weight = cast_copy(conv, "weight", product).reshape(conv.out_channels, -1).mT  # cast once per model
+            bias = cast_copy(conv, "bias", product)
+            if grouped:  # the norm folded into the product: no [T', C] pass over all of time
+                weight, bias = group_normed_product(windows.reshape(windows.shape[0], -1), weight, bias, norm)
+
+        def row_wise(rows, weight=weight, bias=bias, norm=None if grouped else norm, activation=layer.activation):
+            with torch.autocast("cpu", enabled=False):  # the product in `product`, whatever autocast would choose
+                y = rows.to(weight.dtype) @ weight
+                y = y if bias is None else y + bias
+            return activation((y if norm is None else norm(y)).to(dtype))
+
+        x = by_time_blocks(windows, row_wise)
     return x.mT[None]
+
+
+def group_normed_product(rows: torch.Tensor, weight: torch.Tensor, bias, norm: torch.nn.GroupNorm):
+    """(weight', bias') with rows @ weight' + bias' = GroupNorm(rows @ weight + bias) for a per-channel GroupNorm
+    over time: the product is linear in the rows, so each channel's mean and variance over time follow from the
+    rows' mean and covariance (float64, a k x k matrix for k-sample windows) without computing the [T', C]
+    product first. The same function as torch's two passes over it, rounded differently in fp32."""
+    r = rows.double()
+    mean_rows = r.mean(0)
+    centred = r - mean_rows
+    covariance = centred.mT @ centred / r.shape[0]
+    w = weight.double()
+    mean = mean_rows @ w + (0.0 if bias is None else bias.double())
+    variance = ((covariance @ w) * w).sum(0)  # diag(w' C w): each channel's variance over time
+    scale = norm.weight.double() * torch.rsqrt(variance + norm.eps)
+    shift = norm.bias.double() - mean * scale
+    return (w * scale).to(weight.dtype), (shift + (0.0 if bias is None else bias.double() * scale)).to(weight.dtype)
 
 
 def time_major_under_autocast(module: torch.nn.Module) -> None:

@@ -71,12 +71,16 @@ def test_ser_classes_in_bf16_mostly_equal_fp32(norm, batch, tmp_path, cnn_calls,
 @pytest.fixture
 def without_cast_once(monkeypatch):
     """Loads with autocast's own per-call weight casts (vpeval_torch.autocast_copies off), fresh loader caches
-    around the test so neither kind of model outlives it."""
+    around the test so neither kind of model outlives it. Rows keep their own counts in both arms (no
+    shape_buckets padding, which may round differently): what is compared is the casts alone."""
     import vpeval_torch.autocast_copies as copies
+    import vpeval_torch.shape_buckets as buckets
     from vpeval_speech.speechbrain_asr import load_asr
 
+    monkeypatch.setattr(buckets, "bucket_rows", lambda rows: rows)
+
     def off():
-        monkeypatch.setattr(copies, "linear_weights_under_autocast", lambda module: None)
+        monkeypatch.setattr(copies, "weights_under_autocast", lambda module: None)
         load_asr.cache_clear(), load_classifier.cache_clear()
 
     load_asr.cache_clear(), load_classifier.cache_clear()
@@ -91,8 +95,8 @@ def linears(module) -> list:
     return [m for m in module.modules() if type(m) is torch.nn.Linear]
 
 
-def test_asr_linear_weights_cast_once_same_bf16_outputs(tmp_path, without_cast_once):
-    """bf16 with the linear weights cast once per loaded model: encoder outputs and texts bit for bit those of
+def test_asr_weights_cast_once_same_bf16_outputs(tmp_path, without_cast_once):
+    """bf16 with the weights cast once per loaded model: encoder outputs and texts bit for bit those of
     autocast's per-utterance casts; fp32 texts unchanged by them."""
     folder = tiny_encoder_asr_folder(tmp_path / "asr", norm="layer")
     waves = tone_noise_waves(CAST_ONCE_SECONDS)
@@ -118,7 +122,7 @@ def test_asr_linear_weights_cast_once_same_bf16_outputs(tmp_path, without_cast_o
     assert runs[True]["bf16"] == runs[False]["bf16"] and runs[True]["fp32"] == runs[False]["fp32"]
 
 
-def test_ser_linear_weights_cast_once_same_bf16_outputs(tmp_path, without_cast_once):
+def test_ser_weights_cast_once_same_bf16_outputs(tmp_path, without_cast_once):
     """The same for the SER classifier: its probabilities (wav2vec2, pooling, the linear head) and classes."""
     folder = str(tiny_emotion_folders(tmp_path / "ser", norm="group") / "fold_1")
     waves = tone_noise_waves(CAST_ONCE_SECONDS)

@@ -133,11 +133,11 @@ def load_asr(folder: str, hparams_file: str, interface: str, wav2vec2_source: st
         load_loadable(obj, checkpoint_file(root, name, paths))
     rate = values.get("sample_rate", 16000)
     loaded = LoadedASR(kind, encoder, decoder, tokenizer, transformer, int(rate) if isinstance(rate, int) else 16000)
-    from vpeval_torch.autocast_copies import linear_weights_under_autocast
+    from vpeval_torch.autocast_copies import weights_under_autocast
     from vpeval_torch.ssl_masked import time_major_under_autocast
 
     time_major_under_autocast(encoder)  # cpu_precision bf16: wav2vec2's CNN as bf16 products (fp32 unchanged)
-    linear_weights_under_autocast(encoder)  # bf16: linear weights cast once, not per utterance (same numbers)
+    weights_under_autocast(encoder)  # bf16: weights cast once, not per utterance; rows in a few shapes
     return loaded.to("cpu")
 
 

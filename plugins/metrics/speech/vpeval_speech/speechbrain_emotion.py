@@ -134,12 +134,12 @@ def load_classifier(folder: str, wav2vec2_source: str | None, save_path: str) ->
         load_loadable(obj, checkpoint_file(root, name, paths))
     encoder = parts["label_encoder"]
     labels = [encoder.ind2lab[i] for i in range(len(encoder))]
-    from vpeval_torch.autocast_copies import linear_weights_under_autocast
+    from vpeval_torch.autocast_copies import weights_under_autocast
     from vpeval_torch.ssl_masked import time_major_under_autocast
 
     time_major_under_autocast(parts["wav2vec2"])  # cpu_precision bf16: wav2vec2's CNN as bf16 products
-    for name in ("wav2vec2", "output_mlp"):  # bf16: linear weights cast once, not per utterance (same numbers)
-        linear_weights_under_autocast(parts[name])
+    for name in ("wav2vec2", "output_mlp"):  # bf16: weights cast once, not per utterance; rows in a few shapes
+        weights_under_autocast(parts[name])
     return EmotionClassifier(root, parts["wav2vec2"], parts["avg_pool"], parts["output_mlp"], parts["softmax"], labels)
 
 
