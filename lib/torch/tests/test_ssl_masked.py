@@ -71,3 +71,19 @@ def test_the_time_major_cnn_computes_the_feature_encoder(norm, model):
                                        rtol=0, atol=1e-5)  # fmt: skip
             error = (reduced[b, :, :frames].float() - own).abs().max() / own.abs().max()
             assert reduced.dtype == torch.bfloat16 and 0 < error < 0.05  # bf16 keeps 8 bits: about 0.4 % per value
+
+
+@pytest.mark.parametrize("affine", [True, False])
+def test_group_normed_product_is_the_group_norm_of_the_product(affine):
+    """The first block's per-channel GroupNorm over time folded into its weights gives F.group_norm of the product."""
+    from vpeval_torch.ssl_masked import group_normed_product
+
+    generator = torch.Generator().manual_seed(3)
+    rows, weight, bias = (torch.randn(*shape, generator=generator) for shape in ((700, 10), (10, 6), (6,)))
+    norm = torch.nn.GroupNorm(6, 6, affine=affine)
+    if affine:
+        with torch.no_grad():
+            norm.weight.normal_(generator=generator), norm.bias.normal_(generator=generator)
+    folded_weight, folded_bias = group_normed_product(rows, weight, bias, norm)
+    expected = norm((rows @ weight + bias).mT[None])[0].mT
+    torch.testing.assert_close(rows @ folded_weight + folded_bias, expected, rtol=1e-5, atol=1e-5)

@@ -1,7 +1,7 @@
 """Row counts held to a few shapes for oneDNN's bf16 products on the CPU.
 
 oneDNN builds (JIT-compiles) a kernel for every new matrix shape it meets: 1-13 ms per product shape on this
-repository's AMX Xeon, about 44 ms for each new waveform length through wav2vec2-base (24 in the CNN, 18 in the
+project's AMX Xeon, about 44 ms for each new waveform length through wav2vec2-base (24 in the CNN, 18 in the
 transformer), against about 300 ms for the forward itself; a speech corpus gives nearly every waveform its own
 length, so without buckets that cost is paid per file. Each output row of these products depends on its own
 input row alone, so padding rows with zeros and dropping their outputs changes no real row's inputs; the

@@ -106,13 +106,14 @@ def time_major_cnn(extractor, wave: torch.Tensor, dtype: torch.dtype | None = No
     runs keep transformers' own numbers bit for bit. `dtype`: of the products (default: the CPU autocast's).
 
     The products and activations run on row blocks of a few fixed shapes (shape_buckets.by_time_blocks), not one
-    new shape per waveform length for oneDNN to build kernels for."""
+    new shape per waveform length for oneDNN to build kernels for; a group-normed block's norm is folded into its
+    weights first (group_normed_product)."""
     dtype = dtype or torch.get_autocast_dtype("cpu")
     x = wave[0, :, None]  # [T, 1]
     for layer in extractor.conv_layers:
         conv, norm = layer.conv, getattr(layer, "layer_norm", None)
         windows = x.unfold(0, conv.kernel_size[0], conv.stride[0])  # [T', C_in, kernel], the weight's order
-        grouped = isinstance(norm, torch.nn.GroupNorm)  # block 0 of base models: its statistics in fp32
+        grouped = isinstance(norm, torch.nn.GroupNorm)  # block 0 of base models: statistics over all of time
         product = torch.float32 if grouped else dtype  # (a 10-wide product there: fp32 costs little)
         with torch.autocast("cpu", enabled=False):
             weight = cast_copy(conv, "weight", product).reshape(conv.out_channels, -1).mT  # cast once per model
@@ -142,8 +143,8 @@ def group_normed_product(rows: torch.Tensor, weight: torch.Tensor, bias, norm: t
     w = weight.double()
     mean = mean_rows @ w + (0.0 if bias is None else bias.double())
     variance = ((covariance @ w) * w).sum(0)  # diag(w' C w): each channel's variance over time
-    scale = norm.weight.double() * torch.rsqrt(variance + norm.eps)
-    shift = norm.bias.double() - mean * scale
+    scale = torch.rsqrt(variance + norm.eps) * (1.0 if norm.weight is None else norm.weight.double())
+    shift = (0.0 if norm.bias is None else norm.bias.double()) - mean * scale
     return (w * scale).to(weight.dtype), (shift + (0.0 if bias is None else bias.double() * scale)).to(weight.dtype)
 
 
