@@ -98,8 +98,13 @@ def declared_names(template: Path) -> list[str]:
     return [name for line in lines if (m := RUNS_LINE.match(line.strip())) for name in m["names"].split()]
 
 
+def run_named(template: Path, name: str) -> Path:
+    """The kept run `name` beside the template (docs/results/<name>.run)."""
+    return template.parent / (name + RUN_SUFFIX)
+
+
 def declared_runs(template: Path) -> list[Path]:
-    return [template.parent / (name + RUN_SUFFIX) for name in declared_names(template)]
+    return [run_named(template, name) for name in declared_names(template)]
 
 
 def runs_of(template: Path, run: Path | None = None) -> list[Path]:
@@ -161,7 +166,7 @@ def render(template: Path, run: Path | None = None) -> str:
         if match and match["run"] and match["run"] not in declared:
             raise SystemExit(run_declaration_problems(template)[0])
         if match:
-            source = template.parent / (match["run"] + RUN_SUFFIX) if match["run"] else run
+            source = run_named(template, match["run"]) if match["run"] else run
             out += [line, "", vpeval_report(source, match["args"]), "", END_LINE]
         else:
             out.append(line)

@@ -24,6 +24,25 @@ from vpeval.stats import eer
 from vpeval.testing.dummies import make_corpus
 from vpeval.types import Corpus, MetricResult, TrainingData, Utterance
 
+# The runner tests' experiment: every fake plugin, two attackers, three protocols, two enrolment sizes.
+EXPERIMENT = """\
+name: runner-test
+seed: 7
+data:
+  corpus: {use: fake-corpus, params: {speakers: 12, utterances: 6}}
+  attacker_train_speakers: 0.5
+  target_trials_per_speaker: 3
+  nontarget_trials_per_speaker: 3
+anonymizers:
+  - {use: fake-shift}
+attackers:
+  - {use: fake-spectrum, train_on: original}
+  - {use: fake-spectrum, train_on: semi-informed, params: {bands: 24}}
+protocols: [O-O, O-A, A-A]
+enroll_utterances: [1, 2]
+metrics: [fake-eer]
+"""
+
 CALLS = {"anonymize": 0, "train": 0}
 
 

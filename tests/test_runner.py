@@ -5,27 +5,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fakes import EXPERIMENT
 
 from vpeval.config import load_experiment_text
 from vpeval.run.runner import Runner
-
-EXPERIMENT = """\
-name: runner-test
-seed: 7
-data:
-  corpus: {use: fake-corpus, params: {speakers: 12, utterances: 6}}
-  attacker_train_speakers: 0.5
-  target_trials_per_speaker: 3
-  nontarget_trials_per_speaker: 3
-anonymizers:
-  - {use: fake-shift}
-attackers:
-  - {use: fake-spectrum, train_on: original}
-  - {use: fake-spectrum, train_on: semi-informed, params: {bands: 24}}
-protocols: [O-O, O-A, A-A]
-enroll_utterances: [1, 2]
-metrics: [fake-eer]
-"""
 
 
 def run(tmp_path: Path, text: str = EXPERIMENT, **kwargs):

@@ -11,8 +11,7 @@ import types
 import numpy as np
 import pytest
 import soundfile as sf
-from fakes import run_anonymize_task
-from test_runner import EXPERIMENT
+from fakes import EXPERIMENT, run_anonymize_task
 
 from vpeval import hookimpl
 from vpeval.api import Anonymizer
