@@ -8,7 +8,11 @@ from pathlib import Path
 import vpeval
 
 CORE = Path(vpeval.__file__).parent
-BUDGET = {"report": 2_400, "": 13_508}  # lines of .py files: the report folder, the whole core
+BUDGET = {"report": 2_400, "": 13_660}  # lines of .py files: the report folder, the whole core
+# 13,508 -> 13,660 (issue 39, items 3 and 5): a run hashes and measures its lists of files on its cores (the data
+# scan, the corpus and submission fingerprints, a stage entry's manifest: fingerprint.hash_ahead, thread_results)
+# and knows an entry's files after the entry's rename; the `vpeval` command ends without the interpreter's
+# teardown (vpeval.process_exit). The run's data stage, its cache and its command line are the core's.
 # 13,486 -> 13,508 (issue 39, item 5): the EER stages of a run's score sets run on its workers (forked processes:
 # bootstrap loops hold the interpreter lock), in the core's metrics stage.
 # 13,453 -> 13,486 (issue 39, item 5): the run's serial part on two cores: a throwaway cache (--no-cache) hard-links

@@ -1,5 +1,5 @@
 """`python -m vpeval` runs the same command line as the `vpeval` script."""
 
-from vpeval.cli import main
+from vpeval.cli import run
 
-main()
+run()

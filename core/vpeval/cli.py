@@ -251,5 +251,13 @@ def metrics(score_file, metric_names, as_json, bootstrap):
     click.echo(run_metrics_on_scores(score_file, list(metric_names) or None, as_json, bootstrap))
 
 
+def run() -> None:
+    """The `vpeval` script and `python -m vpeval`: the command line, then the process ends without freeing every
+    module one by one (vpeval.process_exit; 0.6-0.9 s of each run)."""
+    from vpeval.process_exit import run_then_exit
+
+    run_then_exit(main)
+
+
 if __name__ == "__main__":
-    main()
+    run()

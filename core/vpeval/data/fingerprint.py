@@ -56,7 +56,9 @@ def corpus_fingerprint(corpus: Corpus, cache_folder: str | os.PathLike | None = 
     index = FileIndex(cache_folder) if cache_folder is not None else None
     try:
         rows = []
-        for u in sorted(corpus.utterances, key=lambda u: u.id):
+        ordered = sorted(corpus.utterances, key=lambda u: u.id)
+        hash_ahead(u.path for u in ordered if not (index and index.knows(u.path)))
+        for u in ordered:
             content = index.file_hash(u.path) if index else file_hash(u.path)
             rows.append([getattr(u, name) for name in _FIRST_FIELDS] + [content] + _other_declared(u))
     finally:
@@ -126,18 +128,67 @@ def changed_file(paths: Iterable[str], stamps: dict[str, list[int]]) -> str | No
 
 
 _remembered: dict[tuple, str] | None = None  # while remembered_hashes is open: (path, stamp) -> hash
+_threads = 1  # while remembered_hashes is open: the threads that check a list of files (the run's workers)
 
 
 @contextmanager
-def remembered_hashes() -> Iterator[dict[tuple, str]]:
+def remembered_hashes(threads: int = 1) -> Iterator[dict[tuple, str]]:
     """Within the block (a run) hash each file once, known by path and stamp as FileIndex knows it: the content
-    caches of several stages key on the same files (issue 39)."""
-    global _remembered
+    caches of several stages key on the same files (issue 39). Lists of files are hashed and measured ahead
+    on `threads` threads (`hash_ahead`, `thread_results`)."""
+    global _remembered, _threads
     outer, _remembered = _remembered, {} if _remembered is None else _remembered
+    outer_threads, _threads = _threads, max(1, threads)
     try:
         yield _remembered
     finally:
-        _remembered = outer
+        _remembered, _threads = outer, outer_threads
+
+
+def checking_threads() -> int:
+    """The threads that hash and measure a list of files in this block (1 outside remembered_hashes)."""
+    return _threads
+
+
+def thread_results(function: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+    """function(item) for each item, on the block's threads: file reads, hashlib and numpy on whole blocks let
+    the other threads run. An exception is returned in the item's place, for the caller's in-order pass."""
+
+    def guarded(item: Any) -> Any:
+        try:
+            return function(item)
+        except Exception as exc:  # noqa: BLE001 - handed back in place, raised in order by the caller
+            return exc
+
+    items = list(items)
+    if _threads < 2 or len(items) < 2:
+        return [guarded(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(_threads, len(items))) as pool:
+        return list(pool.map(guarded, items))
+
+
+def remember_as(path: str | os.PathLike, digest: str, stamp: list[int]) -> None:
+    """Within remembered_hashes: `path` holds the content `digest` while its stamp is `stamp` (a file this run
+    hashed under another name, moved by a rename that leaves stamps as they were)."""
+    if _remembered is not None and file_stamp(path) == stamp:
+        _remembered[(os.path.abspath(path), *stamp)] = digest
+
+
+def hash_ahead(paths: Iterable[str | os.PathLike]) -> None:
+    """Hash the files of `paths` this run has not hashed, on its threads, so that the file_hash calls that
+    follow in their own order find them remembered (only within remembered_hashes, with threads to spare)."""
+    if _remembered is None or _threads < 2:
+        return
+    todo: dict[tuple, str] = {}
+    for path in paths:
+        if (stamp := file_stamp(path)) is not None and os.path.isfile(path):  # never a FIFO (see file_hash)
+            if (key := (os.path.abspath(path), *stamp)) not in _remembered:
+                todo.setdefault(key, str(path))
+    for key, digest in zip(todo, thread_results(_hash_bytes, todo.values())):
+        if isinstance(digest, str):  # an unreadable file is hashed (and named) again by the caller's pass
+            _remembered[key] = digest
 
 
 def file_hash(path: str | os.PathLike) -> str:
@@ -236,18 +287,21 @@ class FileIndex:
             self.db = self._rebuild(exc, self.db)
             return None
 
-    def file_hash(self, path: str | os.PathLike) -> str:
+    def knows(self, path: str | os.PathLike) -> bool:
+        """Whether file_hash(path) needs no reading: the index holds its hash, or there is no such file."""
         full = os.path.abspath(path)
-        started = _clock_ns()
         try:
             st = os.stat(full)
         except (FileNotFoundError, NotADirectoryError):
-            return "missing"
+            return True
+        return self._stored(full, st) is not None
+
+    def _stored(self, full: str, st: os.stat_result) -> str | None:
+        """The hash the index holds for this file as it is now, if it can be trusted."""
         row = self._select(
             "SELECT size, mtime_ns, ctime_ns, inode, hashed_ns, hash FROM content WHERE path = ?", (full,)
         )
         stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        _observe(full, list(stamp))
         if (
             row is not None
             and tuple(row[:4]) == stamp
@@ -255,9 +309,22 @@ class FileIndex:
             and row[4] - st.st_ctime_ns > RACY_NS
             and isinstance(row[5], str)
         ):
-            if _remembered is not None:  # the run's later file_hash calls need not read the file either
-                _remembered[(full, *stamp)] = row[5]
             return row[5]
+        return None
+
+    def file_hash(self, path: str | os.PathLike) -> str:
+        full = os.path.abspath(path)
+        started = _clock_ns()
+        try:
+            st = os.stat(full)
+        except (FileNotFoundError, NotADirectoryError):
+            return "missing"
+        stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        _observe(full, list(stamp))
+        if (stored := self._stored(full, st)) is not None:
+            if _remembered is not None:  # the run's later file_hash calls need not read the file either
+                _remembered[(full, *stamp)] = stored
+            return stored
         content = file_hash(full)
         if content != "missing":
             self.pending_hashes.append((full, *stamp, started, content))
@@ -269,17 +336,22 @@ class FileIndex:
         `version` names the check's definition: a new version never reads results of an older one.
         """
         key = (content, -1 if channel is None else int(channel), int(version))
-        row = self._select("SELECT result FROM audio_checks WHERE hash = ? AND channel = ? AND version = ?", key)
-        try:
-            remembered = json.loads(row[0]) if row is not None else None
-        except (TypeError, ValueError):  # a row that is not ours: measure again
-            remembered = None
-        if isinstance(remembered, dict):
+        if (remembered := self.stored_check(*key)) is not None:
             return remembered
         result = compute()
         if content != "missing":
             self.pending_checks.append((*key, json.dumps(result)))
         return result
+
+    def stored_check(self, content: str, channel: int, version: int) -> dict | None:
+        """The audio check the index holds for this content, channel (-1: the mix) and version, or None."""
+        sql = "SELECT result FROM audio_checks WHERE hash = ? AND channel = ? AND version = ?"
+        row = self._select(sql, (content, channel, version))
+        try:
+            remembered = json.loads(row[0]) if row is not None else None
+        except (TypeError, ValueError):  # a row that is not ours: measure again
+            remembered = None
+        return remembered if isinstance(remembered, dict) else None
 
     def close(self) -> None:
         try:

@@ -16,7 +16,7 @@ from collections import Counter
 
 from vpeval.audio import measure_audio, require_audio_file
 from vpeval.audio_gate import audio_problem
-from vpeval.data.fingerprint import FileIndex, corpus_fingerprint
+from vpeval.data.fingerprint import FileIndex, checking_threads, corpus_fingerprint, hash_ahead, thread_results
 from vpeval.errors import BadAudioError, DataError
 from vpeval.types import Corpus, Utterance
 
@@ -45,9 +45,10 @@ def scan_corpus(
     skipped: list[tuple[str, str, str]] = []
     index = FileIndex(fingerprint_cache) if fingerprint_cache is not None else None
     try:
+        ahead = _measured_ahead(corpus.utterances, index)
         for u in corpus.utterances:
             try:
-                measures = _measures(u, index)
+                measures = _measures(u, index, ahead)
                 problem = audio_problem(measures)
                 if problem:
                     raise BadAudioError(u.path, problem)
@@ -107,13 +108,33 @@ def check_labels(corpus: Corpus) -> None:
                 )
 
 
-def _measures(u: Utterance, index: FileIndex | None) -> dict:
+def _measured_ahead(utterances: list[Utterance], index: FileIndex | None) -> dict[tuple, dict]:
+    """(path, channel) -> measures of the regular files still to measure, on the run's threads when it has
+    several (fingerprint.checking_threads); a file that fails is left to the in-order pass, which names it."""
+    if checking_threads() < 2:
+        return {}
+    todo = [u for u in utterances if os.path.isfile(u.path)]  # never a FIFO: the in-order pass refuses it
+    if index is not None:
+        hash_ahead(u.path for u in todo if not index.knows(u.path))
+        todo = [u for u in todo if index.stored_check(index.file_hash(u.path), _channel(u), MEASURES_VERSION) is None]
+    measured = thread_results(lambda u: measure_audio(u.path, u.channel), todo)
+    return {(u.path, u.channel): m for u, m in zip(todo, measured) if isinstance(m, dict)}
+
+
+def _channel(u: Utterance) -> int:
+    return -1 if u.channel is None else int(u.channel)
+
+
+def _measures(u: Utterance, index: FileIndex | None, ahead: dict[tuple, dict]) -> dict:
+    measured = ahead.pop((u.path, u.channel), None)
+
+    def measure() -> dict:
+        return measured if measured is not None else measure_audio(u.path, u.channel)
+
     if index is None:
-        return measure_audio(u.path, u.channel)
+        return measure()
     require_audio_file(u.path)  # the index hashes the file before it is measured: a FIFO would hang there
-    return index.audio_check(
-        index.file_hash(u.path), u.channel, MEASURES_VERSION, lambda: measure_audio(u.path, u.channel)
-    )
+    return index.audio_check(index.file_hash(u.path), u.channel, MEASURES_VERSION, measure)
 
 
 def _where(corpus: Corpus, u: Utterance) -> str:

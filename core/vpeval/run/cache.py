@@ -184,7 +184,7 @@ class StageCache:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         try:
-            write_entry_manifest(tmp)
+            files = write_entry_manifest(tmp)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -192,6 +192,8 @@ class StageCache:
             shutil.rmtree(final)
         _notes_path(final).unlink(missing_ok=True)
         os.replace(tmp, final)
+        for rel, recorded in files.items():  # the rename moved no file's stamp: the run need not hash them again
+            fingerprint.remember_as(final / rel, recorded["hash"], recorded["stamp"])
         self._rebuilt.add(final)
         partial = final.parent / f"{key}.partial"
         if partial.exists():
@@ -223,16 +225,18 @@ def _entry_files(folder: Path) -> list[str]:
     return sorted(out)
 
 
-def write_entry_manifest(folder: Path) -> None:
-    """Record every file's stamp and hash in the folder's manifest (atomically, as its last file)."""
+def write_entry_manifest(folder: Path) -> dict[str, dict]:
+    """Record every file's stamp and hash in the folder's manifest (atomically, as its last file); returns them."""
     recorded = fingerprint._clock_ns()
     files = {}
+    fingerprint.hash_ahead(folder / rel for rel in _entry_files(folder))
     for rel in _entry_files(folder):
         path = folder / rel
         stamp = _stamp(os.stat(path))
         files[rel] = {"stamp": stamp, "hash": fingerprint.file_hash(path)}
     text = json.dumps({"recorded_ns": recorded, "files": files}, separators=(",", ":"))
     write_text_atomic(folder / ENTRY_MANIFEST, text)
+    return files
 
 
 def _notes_path(entry: Path) -> Path:

@@ -21,7 +21,7 @@ from typing import Any
 
 from vpeval.audio import decoded_audio
 from vpeval.data.fingerprint import remembered_hashes
-from vpeval.device import effective_precision, resolve_device
+from vpeval.device import available_cores, effective_precision, resolve_device
 from vpeval.plugins import get_plugin_manager
 from vpeval.run.cache import StageCache
 from vpeval.run.console import RunConsole
@@ -120,7 +120,7 @@ class Runner:
                 run_folder_lock(self.folder, self.quiet),
                 RunConsole(self.folder / "run.log", quiet=self.quiet) as console,
                 decoded_audio() as decoded,  # each file decoded once, hashed once, whatever stages read it
-                remembered_hashes(),
+                remembered_hashes(min(self.settings.workers, available_cores())),  # file lists checked on threads
             ):
                 executor = open_executor(self.exp, self.cache, self.manager, console)
                 self._state = RunState(

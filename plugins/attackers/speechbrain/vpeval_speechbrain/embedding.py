@@ -17,6 +17,7 @@ Here several waveforms of similar length share a batch, and each gets the vector
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 import torch
@@ -49,10 +50,18 @@ def vpc_waveform(
 def toolkit_resample(wave: np.ndarray, rate: int) -> np.ndarray:
     """float32 audio at `rate` to 16 kHz with the filter of VPC's normalize_wave: torchaudio.transforms.Resample
     with its defaults (a windowed-sinc kernel built in float64, applied in float32)."""
+    with torch.inference_mode():
+        return _resampler(int(rate))(torch.from_numpy(wave)).numpy()
+
+
+@lru_cache(maxsize=16)
+def _resampler(rate: int) -> torch.nn.Module:
+    """One Resample per input rate: building its kernel cost as much as applying it (its forward keeps no state,
+    so the embedding threads share it)."""
     from torchaudio.transforms import Resample
 
     with torch.inference_mode():
-        return Resample(orig_freq=int(rate), new_freq=SAMPLE_RATE)(torch.from_numpy(wave)).numpy()
+        return Resample(orig_freq=rate, new_freq=SAMPLE_RATE)
 
 
 # Frames (10 ms) of one packed batch on the CPU: the sum of its utterances' frames. The asv plugin measured

@@ -112,8 +112,11 @@ class FolderEmbeddings:
 
     def _vectors(self, raws: Sequence[tuple[np.ndarray, int]]) -> np.ndarray:
         """[B, D] for raw waveforms, each with its rate."""
+        return self._prepared_vectors([self.waveform(audio, rate) for audio, rate in raws], raws)
+
+    def _prepared_vectors(self, prepared: list[np.ndarray], raws: Sequence[tuple[np.ndarray, int]]) -> np.ndarray:
+        """[B, D] for waveforms prepared as VPC prepares them (`waveform`), with the raw ones they came from."""
         embedder = self.prepare()
-        prepared = [self.waveform(audio, rate) for audio, rate in raws]
         if self._ssl is not None:  # the WavLM stream reads the file as it is (no peak division, no trimming)
             return self._ssl.embed_many(prepared, [self._wavlm_input(audio, rate) for audio, rate in raws])
         return embedder.embed(prepared)
@@ -162,7 +165,8 @@ class FolderEmbeddings:
             self._embedder.packed_network()  # laid out once here, not by each thread
 
         def embed(group: list[int]) -> np.ndarray:
-            return self._vectors([self._load(utterances[i]) for i in group])
+            loaded = [self._load(utterances[i]) for i in group]
+            return self._prepared_vectors([wave for wave, _ in loaded], [raw for _, raw in loaded])
 
         # On the CPU the run's workers are threads, each embedding whole buckets at the run's torch thread
         # count: the numbers of any core count (vpeval_torch.threads). A GPU runs one bucket at a time.
@@ -177,15 +181,15 @@ class FolderEmbeddings:
 
     def _embed_one(self, u: Utterance) -> np.ndarray:
         self.context.apply_threads()
-        return self._vectors([self._load(u)])[0]
+        wave, raw = self._load(u)
+        return self._prepared_vectors([wave], [raw])[0]
 
-    def _load(self, u: Utterance) -> tuple[np.ndarray, int]:
-        """The utterance's audio as read, at its own rate (VPC resamples after the peak normalisation),
-        refused in one sentence where VPC's trimming leaves nothing."""
+    def _load(self, u: Utterance) -> tuple[np.ndarray, tuple[np.ndarray, int]]:
+        """The utterance's waveform prepared as VPC prepares it, and its audio as read at its own rate (VPC
+        resamples after the peak normalisation); refused in one sentence where VPC's trimming leaves nothing."""
         try:
             audio, rate = read_audio(u.path, channel=u.channel)
-            self.waveform(audio, rate)
-            return audio, rate
+            return self.waveform(audio, rate), (audio, rate)
         except DataError:
             reason = "it is empty or all zeros, so VoicePrivacy's zero trimming leaves nothing"
             raise BadAudioError(str(u.path), reason) from None
