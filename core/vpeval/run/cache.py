@@ -229,8 +229,9 @@ def write_entry_manifest(folder: Path) -> dict[str, dict]:
     """Record every file's stamp and hash in the folder's manifest (atomically, as its last file); returns them."""
     recorded = fingerprint._clock_ns()
     files = {}
-    fingerprint.hash_ahead(folder / rel for rel in _entry_files(folder))
-    for rel in _entry_files(folder):
+    names = _entry_files(folder)
+    fingerprint.hash_ahead(folder / rel for rel in names)
+    for rel in names:
         path = folder / rel
         stamp = _stamp(os.stat(path))
         files[rel] = {"stamp": stamp, "hash": fingerprint.file_hash(path)}
