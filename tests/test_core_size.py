@@ -8,8 +8,8 @@ from pathlib import Path
 import vpeval
 
 CORE = Path(vpeval.__file__).parent
-BUDGET = {"report": 2_400, "": 13_661}  # lines of .py files: the report folder, the whole core
-# 13,508 -> 13,661 (issue 39, items 3 and 5): a run hashes and measures its lists of files on its cores (the data
+BUDGET = {"report": 2_400, "": 13_669}  # lines of .py files: the report folder, the whole core
+# 13,508 -> 13,669 (issue 39, items 3 and 5): a run hashes and measures its lists of files on its cores (the data
 # scan, the corpus and submission fingerprints, a stage entry's manifest: fingerprint.hash_ahead, thread_results)
 # and knows an entry's files after the entry's rename; the `vpeval` command ends without the interpreter's
 # teardown (vpeval.process_exit). The run's data stage, its cache and its command line are the core's.

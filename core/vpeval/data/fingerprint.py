@@ -235,6 +235,7 @@ class FileIndex:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         self.pending_hashes: list[tuple[Any, ...]] = []
         self.pending_checks: list[tuple[Any, ...]] = []
+        self._rows: dict[tuple, tuple[Any, ...] | None] = {}  # (sql, args) -> the row read (written only at close)
         try:
             self.db = self._open()
         except sqlite3.DatabaseError as exc:
@@ -277,6 +278,13 @@ class FileIndex:
         return self._open()
 
     def _select(self, sql: str, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """One row, or None, read once per instance: the look-ahead passes (`knows`, `stored_check`) and the in-order
+        ones ask for the same rows, and this index writes only when it closes."""
+        if (sql, args) not in self._rows:
+            self._rows[(sql, args)] = self._read_row(sql, args)
+        return self._rows[(sql, args)]
+
+    def _read_row(self, sql: str, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """One row, or None; a database found damaged here is rebuilt (and the row is missing)."""
         try:
             with closing(self.db.execute(sql, args)) as cur:
